@@ -1,0 +1,303 @@
+"""The `migrate-fi` command line (click). Only this module and `reporting` print."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import click
+
+from migrate_fi import __version__
+from migrate_fi.results import RunResult
+
+EXIT_CODES = """\b
+Exit codes:
+  0  nothing to migrate (check, diff); every site fixed (apply)
+  1  migrations found (check, diff); sites left for a person (apply)
+  2  an error: bad usage, or a file that could not be read, parsed or written"""
+
+
+class Fatal(click.ClickException):
+    """A one-line error; exit code 2."""
+
+    exit_code = 2
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"migrate-fi: error: {self.format_message()}", err=True)
+
+
+def _split(values: tuple[str, ...]) -> list[str]:
+    return [v.strip() for value in values for v in value.split(",") if v.strip()]
+
+
+@dataclass
+class _Common:
+    paths: tuple[str, ...]
+    from_version: str | None
+    to_version: str | None
+    select: tuple[str, ...]
+    ignore: tuple[str, ...]
+    exclude: tuple[str, ...]
+    output_format: str
+    jobs: int | None
+    exit_zero: bool
+    keywords: str
+    respect_gitignore: bool
+
+
+def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    options = [
+        click.argument("paths", nargs=-1, type=click.Path(), metavar="[PATH]..."),
+        click.option(
+            "--from",
+            "from_version",
+            metavar="VERSION",
+            help="FlashInfer version the code is written for now"
+            " (default: read from the project's flashinfer-python pin).",
+        ),
+        click.option(
+            "--to",
+            "to_version",
+            metavar="VERSION",
+            help="FlashInfer version to migrate to (default: the newest release known).",
+        ),
+        click.option(
+            "--select",
+            multiple=True,
+            metavar="RULES",
+            help="Run only these rules: codes (FI001), code prefixes (FI0) or ids; repeatable or comma-separated.",
+        ),
+        click.option("--ignore", multiple=True, metavar="RULES", help="Do not run these rules."),
+        click.option(
+            "--exclude",
+            multiple=True,
+            metavar="GLOB",
+            help="Skip paths matching this gitignore-style pattern (relative to the current folder); repeatable.",
+        ),
+        click.option(
+            "--output-format",
+            type=click.Choice(["text", "json", "github"]),
+            default="text",
+            show_default=True,
+            help="How to print findings.",
+        ),
+        click.option(
+            "-j",
+            "--jobs",
+            type=click.IntRange(min=0),
+            default=None,
+            help="Worker processes for parsing (default: one per CPU; 1 disables parallelism).",
+        ),
+        click.option(
+            "--exit-zero", is_flag=True, help="Exit 0 even when migrations are found (errors still exit 2)."
+        ),
+        click.option(
+            "--keywords",
+            type=click.Choice(["tail", "all"]),
+            default="tail",
+            show_default=True,
+            help="For calls whose positional arguments bind differently: name only the arguments"
+            " that moved (tail), or every positional argument (all).",
+        ),
+        click.option(
+            "--no-gitignore",
+            "respect_gitignore",
+            flag_value=False,
+            default=True,
+            help="Also look at files that .gitignore excludes.",
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _execute(common: _Common, mode: str) -> RunResult:
+    from migrate_fi.codemod import RunOptions
+    from migrate_fi.discovery import DiscoveryError
+    from migrate_fi.engine import run
+    from migrate_fi.project import ProjectVersionError, detect_current_version
+    from migrate_fi.registry import SelectionError, select
+    from migrate_fi.versions import NEWEST_RELEASE, VersionError, check_range, parse_version
+
+    paths = common.paths or (".",)
+    for p in paths:
+        if not os.path.lexists(p):
+            raise Fatal(f"{p}: no such file or folder")
+    try:
+        if common.from_version is None:
+            from_text, _ = detect_current_version(paths)
+        else:
+            from_text = common.from_version
+        from_v = parse_version(from_text)
+        to_v = parse_version(common.to_version or NEWEST_RELEASE)
+        check_range(from_v, to_v)
+        codemods = select(from_v, to_v, _split(common.select), _split(common.ignore))
+    except (ProjectVersionError, VersionError, SelectionError) as exc:
+        raise Fatal(str(exc)) from None
+    options = RunOptions(from_v, to_v, common.keywords)
+    progress = _progress_bar() if sys.stderr.isatty() else None
+    try:
+        result = run(
+            paths,
+            codemods,
+            options,
+            mode,
+            exclude=common.exclude,
+            jobs=common.jobs,
+            respect_gitignore=common.respect_gitignore,
+            progress=progress,
+        )
+    except DiscoveryError as exc:
+        raise Fatal(str(exc)) from None
+    finally:
+        if progress is not None:
+            click.echo("\r\033[K", nl=False, err=True)
+    result.from_version, result.to_version = str(from_v), str(to_v)
+    result.rules = [c.code for c in codemods]
+    return result
+
+
+def _progress_bar() -> Callable[[int, int], None]:
+    def show(done: int, total: int) -> None:
+        if total < 20:
+            return
+        width = 30
+        filled = width * done // total
+        click.echo(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} files", nl=False, err=True)
+
+    return show
+
+
+def _finish(result: RunResult, common: _Common, command: str, found: bool, listed: Any = None) -> None:
+    from migrate_fi.reporting import render, summary
+
+    extra = {"from": result.from_version, "to": result.to_version, "rules": result.rules}
+    report, errors = render(result, common.output_format, command, listed, extra)
+    stream_report_to_stderr = command == "diff"
+    if report:
+        click.echo(report, nl=False, err=stream_report_to_stderr)
+    if errors:
+        click.echo(errors, nl=False, err=True)
+    if common.output_format == "text":
+        click.echo(summary(result, command), nl=False, err=True)
+    if result.errors:
+        sys.exit(2)
+    sys.exit(1 if found and not common.exit_zero else 0)
+
+
+def _common(kwargs: dict[str, Any]) -> _Common:
+    return _Common(**kwargs)
+
+
+@click.group(
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog=EXIT_CODES,
+)
+@click.version_option(__version__, prog_name="migrate-fi")
+def cli() -> None:
+    """Migrate code that uses FlashInfer (flashinfer-python) from one release to another.
+
+    \b
+      migrate-fi check src/        list what needs migrating (CI gate; writes nothing)
+      migrate-fi diff src/         print the migration as a patch (writes nothing)
+      migrate-fi apply src/        rewrite the files in place
+      migrate-fi rules             the migrations, with codes and FlashInfer versions
+      migrate-fi explain FI001     one migration in full
+    """
+
+
+@cli.command(epilog=EXIT_CODES)
+@_common_options
+def check(**kwargs: Any) -> None:
+    """List the sites that need migrating; write nothing.
+
+    Prints `path:line:col: CODE message` for every site `apply` would rewrite and every site a
+    person must look at. Exits 1 when anything is found: use it as a CI gate.
+    """
+    common = _common(kwargs)
+    result = _execute(common, "check")
+    _finish(result, common, "check", found=bool(result.diagnostics))
+
+
+@cli.command(epilog=EXIT_CODES)
+@_common_options
+def diff(**kwargs: Any) -> None:
+    """Print the migration as a unified diff; write nothing.
+
+    The patch goes to stdout (`git apply` takes it); the sites left for a person, and errors, go to
+    stderr. Exits 1 when there is anything to migrate.
+    """
+    from migrate_fi.reporting import unified_diff
+
+    common = _common(kwargs)
+    result = _execute(common, "diff")
+    for f in result.changed:
+        assert f.old_text is not None and f.new_text is not None
+        click.echo(unified_diff(f.path, f.old_text, f.new_text), nl=False)
+    listed = result.diagnostics if common.output_format != "text" else result.manual
+    _finish(result, common, "diff", found=bool(result.diagnostics), listed=listed)
+
+
+@cli.command(epilog=EXIT_CODES)
+@_common_options
+def apply(**kwargs: Any) -> None:
+    """Rewrite the files in place.
+
+    Every write is atomic (a temporary file beside it, then a rename) and keeps the file's mode,
+    encoding, BOM and line endings; read-only files are refused. Prints the sites left for a
+    person; exits 1 when there are any.
+    """
+    from migrate_fi.engine import write_changes
+
+    common = _common(kwargs)
+    result = _execute(common, "apply")
+    write_changes(result)
+    if common.output_format == "text":
+        for f in result.changed:
+            if f.path in result.written:
+                n = sum(1 for d in f.diagnostics if d.fixable)
+                click.echo(f"{f.path}: rewritten ({n} fix{'es' if n != 1 else ''})")
+    listed = result.manual if common.output_format == "text" else result.diagnostics
+    _finish(result, common, "apply", found=bool(result.manual), listed=listed)
+
+
+@cli.command()
+@click.option(
+    "--output-format",
+    type=click.Choice(["text", "json", "markdown"]),
+    default="text",
+    show_default=True,
+)
+def rules(output_format: str) -> None:
+    """List every migration: code, id, FlashInfer version, fix safety, summary."""
+    from migrate_fi.docs import rules_json, rules_markdown, rules_table
+
+    if output_format == "json":
+        click.echo(json.dumps(rules_json(), indent=2))
+    elif output_format == "markdown":
+        click.echo(rules_markdown(), nl=False)
+    else:
+        click.echo(rules_table(), nl=False)
+
+
+@cli.command()
+@click.argument("rule")
+def explain(rule: str) -> None:
+    """Explain one migration, by code (FI001) or id."""
+    from migrate_fi.docs import explain_text
+    from migrate_fi.registry import SelectionError, lookup
+
+    try:
+        cls = lookup(rule)
+    except SelectionError as exc:
+        raise Fatal(str(exc)) from None
+    click.echo(explain_text(cls), nl=False)
+
+
+def main() -> None:
+    cli(prog_name="migrate-fi")

@@ -1,0 +1,175 @@
+"""Which files a run looks at.
+
+Folders are walked; files given by name are always taken (even if ignored), like Ruff does.
+While walking, `.gitignore` files (from the repository root down) and `.git/info/exclude` are
+respected, as are `--exclude` patterns (gitignore syntax, relative to the current folder), and
+these folders are never entered: version-control folders, virtualenvs (any folder holding a
+`pyvenv.cfg`), `site-packages`, build output and tool caches.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import pathspec
+
+__all__ = ["DiscoveryError", "SKIPPED_DIRS", "discover"]
+
+SKIPPED_DIRS = frozenset(
+    {
+        ".bzr",
+        ".direnv",
+        ".eggs",
+        ".git",
+        ".hg",
+        ".ipynb_checkpoints",
+        ".mypy_cache",
+        ".nox",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".svn",
+        ".tox",
+        ".venv",
+        "__pycache__",
+        "__pypackages__",
+        "build",
+        "dist",
+        "node_modules",
+        "site-packages",
+        "venv",
+    }
+)
+
+
+class DiscoveryError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class _Ignore:
+    base: str  # folder the patterns are relative to
+    spec: pathspec.PathSpec
+
+    def matches(self, path: str, is_dir: bool) -> bool:
+        rel = os.path.relpath(path, self.base)
+        if rel.startswith(".."):
+            return False
+        rel = rel.replace(os.sep, "/")
+        return self.spec.match_file(rel + "/" if is_dir else rel)
+
+
+def _read_ignore(base: str, filename: str) -> _Ignore | None:
+    try:
+        with open(filename, encoding="utf-8", errors="replace") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return None
+    if not any(line.strip() and not line.startswith("#") for line in lines):
+        return None
+    return _Ignore(base, pathspec.PathSpec.from_lines("gitwildmatch", lines))
+
+
+def _repo_root(folder: str) -> str | None:
+    current = folder
+    while True:
+        if os.path.exists(os.path.join(current, ".git")):
+            return current
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        current = parent
+
+
+def _ancestor_ignores(folder: str) -> list[_Ignore]:
+    """`.gitignore` files from the repository root down to (not including) ``folder``."""
+    root = _repo_root(folder)
+    if root is None:
+        return []
+    out: list[_Ignore] = []
+    exclude = _read_ignore(root, os.path.join(root, ".git", "info", "exclude"))
+    if exclude:
+        out.append(exclude)
+    chain = []
+    current = os.path.dirname(folder)
+    while len(current) >= len(root):
+        chain.append(current)
+        if current == root:
+            break
+        current = os.path.dirname(current)
+    for d in reversed(chain):
+        ig = _read_ignore(d, os.path.join(d, ".gitignore"))
+        if ig:
+            out.append(ig)
+    return out
+
+
+def discover(
+    paths: Iterable[str],
+    suffixes: tuple[str, ...] = (".py",),
+    exclude: Iterable[str] = (),
+    respect_gitignore: bool = True,
+) -> Iterator[str]:
+    """Yield the files to look at, as absolute paths, each once, in a stable order."""
+    cwd = os.getcwd()
+    exclude = list(exclude)
+    user = _Ignore(cwd, pathspec.PathSpec.from_lines("gitwildmatch", exclude)) if exclude else None
+    seen: set[str] = set()
+    for given in paths:
+        path = os.path.abspath(given)
+        if not os.path.lexists(path):
+            raise DiscoveryError(f"{given}: no such file or folder")
+        if os.path.isfile(path):
+            if path not in seen:
+                seen.add(path)
+                yield path
+            continue
+        if not os.path.isdir(path):
+            raise DiscoveryError(f"{given}: not a regular file or folder")
+        ignores = _ancestor_ignores(path) if respect_gitignore else []
+        for found in _walk(path, suffixes, ignores, user, respect_gitignore):
+            if found not in seen:
+                seen.add(found)
+                yield found
+
+
+def _walk(
+    folder: str,
+    suffixes: tuple[str, ...],
+    ignores: list[_Ignore],
+    user: _Ignore | None,
+    respect_gitignore: bool,
+) -> Iterator[str]:
+    if respect_gitignore:
+        own = _read_ignore(folder, os.path.join(folder, ".gitignore"))
+        if own:
+            ignores = [*ignores, own]
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError:
+        return
+    subdirs = []
+    for entry in entries:
+        if entry.is_symlink():
+            continue  # never follow links out of the tree, never write through them
+        if entry.is_dir():
+            if entry.name in SKIPPED_DIRS:
+                continue
+            subdirs.append(entry)
+        elif entry.is_file() and entry.name.endswith(suffixes):
+            path = entry.path
+            if user is not None and user.matches(path, False):
+                continue
+            if any(ig.matches(path, False) for ig in ignores):
+                continue
+            yield path
+    for entry in subdirs:
+        path = entry.path
+        if os.path.exists(os.path.join(path, "pyvenv.cfg")):
+            continue  # a virtualenv, whatever its name
+        if user is not None and user.matches(path, True):
+            continue
+        if any(ig.matches(path, True) for ig in ignores):
+            continue
+        yield from _walk(path, suffixes, ignores, user, respect_gitignore)

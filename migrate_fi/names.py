@@ -1,0 +1,410 @@
+"""Name resolution shared by every codemod: what may an expression in this file refer to?
+
+Built on Python's `ast` (not LibCST) so that `check` never needs LibCST. One pass over a module
+builds its scopes (module, class, function, lambda, comprehension) with every binding of every
+name, flow-insensitively: a name bound twice in one scope may be either. Then
+``resolve(expr, scope)`` answers with the *candidates* for ``expr``: fully qualified names where the
+binding is an import (or an alias of one), and opaque candidates where it is a ``def``, a parameter,
+an assignment of some other value, and so on.
+
+The rules, chosen so that a codemod never rewrites something that may not be FlashInfer's:
+- Imports in any form: ``import a.b``, ``import a.b as x``, ``from a import b as x``, relative imports
+  (resolved against the file's own module path), imports inside functions and try/except.
+- Aliases: ``x = flashinfer.fp4_quantize`` (also ``a = b = ...`` and ``x = A if c else B``).
+- Python's scoping: function scopes shadow the module, class bodies are not visible from methods,
+  ``global``/``nonlocal`` redirect bindings, comprehensions have their own scope.
+- A binding to the literal ``None`` (``except ImportError: fp4_quantize = None``) is not an alternative:
+  nothing can be called through it, so it never makes a call ambiguous on its own.
+- ``from m import *`` supplies ``m.<name>`` for names the module does not bind explicitly.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+__all__ = ["Candidate", "NameResolver", "Resolution", "Scope", "module_name_for_path"]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One thing a name may be bound to."""
+
+    qualname: str | None  # fully qualified name for imports and their aliases; None when opaque
+    line: int
+    what: str  # for messages: "import", "def", "parameter", "assignment", ...
+
+    def describe(self) -> str:
+        target = f" of {self.qualname}" if self.qualname else ""
+        return f"{self.what}{target} at line {self.line}"
+
+
+@dataclass(frozen=True)
+class Resolution:
+    candidates: tuple[Candidate, ...] = ()
+
+    @property
+    def qualnames(self) -> frozenset[str]:
+        return frozenset(c.qualname for c in self.candidates if c.qualname is not None)
+
+    def match(self, targets: frozenset[str] | set[str]) -> tuple[str | None, str | None]:
+        """Match against a set of qualified names.
+
+        Returns ``(target, None)`` when every candidate is one of ``targets`` (all the same API),
+        ``(None, reason)`` when some candidate is a target and another is not (ambiguous), and
+        ``(None, None)`` when no candidate is a target.
+        """
+        hits = [c for c in self.candidates if c.qualname in targets]
+        if not hits:
+            return None, None
+        others = [c for c in self.candidates if c.qualname not in targets]
+        if others:
+            return None, "may also be bound to something else: " + ", ".join(
+                c.describe() for c in others
+            )
+        return hits[0].qualname, None
+
+
+class Scope:
+    __slots__ = ("bindings", "declared_global", "declared_nonlocal", "kind", "parent", "stars")
+
+    def __init__(self, kind: str, parent: Scope | None) -> None:
+        self.kind = kind  # "module", "class", "function", "comprehension"
+        self.parent = parent
+        self.bindings: dict[str, list[_Binding]] = {}
+        self.declared_global: set[str] = set()
+        self.declared_nonlocal: set[str] = set()
+        self.stars: list[tuple[str, int]] = []  # (module, line) of `from module import *`
+
+    def __repr__(self) -> str:  # pragma: no cover - debugging aid
+        return f"Scope({self.kind}, {sorted(self.bindings)})"
+
+
+@dataclass
+class _Binding:
+    what: str
+    line: int
+    qualname: str | None = None  # imports
+    alias_of: ast.expr | None = None  # `x = <expr>` aliases, resolved lazily in `scope`
+    scope: Scope | None = None
+
+
+def module_name_for_path(parts: tuple[str, ...]) -> tuple[str | None, bool]:
+    """Module name and whether it is a package, from the path parts that lie inside packages.
+
+    ``parts`` are the path components from the top-most folder that has an ``__init__.py`` down to
+    the file, e.g. ``("flashinfer", "quantization", "fp4_quantization.py")``.
+    """
+    if not parts:
+        return None, False
+    *dirs, filename = parts
+    stem = filename[:-3] if filename.endswith(".py") else filename
+    if stem == "__init__":
+        return (".".join(dirs) or None), True
+    return ".".join([*dirs, stem]), False
+
+
+class NameResolver(ast.NodeVisitor):
+    """Scopes and bindings of one module. Build once per file; every codemod shares it."""
+
+    def __init__(
+        self, tree: ast.Module, module_name: str | None = None, is_package: bool = False
+    ) -> None:
+        self.module_name = module_name
+        self.is_package = is_package
+        self.module_scope = Scope("module", None)
+        self._scope = self.module_scope
+        # Every call in the file with the scope it is evaluated in, in source order.
+        self.calls: list[tuple[ast.Call, Scope]] = []
+        self.visit(tree)
+        self.calls.sort(key=lambda item: (item[0].lineno, item[0].col_offset))
+
+    # ----------------------------------------------------------------- queries
+
+    def resolve(self, expr: ast.expr, scope: Scope) -> Resolution:
+        return Resolution(tuple(self._resolve(expr, scope, frozenset())))
+
+    def iter_calls(self) -> Iterator[tuple[ast.Call, Scope]]:
+        return iter(self.calls)
+
+    # ------------------------------------------------------------- resolution
+
+    def _resolve(
+        self, expr: ast.expr, scope: Scope, seen: frozenset[tuple[int, str]]
+    ) -> list[Candidate]:
+        if isinstance(expr, ast.Name):
+            return self._resolve_name(expr.id, scope, seen)
+        if isinstance(expr, ast.Attribute):
+            out = []
+            for cand in self._resolve(expr.value, scope, seen):
+                if cand.qualname is None:
+                    out.append(cand)
+                else:
+                    out.append(Candidate(f"{cand.qualname}.{expr.attr}", cand.line, cand.what))
+            return out
+        if isinstance(expr, ast.IfExp):
+            return self._resolve(expr.body, scope, seen) + self._resolve(expr.orelse, scope, seen)
+        line = getattr(expr, "lineno", 0)
+        return [Candidate(None, line, "expression")]
+
+    def _resolve_name(
+        self, name: str, scope: Scope, seen: frozenset[tuple[int, str]]
+    ) -> list[Candidate]:
+        found = self._lookup(name, scope)
+        if found is None:
+            return []  # a builtin or an undefined name: nothing we know
+        owner, bindings = found
+        key = (id(owner), name)
+        if key in seen:
+            return [Candidate(None, bindings[0].line if bindings else 0, "circular alias")]
+        seen = seen | {key}
+        out: list[Candidate] = []
+        for b in bindings:
+            if b.what == "None":
+                continue
+            if b.alias_of is not None:
+                assert b.scope is not None
+                out.extend(self._resolve(b.alias_of, b.scope, seen))
+            else:
+                out.append(Candidate(b.qualname, b.line, b.what))
+        if not bindings and owner.stars:
+            out.extend(Candidate(f"{mod}.{name}", line, "star import") for mod, line in owner.stars)
+        return out
+
+    def _lookup(self, name: str, scope: Scope) -> tuple[Scope, list[_Binding]] | None:
+        s: Scope | None = scope
+        if name in scope.declared_global:
+            s = self.module_scope
+        first = True
+        while s is not None:
+            if (first or s.kind != "class") and name in s.bindings:
+                return s, s.bindings[name]
+            if s.kind == "module" and s.stars:
+                return s, []
+            first = False
+            s = s.parent
+        return None
+
+    # ---------------------------------------------------------------- binding
+
+    def _bind(self, name: str, binding: _Binding) -> None:
+        scope = self._scope
+        # Walrus targets inside a comprehension bind in the enclosing non-comprehension scope.
+        if binding.what == "walrus target":
+            while scope.kind == "comprehension" and scope.parent is not None:
+                scope = scope.parent
+        if name in scope.declared_global:
+            scope = self.module_scope
+        elif name in scope.declared_nonlocal:
+            parent = scope.parent
+            while parent is not None and (parent.kind == "class" or name not in parent.bindings):
+                if parent.kind == "module":
+                    break
+                parent = parent.parent
+            if parent is not None and parent.kind != "module":
+                scope = parent
+        scope.bindings.setdefault(name, []).append(binding)
+
+    def _absolute_module(self, module: str | None, level: int) -> str | None:
+        if level == 0:
+            return module
+        if self.module_name is None:
+            return None
+        parts = self.module_name.split(".")
+        if not self.is_package:
+            parts = parts[:-1]
+        if level > 1:
+            if level - 1 > len(parts):
+                return None
+            parts = parts[: len(parts) - (level - 1)]
+        if module:
+            parts = [*parts, module]
+        return ".".join(parts) or None
+
+    # --------------------------------------------------------------- visitors
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            if alias.asname:
+                self._bind(alias.asname, _Binding("import", node.lineno, alias.name))
+            else:
+                top = alias.name.split(".")[0]
+                self._bind(top, _Binding("import", node.lineno, top))
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        module = self._absolute_module(node.module, node.level)
+        for alias in node.names:
+            if alias.name == "*":
+                if module is not None:
+                    self._scope.stars.append((module, node.lineno))
+                continue
+            bound = alias.asname or alias.name
+            qual = f"{module}.{alias.name}" if module is not None else None
+            self._bind(bound, _Binding("import", node.lineno, qual))
+
+    def visit_Global(self, node: ast.Global) -> None:
+        self._scope.declared_global.update(node.names)
+
+    def visit_Nonlocal(self, node: ast.Nonlocal) -> None:
+        self._scope.declared_nonlocal.update(node.names)
+
+    def _visit_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> None:
+        args = node.args
+        for default in [*args.defaults, *[d for d in args.kw_defaults if d is not None]]:
+            self.visit(default)
+        if not isinstance(node, ast.Lambda):
+            for deco in node.decorator_list:
+                self.visit(deco)
+            for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
+                if a is not None and a.annotation is not None:
+                    self.visit(a.annotation)
+            if node.returns is not None:
+                self.visit(node.returns)
+            self._bind(node.name, _Binding("def", node.lineno))
+        outer = self._scope
+        self._scope = Scope("function", outer)
+        for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
+            if a is not None:
+                self._bind(a.arg, _Binding("parameter", a.lineno))
+        if isinstance(node, ast.Lambda):
+            self.visit(node.body)
+        else:
+            for stmt in node.body:
+                self.visit(stmt)
+        self._scope = outer
+
+    visit_FunctionDef = _visit_function
+    visit_AsyncFunctionDef = _visit_function
+    visit_Lambda = _visit_function
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        for expr in [*node.decorator_list, *node.bases, *[k.value for k in node.keywords]]:
+            self.visit(expr)
+        self._bind(node.name, _Binding("class", node.lineno))
+        outer = self._scope
+        self._scope = Scope("class", outer)
+        for stmt in node.body:
+            self.visit(stmt)
+        self._scope = outer
+
+    def _visit_comprehension(
+        self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp
+    ) -> None:
+        gens = node.generators
+        self.visit(gens[0].iter)  # the first iterable is evaluated in the enclosing scope
+        outer = self._scope
+        self._scope = Scope("comprehension", outer)
+        for i, gen in enumerate(gens):
+            if i:
+                self.visit(gen.iter)
+            self.visit(gen.target)
+            for cond in gen.ifs:
+                self.visit(cond)
+        if isinstance(node, ast.DictComp):
+            self.visit(node.key)
+            self.visit(node.value)
+        else:
+            self.visit(node.elt)
+        self._scope = outer
+
+    visit_ListComp = _visit_comprehension
+    visit_SetComp = _visit_comprehension
+    visit_GeneratorExp = _visit_comprehension
+    visit_DictComp = _visit_comprehension
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        self.visit(node.value)
+        for target in node.targets:
+            self._bind_target(target, node.value, node.lineno)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self.visit(node.annotation)
+        if node.value is not None:
+            self.visit(node.value)
+        self._bind_target(node.target, node.value, node.lineno)
+
+    def _bind_target(self, target: ast.expr, value: ast.expr | None, line: int) -> None:
+        if isinstance(target, ast.Name):
+            if value is None:
+                self._bind(target.id, _Binding("annotation", line))
+            elif isinstance(value, ast.Constant) and value.value is None:
+                self._bind(target.id, _Binding("None", line))
+            elif isinstance(value, (ast.Name, ast.Attribute, ast.IfExp)):
+                self._bind(
+                    target.id, _Binding("assignment", line, alias_of=value, scope=self._scope)
+                )
+            else:
+                self._bind(target.id, _Binding("assignment", line))
+        elif (
+            isinstance(target, (ast.Tuple, ast.List))
+            and isinstance(value, (ast.Tuple, ast.List))
+            and len(target.elts) == len(value.elts)
+            and not any(isinstance(e, ast.Starred) for e in target.elts + value.elts)
+        ):
+            for t, v in zip(target.elts, value.elts):
+                self._bind_target(t, v, line)
+        else:
+            self.visit(target)
+
+    def visit_NamedExpr(self, node: ast.NamedExpr) -> None:
+        self.visit(node.value)
+        self._bind(node.target.id, _Binding("walrus target", node.lineno))
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if isinstance(node.ctx, (ast.Store, ast.Del)):
+            self._bind(node.id, _Binding("assignment", node.lineno))
+
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
+        if node.type is not None:
+            self.visit(node.type)
+        if node.name:
+            self._bind(node.name, _Binding("exception variable", node.lineno))
+        for stmt in node.body:
+            self.visit(stmt)
+
+    def visit_MatchAs(self, node: ast.MatchAs) -> None:
+        if node.pattern is not None:
+            self.visit(node.pattern)
+        if node.name:
+            self._bind(node.name, _Binding("match capture", node.lineno))
+
+    def visit_MatchStar(self, node: ast.MatchStar) -> None:
+        if node.name:
+            self._bind(node.name, _Binding("match capture", node.lineno))
+
+    def visit_MatchMapping(self, node: ast.MatchMapping) -> None:
+        self.generic_visit(node)
+        if node.rest:
+            self._bind(node.rest, _Binding("match capture", node.lineno))
+
+    def visit_Call(self, node: ast.Call) -> None:
+        self.calls.append((node, self._scope))
+        self.generic_visit(node)
+
+
+@dataclass
+class CallArgs:
+    """The argument structure of a call, as the binding rules see it."""
+
+    positional: list[ast.expr] = field(default_factory=list)  # plain positional arguments, in order
+    starred: list[ast.Starred] = field(default_factory=list)  # `*args`
+    keywords: dict[str, ast.keyword] = field(default_factory=dict)
+    double_starred: list[ast.expr] = field(default_factory=list)  # `**kwargs`
+
+    @classmethod
+    def of(cls, call: ast.Call) -> CallArgs:
+        out = cls()
+        for arg in call.args:
+            if isinstance(arg, ast.Starred):
+                out.starred.append(arg)
+            elif not out.starred:
+                out.positional.append(arg)
+            else:  # a positional argument after *args: its index is unknown too
+                out.starred.append(ast.Starred(value=arg, ctx=ast.Load()))
+        for kw in call.keywords:
+            if kw.arg is None:
+                out.double_starred.append(kw.value)
+            else:
+                out.keywords[kw.arg] = kw
+        return out

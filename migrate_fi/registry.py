@@ -1,0 +1,120 @@
+"""Finding codemods and choosing which run.
+
+Every module in the `migrate_fi.codemods` package (the repository's `codemods/` folder) that
+defines a `Codemod` subclass is a rule: adding a file adds a rule. Which rules run is decided here,
+from declared metadata (the FlashInfer release each one handles) and `--select`/`--ignore`,
+never by the codemods themselves.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+from collections.abc import Iterable
+from functools import cache
+
+from packaging.version import Version
+
+from migrate_fi.codemod import Codemod
+from migrate_fi.results import FixSafety
+from migrate_fi.versions import in_range, parse_version
+
+_CODE = re.compile(r"^FI\d{3}$")
+
+
+class SelectionError(ValueError):
+    pass
+
+
+@cache
+def all_codemods() -> tuple[type[Codemod], ...]:
+    """Every codemod, ordered by the release it handles, then by code."""
+    import migrate_fi.codemods as package
+
+    found: list[type[Codemod]] = []
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        classes = [
+            obj
+            for obj in vars(module).values()
+            if isinstance(obj, type)
+            and issubclass(obj, Codemod)
+            and obj is not Codemod
+            and obj.__module__ == module.__name__
+        ]
+        if len(classes) != 1:
+            raise RuntimeError(
+                f"codemod module {module.__name__} must define exactly one Codemod subclass,"
+                f" found {len(classes)}"
+            )
+        cls = classes[0]
+        cls.id = info.name
+        _validate(cls)
+        found.append(cls)
+    codes = [c.code for c in found]
+    duplicates = {c for c in codes if codes.count(c) > 1}
+    if duplicates:
+        raise RuntimeError(f"duplicate codemod codes: {', '.join(sorted(duplicates))}")
+    return tuple(sorted(found, key=lambda c: (parse_version(c.introduced_in), c.code)))
+
+
+def _validate(cls: type[Codemod]) -> None:
+    where = f"codemod {cls.id}"
+    for attr in ("code", "summary", "introduced_in", "fix_safety", "triggers"):
+        if not hasattr(cls, attr):
+            raise RuntimeError(f"{where} does not declare {attr}")
+    if not _CODE.match(cls.code):
+        raise RuntimeError(f"{where}: code {cls.code!r} is not of the form FI000")
+    parse_version(cls.introduced_in)
+    if not isinstance(cls.fix_safety, FixSafety):
+        raise RuntimeError(f"{where}: fix_safety must be a FixSafety")
+    if not cls.triggers or not all(isinstance(t, str) and t for t in cls.triggers):
+        raise RuntimeError(f"{where}: triggers must be non-empty strings")
+    if not cls.doc():
+        raise RuntimeError(f"{where} has no docstring (it is the rule's documentation)")
+
+
+def lookup(name: str) -> type[Codemod]:
+    """A codemod by code (``FI001``, any case) or id (``fp4_quantize_keywords``)."""
+    for cls in all_codemods():
+        if name.upper() == cls.code or name == cls.id:
+            return cls
+    raise SelectionError(f"unknown rule {name!r} (see `migrate-fi rules`)")
+
+
+def _matches(cls: type[Codemod], selector: str) -> bool:
+    sel = selector.strip()
+    return sel == cls.id or (sel.upper().startswith("FI") and cls.code.startswith(sel.upper()))
+
+
+def _check_selectors(selectors: Iterable[str]) -> None:
+    for sel in selectors:
+        if not any(_matches(c, sel) for c in all_codemods()):
+            raise SelectionError(f"unknown rule {sel!r} in --select/--ignore (see `migrate-fi rules`)")
+
+
+def select(
+    from_version: Version,
+    to_version: Version,
+    select: Iterable[str] = (),
+    ignore: Iterable[str] = (),
+) -> list[type[Codemod]]:
+    """The codemods that run for ``--from``/``--to`` and ``--select``/``--ignore``.
+
+    ``select`` and ``ignore`` take codes, code prefixes (``FI0``) or ids.
+    """
+    select, ignore = list(select), list(ignore)
+    _check_selectors([*select, *ignore])
+    chosen = []
+    for cls in all_codemods():
+        if not in_range(cls.introduced_in, from_version, to_version):
+            continue
+        if select and not any(_matches(cls, s) for s in select):
+            continue
+        if any(_matches(cls, s) for s in ignore):
+            continue
+        chosen.append(cls)
+    return chosen

@@ -1,0 +1,136 @@
+"""Turning results into text: the only module that formats diagnostics.
+
+Formats: ``text`` (``path:line:col: CODE message``), ``json`` (one document), ``github``
+(workflow commands that GitHub Actions turns into annotations).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Sequence
+
+from migrate_fi import __version__
+from migrate_fi.results import Diagnostic, FileError, RunResult
+
+__all__ = ["FORMATS", "format_diagnostic", "render", "summary", "unified_diff"]
+
+FORMATS = ("text", "json", "github")
+
+_LINES = re.compile(r"[^\n]*\n|[^\n]+")
+
+
+def format_diagnostic(d: Diagnostic) -> str:
+    return f"{d.path}:{d.line}:{d.col}: {d.code} {d.message}"
+
+
+def format_error(e: FileError) -> str:
+    where = e.path
+    if e.line is not None:
+        where += f":{e.line}" + (f":{e.col}" if e.col is not None else "")
+    return f"{where}: error: {e.reason}"
+
+
+def _gh_escape(text: str, prop: bool = False) -> str:
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    if prop:
+        text = text.replace(":", "%3A").replace(",", "%2C")
+    return text
+
+
+def _github(d: Diagnostic) -> str:
+    props = [f"file={_gh_escape(d.path, True)}", f"line={d.line}", f"col={d.col}"]
+    if d.end_line is not None:
+        props.append(f"endLine={d.end_line}")
+    if d.end_col is not None and d.end_line == d.line:
+        props.append(f"endColumn={d.end_col}")
+    props.append(f"title={_gh_escape(f'{d.code} ({d.codemod})', True)}")
+    level = "warning" if d.fixable else "error"
+    return f"::{level} {','.join(props)}::{_gh_escape(d.message)}"
+
+
+def _github_error(e: FileError) -> str:
+    props = [f"file={_gh_escape(e.path, True)}"]
+    if e.line is not None:
+        props.append(f"line={e.line}")
+    props.append("title=migrate-fi")
+    return f"::error {','.join(props)}::{_gh_escape(e.reason)}"
+
+
+def render(
+    result: RunResult,
+    fmt: str,
+    command: str,
+    diagnostics: Sequence[Diagnostic] | None = None,
+    extra: dict[str, object] | None = None,
+) -> tuple[str, str]:
+    """(report, errors) for a run. ``diagnostics`` narrows what is listed (apply lists only the
+    sites left for a person). In json the errors are part of the report."""
+    diags = list(result.diagnostics if diagnostics is None else diagnostics)
+    errors = result.errors
+    if fmt == "json":
+        doc: dict[str, object] = {
+            "tool": "migrate-fi",
+            "version": __version__,
+            "command": command,
+            **(extra or {}),
+            "diagnostics": [d.to_json() for d in diags],
+            "errors": [
+                {"path": e.path, "line": e.line, "col": e.col, "reason": e.reason} for e in errors
+            ],
+            "files": {
+                "changed": [f.path for f in result.changed],
+                "written": list(result.written),
+                "parsed": result.parsed_count,
+                "total": len(result.files),
+            },
+        }
+        return json.dumps(doc, indent=2) + "\n", ""
+    if fmt == "github":
+        report = "".join(_github(d) + "\n" for d in diags)
+        return report + "".join(_github_error(e) + "\n" for e in errors), ""
+    report = "".join(format_diagnostic(d) + "\n" for d in diags)
+    return report, "".join(format_error(e) + "\n" for e in errors)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def summary(result: RunResult, command: str) -> str:
+    """One or two human lines for stderr."""
+    fixable, manual = len(result.fixable), len(result.manual)
+    files = len(result.files)
+    parsed = result.parsed_count
+    scanned = f"{_plural(files, 'file')} scanned, {parsed} parsed"
+    errors = len(result.errors)
+    err = f"; {_plural(errors, 'file')} could not be processed" if errors else ""
+    if command == "apply":
+        changed = len(result.written)
+        head = f"Rewrote {_plural(changed, 'file')} ({_plural(fixable, 'fix')})"
+        if manual:
+            head += f"; {_plural(manual, 'site')} left for a person (listed above)"
+        return f"{head}; {scanned}{err}.\n"
+    if not fixable and not manual:
+        return f"Nothing to migrate: {scanned}{err}.\n"
+    parts = []
+    if fixable:
+        verb = "shown in the diff" if command == "diff" else "fixable with `migrate-fi apply`"
+        parts.append(f"{fixable} {verb}")
+    if manual:
+        parts.append(f"{manual} for a person to check")
+    return f"Found {_plural(fixable + manual, 'site')} ({', '.join(parts)}); {scanned}{err}.\n"
+
+
+def unified_diff(path: str, old: str, new: str) -> str:
+    """A patch that `git apply` (and `patch -p1`) accepts, for a path relative to the cwd."""
+    a = _LINES.findall(old)
+    b = _LINES.findall(new)
+    out = []
+    for line in difflib.unified_diff(a, b, f"a/{path}", f"b/{path}"):
+        if line.endswith("\n"):
+            out.append(line)
+        else:
+            out.append(line + "\n\\ No newline at end of file\n")
+    return "".join(out)

@@ -1,0 +1,112 @@
+"""Result values. Codemods and the engine return these; only `reporting` turns them into text."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+
+class FixSafety(str, enum.Enum):
+    """What `apply` may do with a site a codemod found (Ruff's fix-safety model)."""
+
+    SAFE = "safe"  # the rewrite keeps the meaning the code had on the old release
+    REVIEW = "review"  # the rewrite is right in the usual case, but a person must read it
+    NONE = "none"  # nothing is rewritten: the site is only reported
+
+
+class Status(str, enum.Enum):
+    CHANGED = "changed"  # apply/diff: new content produced
+    UNCHANGED = "unchanged"  # read and analysed: nothing to rewrite (there may still be reports)
+    SKIPPED = "skipped"  # never parsed: the cheap text prefilter ruled it out, or a suppression
+    FAILED = "failed"  # could not be processed: the file is left untouched
+
+
+@dataclass(frozen=True, order=True)
+class Diagnostic:
+    """One site found by a codemod. ``fixable`` sites are rewritten by `apply`;
+    the others need a person, and ``message`` says why."""
+
+    path: str
+    line: int  # 1-based
+    col: int  # 1-based, in characters
+    code: str
+    codemod: str
+    message: str
+    fixable: bool = False
+    end_line: int | None = None
+    end_col: int | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "path": self.path,
+            "line": self.line,
+            "col": self.col,
+            "end_line": self.end_line,
+            "end_col": self.end_col,
+            "code": self.code,
+            "codemod": self.codemod,
+            "message": self.message,
+            "fixable": self.fixable,
+        }
+
+
+@dataclass(frozen=True)
+class FileError:
+    """Why a file could not be processed (one line, names the file)."""
+
+    path: str
+    reason: str
+    line: int | None = None
+    col: int | None = None
+
+
+@dataclass
+class FileResult:
+    path: str
+    status: Status
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    error: FileError | None = None
+    reason: str | None = None  # why it was skipped
+    old_text: str | None = None  # set for CHANGED results
+    new_text: str | None = None
+    new_bytes: bytes | None = None
+    old_bytes: bytes | None = None
+    parsed: bool = False  # whether the file got past the prefilter and was parsed
+
+
+@dataclass
+class RunResult:
+    files: list[FileResult] = field(default_factory=list)
+    written: list[str] = field(default_factory=list)  # apply: files actually written
+    write_errors: list[FileError] = field(default_factory=list)
+    from_version: str = ""
+    to_version: str = ""
+    rules: list[str] = field(default_factory=list)  # codes of the codemods that ran
+
+    @property
+    def diagnostics(self) -> list[Diagnostic]:
+        return sorted(d for f in self.files for d in f.diagnostics)
+
+    @property
+    def errors(self) -> list[FileError]:
+        errs = [f.error for f in self.files if f.error is not None]
+        return errs + self.write_errors
+
+    @property
+    def changed(self) -> list[FileResult]:
+        return [f for f in self.files if f.status is Status.CHANGED]
+
+    @property
+    def manual(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if not d.fixable]
+
+    @property
+    def fixable(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.fixable]
+
+    def count(self, status: Status) -> int:
+        return sum(1 for f in self.files if f.status is status)
+
+    @property
+    def parsed_count(self) -> int:
+        return sum(1 for f in self.files if f.parsed)

@@ -1,0 +1,104 @@
+"""Reading and writing source files without damaging them.
+
+- Decoding follows Python's own rules (BOM, PEP 263 coding cookie); the BOM and the encoding are
+  kept on the way back, and line endings are never translated (CRLF stays CRLF).
+- Writing goes through a temporary file in the same folder and `os.replace`, with the original
+  mode (and owner, where allowed) kept; a read-only file is refused, not overwritten; a file that
+  changed on disk since it was read is refused.
+"""
+
+from __future__ import annotations
+
+import codecs
+import io
+import os
+import stat
+import tempfile
+import tokenize
+from dataclasses import dataclass
+
+__all__ = ["DecodedSource", "SourceError", "decode_source", "write_atomically"]
+
+
+class SourceError(Exception):
+    """A file that cannot be read, decoded or written; the message is one line."""
+
+
+@dataclass(frozen=True)
+class DecodedSource:
+    text: str
+    encoding: str  # codec name as Python's tokenizer reports it ("utf-8-sig" when there is a BOM)
+
+    def encode(self, text: str) -> bytes:
+        try:
+            return text.encode(self.encoding)
+        except UnicodeEncodeError as exc:
+            raise SourceError(f"the new text cannot be encoded as {self.encoding}: {exc}") from None
+
+
+def decode_source(data: bytes) -> DecodedSource:
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        raise SourceError(f"cannot tell the encoding: {exc.msg}") from None
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise SourceError(
+            f"not valid {encoding} (byte {exc.start}: {exc.reason}); file left untouched"
+        ) from None
+    except LookupError:
+        raise SourceError(f"unknown encoding {encoding!r} in the coding declaration") from None
+    if encoding == "utf-8" and data.startswith(codecs.BOM_UTF8):  # pragma: no cover - defensive
+        encoding = "utf-8-sig"
+    source = DecodedSource(text, encoding)
+    if source.encode(text) != data:
+        raise SourceError(f"decoding as {encoding} does not round-trip exactly; file left untouched")
+    return source
+
+
+def write_atomically(path: str, new: bytes, expected_old: bytes) -> None:
+    """Replace ``path``'s content with ``new``, atomically, if it still holds ``expected_old``.
+
+    The temporary file lives in the same folder, so `os.replace` never crosses file systems.
+    Symbolic links are written through (the link stays a link).
+    """
+    real = os.path.realpath(path)
+    try:
+        st = os.stat(real)
+    except OSError as exc:
+        raise SourceError(f"cannot stat: {exc.strerror}") from None
+    if not st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
+        raise SourceError("file is read-only; not rewritten (make it writable to migrate it)")
+    try:
+        with open(real, "rb") as fh:
+            current = fh.read()
+    except OSError as exc:
+        raise SourceError(f"cannot read: {exc.strerror}") from None
+    if current != expected_old:
+        raise SourceError("file changed on disk while it was being migrated; not rewritten")
+    folder = os.path.dirname(real) or "."
+    try:
+        fd, tmp = tempfile.mkstemp(
+            dir=folder, prefix=f".{os.path.basename(real)}.", suffix=".migrate-fi.tmp"
+        )
+    except OSError as exc:
+        raise SourceError(f"cannot create a temporary file beside it: {exc.strerror}") from None
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(new)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, stat.S_IMODE(st.st_mode))
+        if hasattr(os, "chown"):
+            try:
+                os.chown(tmp, st.st_uid, st.st_gid)
+            except OSError:
+                pass  # not allowed to give the file away: it keeps our ownership
+        os.replace(tmp, real)
+    except OSError as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise SourceError(f"cannot write: {exc.strerror}") from None
