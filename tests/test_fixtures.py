@@ -1,0 +1,113 @@
+"""One test for every codemod fixture: adding a case is adding files, never test code.
+
+tests/fixtures/<codemod_id>/<case>.before.py   the input
+tests/fixtures/<codemod_id>/<case>.after.py    the expected output, byte for byte
+                                               (absent for noop_<case>: the input must not change)
+tests/fixtures/<codemod_id>/<case>.report.txt  the sites left for a person, one per line
+                                               (absent: there must be none)
+tests/fixtures/<codemod_id>/<case>.toml        optional: from, to, keywords, module, package
+
+Each case runs through `migrate_fi.engine.process_source`, the function the CLI uses.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+from migrate_fi.codemod import RunOptions
+from migrate_fi.engine import process_source
+from migrate_fi.registry import all_codemods
+from migrate_fi.reporting import format_diagnostic
+from migrate_fi.results import Status
+from migrate_fi.versions import KNOWN_RELEASES, parse_version
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+FIXTURES = Path(__file__).parent / "fixtures"
+CODEMODS = {c.id: c for c in all_codemods()}
+
+
+def _cases() -> list[pytest.param]:
+    cases = []
+    for cid in sorted(CODEMODS):
+        for before in sorted((FIXTURES / cid).glob("*.before.py")):
+            case = before.name[: -len(".before.py")]
+            cases.append(pytest.param(cid, case, id=f"{cid}/{case}"))
+    return cases
+
+
+def _run(cid: str, case: str, data: bytes, mode: str):
+    folder = FIXTURES / cid
+    settings_file = folder / f"{case}.toml"
+    settings = tomllib.loads(settings_file.read_text()) if settings_file.exists() else {}
+    options = RunOptions(
+        from_version=parse_version(settings.get("from", KNOWN_RELEASES[0])),
+        to_version=parse_version(settings.get("to", KNOWN_RELEASES[-1])),
+        keyword_style=settings.get("keywords", "tail"),
+    )
+    module = (settings.get("module"), bool(settings.get("package", False)))
+    return process_source(data, f"{case}.before.py", [CODEMODS[cid]], options, mode, module)
+
+
+@pytest.mark.parametrize(("cid", "case"), _cases())
+def test_fixture(cid: str, case: str) -> None:
+    folder = FIXTURES / cid
+    before = (folder / f"{case}.before.py").read_bytes()
+    after_file = folder / f"{case}.after.py"
+    if case.startswith("noop_"):
+        assert not after_file.exists(), f"{case} is a noop case: it must not have an .after.py"
+        expected = before
+    else:
+        assert after_file.exists(), f"missing {after_file.name} (or name the case noop_...)"
+        expected = after_file.read_bytes()
+        assert expected != before, "an .after.py identical to its input: name the case noop_..."
+
+    result = _run(cid, case, before, "apply")
+    assert result.error is None, result.error
+    output = result.new_bytes if result.status is Status.CHANGED else before
+    assert output == expected
+    ast.parse(output)
+
+    # check finds exactly the sites apply rewrites, and the same sites for a person
+    checked = _run(cid, case, before, "check")
+    assert checked.diagnostics == result.diagnostics
+    assert any(d.fixable for d in checked.diagnostics) == (expected != before)
+
+    # what is left for a person
+    report_file = folder / f"{case}.report.txt"
+    manual = "".join(format_diagnostic(d) + "\n" for d in result.diagnostics if not d.fixable)
+    if report_file.exists():
+        assert manual == report_file.read_text()
+    else:
+        assert manual == "", f"the codemod reported sites; put them in {report_file.name}"
+
+    # idempotent: a second run changes nothing and finds nothing left to fix
+    again = _run(cid, case, output, "apply")
+    assert again.error is None
+    assert again.status is not Status.CHANGED
+    assert not any(d.fixable for d in again.diagnostics)
+
+
+def test_every_codemod_has_fixtures() -> None:
+    for cid in CODEMODS:
+        cases = [p.name for p in (FIXTURES / cid).glob("*.before.py")]
+        assert any(not c.startswith("noop_") for c in cases), f"{cid}: no case that rewrites"
+        assert any(c.startswith("noop_") for c in cases), f"{cid}: no case it must leave alone"
+
+
+def test_no_stray_fixture_files() -> None:
+    for folder in FIXTURES.iterdir():
+        if folder.name == "projects" or not folder.is_dir():
+            continue
+        assert folder.name in CODEMODS, f"fixtures for unknown codemod {folder.name}"
+        cases = {p.name[: -len(".before.py")] for p in folder.glob("*.before.py")}
+        for f in folder.iterdir():
+            stem = f.name.split(".")[0]
+            assert stem in cases, f"{f.name} belongs to no case"
