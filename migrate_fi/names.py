@@ -222,6 +222,12 @@ class NameResolver(ast.NodeVisitor):
             parts = [*parts, module]
         return ".".join(parts) or None
 
+    def _own_qualname(self, name: str) -> str | None:
+        """A module-level def/class is ``<this module>.<name>`` (so FlashInfer's own sources resolve)."""
+        if self._scope is self.module_scope and self.module_name:
+            return f"{self.module_name}.{name}"
+        return None
+
     # --------------------------------------------------------------- visitors
 
     def visit_Import(self, node: ast.Import) -> None:
@@ -261,7 +267,7 @@ class NameResolver(ast.NodeVisitor):
                     self.visit(a.annotation)
             if node.returns is not None:
                 self.visit(node.returns)
-            self._bind(node.name, _Binding("def", node.lineno))
+            self._bind(node.name, _Binding("def", node.lineno, self._own_qualname(node.name)))
         outer = self._scope
         self._scope = Scope("function", outer)
         for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
@@ -281,7 +287,7 @@ class NameResolver(ast.NodeVisitor):
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         for expr in [*node.decorator_list, *node.bases, *[k.value for k in node.keywords]]:
             self.visit(expr)
-        self._bind(node.name, _Binding("class", node.lineno))
+        self._bind(node.name, _Binding("class", node.lineno, self._own_qualname(node.name)))
         outer = self._scope
         self._scope = Scope("class", outer)
         for stmt in node.body:
