@@ -10,7 +10,8 @@ an assignment of some other value, and so on.
 The rules, chosen so that a codemod never rewrites something that may not be FlashInfer's:
 - Imports in any form: ``import a.b``, ``import a.b as x``, ``from a import b as x``, relative imports
   (resolved against the file's own module path), imports inside functions and try/except.
-- Aliases: ``x = flashinfer.fp4_quantize`` (also ``a = b = ...`` and ``x = A if c else B``).
+- Aliases: ``x = flashinfer.fp4_quantize`` (also ``a = b = ...`` and ``x = A if c else B``), and
+  modules imported by call: ``fi = pytest.importorskip("flashinfer")``, ``importlib.import_module``.
 - Python's scoping: function scopes shadow the module, class bodies are not visible from methods,
   ``global``/``nonlocal`` redirect bindings, comprehensions have their own scope.
 - A binding to the literal ``None`` (``except ImportError: fp4_quantize = None``) is not an alternative:
@@ -64,6 +65,20 @@ class Resolution:
                 c.describe() for c in others
             )
         return hits[0].qualname, None
+
+
+# Calls that return a module by name.
+_IMPORTERS = frozenset({"pytest.importorskip", "importlib.import_module"})
+
+
+def _is_importer_call(value: ast.expr) -> bool:
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, (ast.Name, ast.Attribute))
+        and len(value.args) >= 1
+        and isinstance(value.args[0], ast.Constant)
+        and isinstance(value.args[0].value, str)
+    )
 
 
 class Scope:
@@ -145,6 +160,12 @@ class NameResolver(ast.NodeVisitor):
             return out
         if isinstance(expr, ast.IfExp):
             return self._resolve(expr.body, scope, seen) + self._resolve(expr.orelse, scope, seen)
+        if isinstance(expr, ast.Call) and expr.args and isinstance(expr.args[0], ast.Constant):
+            # `pytest.importorskip("flashinfer")`, `importlib.import_module("flashinfer.comm")`
+            module = expr.args[0].value
+            funcs = {c.qualname for c in self._resolve(expr.func, scope, seen)}
+            if isinstance(module, str) and funcs and funcs <= _IMPORTERS:
+                return [Candidate(module, expr.lineno, "import")]
         line = getattr(expr, "lineno", 0)
         return [Candidate(None, line, "expression")]
 
@@ -336,7 +357,7 @@ class NameResolver(ast.NodeVisitor):
                 self._bind(target.id, _Binding("annotation", line))
             elif isinstance(value, ast.Constant) and value.value is None:
                 self._bind(target.id, _Binding("None", line))
-            elif isinstance(value, (ast.Name, ast.Attribute, ast.IfExp)):
+            elif isinstance(value, (ast.Name, ast.Attribute, ast.IfExp)) or _is_importer_call(value):
                 self._bind(
                     target.id, _Binding("assignment", line, alias_of=value, scope=self._scope)
                 )
