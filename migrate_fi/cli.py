@@ -93,7 +93,9 @@ def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
             help="Worker processes for parsing (default: one per CPU; 1 disables parallelism).",
         ),
         click.option(
-            "--exit-zero", is_flag=True, help="Exit 0 even when migrations are found (errors still exit 2)."
+            "--exit-zero",
+            is_flag=True,
+            help="Exit 0 even when migrations are found (errors still exit 2).",
         ),
         click.option(
             "--keywords",
@@ -168,12 +170,16 @@ def _progress_bar() -> Callable[[int, int], None]:
             return
         width = 30
         filled = width * done // total
-        click.echo(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} files", nl=False, err=True)
+        click.echo(
+            f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} files", nl=False, err=True
+        )
 
     return show
 
 
-def _finish(result: RunResult, common: _Common, command: str, found: bool, listed: Any = None) -> None:
+def _finish(
+    result: RunResult, common: _Common, command: str, found: bool, listed: Any = None
+) -> None:
     from migrate_fi.reporting import render, summary
 
     extra = {"from": result.from_version, "to": result.to_version, "rules": result.rules}

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import pathspec
 
-__all__ = ["DiscoveryError", "SKIPPED_DIRS", "discover"]
+__all__ = ["SKIPPED_DIRS", "DiscoveryError", "discover"]
 
 SKIPPED_DIRS = frozenset(
     {
@@ -50,7 +50,7 @@ class DiscoveryError(Exception):
 @dataclass(frozen=True)
 class _Ignore:
     base: str  # folder the patterns are relative to
-    spec: pathspec.PathSpec
+    spec: pathspec.GitIgnoreSpec
 
     def matches(self, path: str, is_dir: bool) -> bool:
         rel = os.path.relpath(path, self.base)
@@ -68,7 +68,7 @@ def _read_ignore(base: str, filename: str) -> _Ignore | None:
         return None
     if not any(line.strip() and not line.startswith("#") for line in lines):
         return None
-    return _Ignore(base, pathspec.PathSpec.from_lines("gitwildmatch", lines))
+    return _Ignore(base, pathspec.GitIgnoreSpec.from_lines(lines))
 
 
 def _repo_root(folder: str) -> str | None:
@@ -114,7 +114,7 @@ def discover(
     """Yield the files to look at, as absolute paths, each once, in a stable order."""
     cwd = os.getcwd()
     exclude = list(exclude)
-    user = _Ignore(cwd, pathspec.PathSpec.from_lines("gitwildmatch", exclude)) if exclude else None
+    user = _Ignore(cwd, pathspec.GitIgnoreSpec.from_lines(exclude)) if exclude else None
     seen: set[str] = set()
     for given in paths:
         path = os.path.abspath(given)

@@ -31,7 +31,10 @@ def rules_table() -> str:
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     return "".join(
-        "  ".join(cell.ljust(w) for cell, w in zip(row[:4], widths)) + "  " + row[4] + "\n"
+        "  ".join(cell.ljust(w) for cell, w in zip(row[:4], widths, strict=True))
+        + "  "
+        + row[4]
+        + "\n"
         for row in rows
     )
 

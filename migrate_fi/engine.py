@@ -85,9 +85,7 @@ def process_source(
     except EditError as exc:
         return _failed(path, f"{exc}; file left untouched")
     except Exception as exc:  # a bug in a codemod must not stop the run or damage the file
-        return _failed(
-            path, f"internal error ({type(exc).__name__}: {exc}); file left untouched"
-        )
+        return _failed(path, f"internal error ({type(exc).__name__}: {exc}); file left untouched")
 
 
 def _failed(path: str, reason: str, line: int | None = None, col: int | None = None) -> FileResult:
@@ -205,16 +203,16 @@ def run(
     ids = tuple(c.id for c in codemods)
     jobs = jobs if jobs and jobs > 0 else (os.cpu_count() or 1)
     total_bytes = sum(len(d) for d, _ in candidates)
-    parallel = jobs > 1 and len(candidates) >= _PARALLEL_MIN_FILES and (
-        mode != "check" or total_bytes >= _PARALLEL_MIN_BYTES
+    parallel = (
+        jobs > 1
+        and len(candidates) >= _PARALLEL_MIN_FILES
+        and (mode != "check" or total_bytes >= _PARALLEL_MIN_BYTES)
     )
     done = 0
     if not parallel:
         for data, abspath in candidates:
             shown = display_path(abspath)
-            result.files.append(
-                _worker(data, shown, ids, options, mode, module_identity(abspath))
-            )
+            result.files.append(_worker(data, shown, ids, options, mode, module_identity(abspath)))
             done += 1
             if progress:
                 progress(done, len(candidates))

@@ -357,7 +357,9 @@ class NameResolver(ast.NodeVisitor):
                 self._bind(target.id, _Binding("annotation", line))
             elif isinstance(value, ast.Constant) and value.value is None:
                 self._bind(target.id, _Binding("None", line))
-            elif isinstance(value, (ast.Name, ast.Attribute, ast.IfExp)) or _is_importer_call(value):
+            elif isinstance(value, (ast.Name, ast.Attribute, ast.IfExp)) or _is_importer_call(
+                value
+            ):
                 self._bind(
                     target.id, _Binding("assignment", line, alias_of=value, scope=self._scope)
                 )
@@ -369,7 +371,7 @@ class NameResolver(ast.NodeVisitor):
             and len(target.elts) == len(value.elts)
             and not any(isinstance(e, ast.Starred) for e in target.elts + value.elts)
         ):
-            for t, v in zip(target.elts, value.elts):
+            for t, v in zip(target.elts, value.elts, strict=True):
                 self._bind_target(t, v, line)
         else:
             self.visit(target)

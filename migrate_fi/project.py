@@ -105,5 +105,5 @@ def detect_current_version(paths: Iterable[str]) -> tuple[str, list[Pin]]:
         raise ProjectVersionError(
             f"the project pins several FlashInfer versions ({where}): pass --from VERSION"
         )
-    (version, found), = versions.items()
+    ((version, found),) = versions.items()
     return version, found

@@ -93,7 +93,9 @@ def _matches(cls: type[Codemod], selector: str) -> bool:
 def _check_selectors(selectors: Iterable[str]) -> None:
     for sel in selectors:
         if not any(_matches(c, sel) for c in all_codemods()):
-            raise SelectionError(f"unknown rule {sel!r} in --select/--ignore (see `migrate-fi rules`)")
+            raise SelectionError(
+                f"unknown rule {sel!r} in --select/--ignore (see `migrate-fi rules`)"
+            )
 
 
 def select(

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import codecs
+import contextlib
 import io
 import os
 import stat
@@ -40,6 +41,12 @@ def decode_source(data: bytes) -> DecodedSource:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
+        try:  # usually: no coding declaration and bytes that are not UTF-8
+            data.decode("utf-8")
+        except UnicodeDecodeError as bad:
+            raise SourceError(
+                f"not valid utf-8 (byte {bad.start}: {bad.reason}); file left untouched"
+            ) from None
         raise SourceError(f"cannot tell the encoding: {exc.msg}") from None
     try:
         text = data.decode(encoding)
@@ -53,7 +60,9 @@ def decode_source(data: bytes) -> DecodedSource:
         encoding = "utf-8-sig"
     source = DecodedSource(text, encoding)
     if source.encode(text) != data:
-        raise SourceError(f"decoding as {encoding} does not round-trip exactly; file left untouched")
+        raise SourceError(
+            f"decoding as {encoding} does not round-trip exactly; file left untouched"
+        )
     return source
 
 
@@ -91,14 +100,11 @@ def write_atomically(path: str, new: bytes, expected_old: bytes) -> None:
             os.fsync(fh.fileno())
         os.chmod(tmp, stat.S_IMODE(st.st_mode))
         if hasattr(os, "chown"):
-            try:
+            # where we may not give the file away, it keeps our ownership
+            with contextlib.suppress(OSError):
                 os.chown(tmp, st.st_uid, st.st_gid)
-            except OSError:
-                pass  # not allowed to give the file away: it keeps our ownership
         os.replace(tmp, real)
     except OSError as exc:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise SourceError(f"cannot write: {exc.strerror}") from None

@@ -1,0 +1,396 @@
+"""The command line, end to end, with click's CliRunner: every command and exit code."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from migrate_fi.cli import cli
+
+LEGACY = (
+    "from flashinfer import fp4_quantize\n"
+    "\n"
+    "\n"
+    "def q(x, gs):\n"
+    "    return fp4_quantize(x, gs, 16, False, True, False, True)\n"
+)
+MIGRATED = LEGACY.replace("False, True)", "False, enable_pdl=True)")
+CLEAN = "import os\n\nprint(os.getcwd())\n"
+FROM = ("--from", "0.6.10")
+
+
+@pytest.fixture
+def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "legacy.py").write_text(LEGACY)
+    (tmp_path / "src" / "clean.py").write_text(CLEAN)
+    return tmp_path
+
+
+def invoke(*args: str) -> Result:
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+# --------------------------------------------------------------------- check
+
+
+def test_check_finds_and_exits_1(tree: Path) -> None:
+    r = invoke("check", *FROM, "src")
+    assert r.exit_code == 1
+    assert r.stdout.startswith("src/legacy.py:5:12: FI001 fp4_quantize with 7 positional arguments")
+    assert "1 fixable with `migrate-fi apply`" in r.stderr
+    assert (tree / "src" / "legacy.py").read_text() == LEGACY  # wrote nothing
+
+
+def test_check_clean_tree_exits_0(tree: Path) -> None:
+    (tree / "src" / "legacy.py").write_text(MIGRATED)
+    r = invoke("check", *FROM, "src")
+    assert r.exit_code == 0, r.output
+    assert r.stdout == ""
+    assert "Nothing to migrate" in r.stderr
+
+
+def test_exit_zero(tree: Path) -> None:
+    r = invoke("check", *FROM, "--exit-zero", "src")
+    assert r.exit_code == 0
+    assert "FI001" in r.stdout
+
+
+def test_default_path_is_current_folder(tree: Path) -> None:
+    r = invoke("check", *FROM)
+    assert r.exit_code == 1
+    assert "src/legacy.py:5:12" in r.stdout
+
+
+# ---------------------------------------------------------------------- diff
+
+
+def test_diff_writes_nothing_and_git_applies(tree: Path) -> None:
+    r = invoke("diff", *FROM, "src")
+    assert r.exit_code == 1
+    assert r.stdout.startswith("--- a/src/legacy.py\n+++ b/src/legacy.py\n")
+    assert "+    return fp4_quantize(x, gs, 16, False, True, False, enable_pdl=True)\n" in r.stdout
+    assert (tree / "src" / "legacy.py").read_text() == LEGACY
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    (tree / "change.patch").write_text(r.stdout)
+    subprocess.run(["git", "init", "-q"], cwd=tree, check=True)
+    subprocess.run(["git", "apply", "change.patch"], cwd=tree, check=True)
+    assert (tree / "src" / "legacy.py").read_text() == MIGRATED
+
+
+def test_diff_without_trailing_newline_applies(tree: Path) -> None:
+    (tree / "src" / "legacy.py").write_text(LEGACY.rstrip("\n"))
+    r = invoke("diff", *FROM, "src")
+    assert "\\ No newline at end of file" in r.stdout
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    (tree / "change.patch").write_text(r.stdout)
+    subprocess.run(["git", "init", "-q"], cwd=tree, check=True)
+    subprocess.run(["git", "apply", "change.patch"], cwd=tree, check=True)
+    assert (tree / "src" / "legacy.py").read_text() == MIGRATED.rstrip("\n")
+
+
+def test_diff_clean_exits_0(tree: Path) -> None:
+    (tree / "src" / "legacy.py").write_text(MIGRATED)
+    r = invoke("diff", *FROM, "src")
+    assert r.exit_code == 0
+    assert r.stdout == ""
+
+
+# --------------------------------------------------------------------- apply
+
+
+def test_apply_then_idempotent_then_check_clean(tree: Path) -> None:
+    r = invoke("apply", *FROM, "src")
+    assert r.exit_code == 0, r.output
+    assert "src/legacy.py: rewritten (1 fix)" in r.stdout
+    assert (tree / "src" / "legacy.py").read_text() == MIGRATED
+    assert (tree / "src" / "clean.py").read_text() == CLEAN
+    r2 = invoke("apply", *FROM, "src")
+    assert r2.exit_code == 0
+    assert "rewritten" not in r2.stdout
+    assert (tree / "src" / "legacy.py").read_text() == MIGRATED
+    assert invoke("check", *FROM, "src").exit_code == 0
+    assert not list(tree.rglob("*.migrate-fi.tmp"))
+
+
+def test_apply_leaves_manual_sites_and_exits_1(tree: Path) -> None:
+    (tree / "src" / "fwd.py").write_text(
+        "import flashinfer\n\ndef f(*a):\n    return flashinfer.fp4_quantize(*a)\n"
+    )
+    r = invoke("apply", *FROM, "src")
+    assert r.exit_code == 1
+    assert "src/fwd.py:4:12: FI001 fp4_quantize called with *args" in r.stdout
+    assert "left for a person" in r.stderr
+    assert (tree / "src" / "legacy.py").read_text() == MIGRATED
+
+
+def test_apply_keeps_mode(tree: Path) -> None:
+    path = tree / "src" / "legacy.py"
+    path.chmod(0o640)
+    assert invoke("apply", *FROM, "src").exit_code == 0
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640
+
+
+def test_apply_keeps_crlf(tree: Path) -> None:
+    path = tree / "src" / "legacy.py"
+    path.write_bytes(LEGACY.replace("\n", "\r\n").encode())
+    assert invoke("apply", *FROM, "src").exit_code == 0
+    assert path.read_bytes() == MIGRATED.replace("\n", "\r\n").encode()
+
+
+def test_apply_keeps_bom(tree: Path) -> None:
+    path = tree / "src" / "legacy.py"
+    path.write_bytes(b"\xef\xbb\xbf" + LEGACY.encode())
+    assert invoke("apply", *FROM, "src").exit_code == 0
+    assert path.read_bytes() == b"\xef\xbb\xbf" + MIGRATED.encode()
+
+
+def test_apply_keeps_declared_encoding(tree: Path) -> None:
+    path = tree / "src" / "legacy.py"
+    head = "# -*- coding: latin-1 -*-\n# Gr\u00fc\u00dfe\n"
+    path.write_bytes((head + LEGACY).encode("latin-1"))
+    r = invoke("apply", *FROM, "src")
+    assert r.exit_code == 0, r.output
+    assert path.read_bytes() == (head + MIGRATED).encode("latin-1")
+
+
+def test_apply_non_ascii_columns(tree: Path) -> None:
+    path = tree / "src" / "legacy.py"
+    text = LEGACY.replace("    return fp4_quantize(x", "    return {'\u00e9': fp4_quantize(x") + ""
+    text = text.replace("True)\n", "True)}\n")
+    path.write_text(text, encoding="utf-8")
+    r = invoke("apply", *FROM, "src")
+    assert r.exit_code == 0, r.output
+    assert path.read_text(encoding="utf-8") == text.replace(
+        "False, True)}", "False, enable_pdl=True)}"
+    )
+
+
+def test_apply_refuses_read_only_file(tree: Path) -> None:
+    path = tree / "src" / "legacy.py"
+    path.chmod(0o444)
+    r = invoke("apply", *FROM, "src")
+    assert r.exit_code == 2
+    assert "src/legacy.py: error: file is read-only" in r.stderr
+    assert path.read_text() == LEGACY
+
+
+def test_syntax_error_is_reported_and_others_processed(tree: Path) -> None:
+    (tree / "src" / "broken.py").write_text("import flashinfer\ndef f(:\n    fp4_quantize\n")
+    r = invoke("apply", *FROM, "src")
+    assert r.exit_code == 2
+    assert "src/broken.py:2:7: error: syntax error: invalid syntax; file left untouched" in r.stderr
+    assert (tree / "src" / "legacy.py").read_text() == MIGRATED
+    assert (tree / "src" / "broken.py").read_text().startswith("import flashinfer\ndef f(:")
+    c = invoke("check", *FROM, "src")
+    assert c.exit_code == 2
+    assert "src/broken.py:2:7: error" in c.stderr
+
+
+def test_undecodable_file(tree: Path) -> None:
+    (tree / "src" / "bad.py").write_bytes(b"x = 'fp4_quantize \xff'\n")
+    r = invoke("check", *FROM, "src")
+    assert r.exit_code == 2
+    assert "src/bad.py: error: not valid utf-8" in r.stderr
+    assert "src/legacy.py:5:12: FI001" in r.stdout
+
+
+def test_recursion_error_does_not_stop_the_run(tree: Path) -> None:
+    deep = "from flashinfer import fp4_quantize\nx = " + " + ".join(["1"] * 100_000) + "\n"
+    (tree / "src" / "deep.py").write_text(deep)
+    r = invoke("apply", *FROM, "src")
+    assert r.exit_code == 2
+    assert "src/deep.py: error:" in r.stderr
+    assert (tree / "src" / "legacy.py").read_text() == MIGRATED
+    assert (tree / "src" / "deep.py").read_text() == deep
+
+
+def test_lone_cr_line_endings_are_refused_not_damaged(tree: Path) -> None:
+    path = tree / "src" / "legacy.py"
+    data = LEGACY.replace("\n", "\r").encode()
+    path.write_bytes(data)
+    r = invoke("apply", *FROM, "src")
+    assert r.exit_code == 2
+    assert "src/legacy.py: error:" in r.stderr
+    assert path.read_bytes() == data
+
+
+# ------------------------------------------------------------ output formats
+
+
+def test_json_output(tree: Path) -> None:
+    r = invoke("check", *FROM, "--output-format", "json", "src")
+    assert r.exit_code == 1
+    doc = json.loads(r.stdout)
+    assert doc["command"] == "check"
+    assert doc["from"] == "0.6.10" and doc["to"] == "0.7.4"
+    assert doc["rules"] == ["FI001"]
+    (d,) = doc["diagnostics"]
+    assert (d["path"], d["line"], d["col"], d["code"], d["fixable"]) == (
+        "src/legacy.py",
+        5,
+        12,
+        "FI001",
+        True,
+    )
+    assert doc["files"]["parsed"] == 1 and doc["files"]["total"] == 2
+
+
+def test_github_output(tree: Path) -> None:
+    r = invoke("check", *FROM, "--output-format", "github", "src")
+    assert r.exit_code == 1
+    assert r.stdout.startswith(
+        "::warning file=src/legacy.py,line=5,col=12,endLine=5,endColumn=61,"
+        "title=FI001 (fp4_quantize_keywords)::fp4_quantize with 7 positional"
+    )
+
+
+# ----------------------------------------------------- selection and versions
+
+
+def test_ignore_and_select(tree: Path) -> None:
+    assert invoke("check", *FROM, "--ignore", "FI001", "src").exit_code == 0
+    assert invoke("check", *FROM, "--select", "fp4_quantize_keywords", "src").exit_code == 1
+    assert invoke("check", *FROM, "--select", "FI0", "src").exit_code == 1
+
+
+def test_unknown_rule_is_usage_error(tree: Path) -> None:
+    r = invoke("check", *FROM, "--select", "FI999", "src")
+    assert r.exit_code == 2
+    assert "unknown rule 'FI999'" in r.stderr
+
+
+def test_version_range_selects_codemods(tree: Path) -> None:
+    # fp4_quantize changed in 0.6.11: nothing to do from 0.6.11 on, or up to 0.6.10
+    assert invoke("check", "--from", "0.6.11", "src").exit_code == 0
+    assert invoke("check", "--from", "0.6.8.post1", "--to", "0.6.10.post1", "src").exit_code == 0
+    assert invoke("check", "--from", "0.6.10.post1", "--to", "0.6.11", "src").exit_code == 1
+
+
+def test_bad_versions(tree: Path) -> None:
+    r = invoke("check", "--from", "banana", "src")
+    assert r.exit_code == 2
+    assert "not a valid FlashInfer version: 'banana'" in r.stderr
+    r = invoke("check", "--from", "0.7.0", "--to", "0.6.10", "src")
+    assert r.exit_code == 2
+    assert "migrates forward" in r.stderr
+
+
+def test_from_is_read_from_the_pin(tree: Path) -> None:
+    r = invoke("check", "src")
+    assert r.exit_code == 2
+    assert "pass --from VERSION" in r.stderr
+    (tree / "pyproject.toml").write_text(
+        '[project]\ndependencies = ["flashinfer_python[cu13]==0.6.8.post1", "flashinfer_cubin==0.6.8.post1"]\n'
+    )
+    r = invoke("check", "--output-format", "json", "src")
+    assert r.exit_code == 1
+    assert json.loads(r.stdout)["from"] == "0.6.8.post1"
+
+
+def test_conflicting_pins_need_from(tree: Path) -> None:
+    (tree / "pyproject.toml").write_text('dependencies = ["flashinfer-python==0.6.8.post1"]\n')
+    (tree / "requirements.txt").write_text("flashinfer-python==0.6.11\n")
+    r = invoke("check", "src")
+    assert r.exit_code == 2
+    assert "several FlashInfer versions" in r.stderr
+
+
+# ----------------------------------------------------------------- discovery
+
+
+def test_missing_path(tree: Path) -> None:
+    r = invoke("check", *FROM, "nope")
+    assert r.exit_code == 2
+    assert r.stderr == "migrate-fi: error: nope: no such file or folder\n"
+
+
+def test_exclude_gitignore_and_venvs(tree: Path) -> None:
+    for folder in ("gen", ".venv", "env2", "build", "node_modules", "keep"):
+        (tree / folder).mkdir()
+        (tree / folder / "m.py").write_text(LEGACY)
+    (tree / "env2" / "pyvenv.cfg").write_text("home = /usr\n")
+    (tree / ".gitignore").write_text("gen/\n")
+    (tree / ".git").mkdir()
+    r = invoke("check", *FROM, "--exclude", "src/", ".")
+    assert r.exit_code == 1
+    assert sorted({line.split(":")[0] for line in r.stdout.splitlines()}) == ["keep/m.py"]
+    # a file named on the command line is always taken
+    assert invoke("check", *FROM, "gen/m.py").exit_code == 1
+    r = invoke("check", *FROM, "--no-gitignore", "--exclude", "src/", ".")
+    assert sorted({line.split(":")[0] for line in r.stdout.splitlines()}) == [
+        "gen/m.py",
+        "keep/m.py",
+    ]
+
+
+def test_parallel_equals_serial(tree: Path) -> None:
+    for i in range(8):
+        (tree / "src" / f"m{i}.py").write_text(LEGACY)
+    serial = invoke("diff", *FROM, "-j", "1", "src")
+    parallel = invoke("diff", *FROM, "-j", "2", "src")
+    assert serial.exit_code == parallel.exit_code == 1
+    assert serial.stdout == parallel.stdout
+    assert serial.stdout.count("+++ b/src/m") == 8
+
+
+# ----------------------------------------------------------- rules, explain
+
+
+def test_rules_and_explain() -> None:
+    r = invoke("rules")
+    assert r.exit_code == 0
+    assert "FI001" in r.stdout and "fp4_quantize_keywords" in r.stdout and "0.6.11" in r.stdout
+    rows = json.loads(invoke("rules", "--output-format", "json").stdout)
+    assert rows[0] == {
+        "code": "FI001",
+        "id": "fp4_quantize_keywords",
+        "flashinfer_version": "0.6.11",
+        "fix": "safe",
+        "summary": rows[0]["summary"],
+    }
+    for name in ("FI001", "fi001", "fp4_quantize_keywords"):
+        e = invoke("explain", name)
+        assert e.exit_code == 0
+        assert "is_global_scale_inversed" in e.stdout
+    bad = invoke("explain", "FI999")
+    assert bad.exit_code == 2
+    assert "unknown rule" in bad.stderr
+
+
+def test_help_documents_exit_codes() -> None:
+    for args in ([], ["check"], ["diff"], ["apply"]):
+        r = invoke(*args, "--help")
+        assert r.exit_code == 0
+        assert "Exit codes:" in r.stdout and "2  an error" in r.stdout
+
+
+def test_python_dash_m() -> None:
+    r = subprocess.run(
+        [sys.executable, "-m", "migrate_fi", "--version"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])},
+    )
+    assert r.returncode == 0
+    assert r.stdout.startswith("migrate-fi, version ")
+
+
+def test_docs_are_current() -> None:
+    from migrate_fi.docs import rules_markdown
+
+    docs = Path(__file__).parents[1] / "docs" / "rules.md"
+    assert docs.read_text() == rules_markdown(), (
+        "docs/rules.md is stale: run `migrate-fi rules --output-format markdown > docs/rules.md`"
+    )
