@@ -31,7 +31,9 @@ def test_no_bare_codemods_package_installed() -> None:
     assert spec is None or Path(spec.origin).parent.resolve() == (ROOT / "codemods").resolve()
 
 
-@pytest.mark.skipif(os.environ.get("MIGRATE_FI_SKIP_WHEEL") == "1", reason="MIGRATE_FI_SKIP_WHEEL=1")
+@pytest.mark.skipif(
+    os.environ.get("MIGRATE_FI_SKIP_WHEEL") == "1", reason="MIGRATE_FI_SKIP_WHEEL=1"
+)
 def test_wheel_contents(tmp_path: Path) -> None:
     r = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(ROOT)],

@@ -32,7 +32,9 @@ def project(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.
 
 
 def _snapshot(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
 
 
 def test_pipeline(project: str) -> None:
