@@ -38,6 +38,9 @@ _PARALLEL_MIN_BYTES = 1_000_000
 def display_path(path: str) -> str:
     """Relative to the current folder when inside it (so `git apply` takes our diffs)."""
     cwd = os.getcwd()
+    prefix = cwd.rstrip(os.sep) + os.sep
+    if path.startswith(prefix) and os.sep + ".." + os.sep not in path:
+        return path[len(prefix) :]
     try:
         rel = os.path.relpath(path, cwd)
     except ValueError:

@@ -81,6 +81,13 @@ def _is_importer_call(value: ast.expr) -> bool:
     )
 
 
+def _skip(_self: object, _node: ast.AST) -> None:
+    return None
+
+
+_DISPATCH: dict[type, object] = {}
+
+
 class Scope:
     __slots__ = ("bindings", "declared_global", "declared_nonlocal", "kind", "parent", "stars")
 
@@ -250,6 +257,31 @@ class NameResolver(ast.NodeVisitor):
         return None
 
     # --------------------------------------------------------------- visitors
+
+    # A faster walk than ast.NodeVisitor's: dispatch cached per node type, and leaves that can
+    # neither bind a name nor hold a call (constants, load/store markers, operators) skipped.
+    _SKIP = (ast.Constant, ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
+
+    def visit(self, node: ast.AST) -> None:
+        cls = type(node)
+        method = _DISPATCH.get(cls)
+        if method is None:
+            if issubclass(cls, self._SKIP):
+                method = _skip
+            else:
+                method = getattr(type(self), "visit_" + cls.__name__, NameResolver.generic_visit)
+            _DISPATCH[cls] = method
+        method(self, node)
+
+    def generic_visit(self, node: ast.AST) -> None:
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        self.visit(item)
+            elif isinstance(value, ast.AST):
+                self.visit(value)
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
