@@ -307,3 +307,88 @@ def explain(rule: str) -> None:
 
 def main() -> None:
     cli(prog_name="migrate-fi")
+
+
+@cli.group()
+def signatures() -> None:
+    """FlashInfer's API data: build it from releases, list what is bundled."""
+
+
+@signatures.command("build")
+@click.argument("sources", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option(
+    "--output-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Where to write <version>.json.gz (default: the bundled data folder).",
+)
+def signatures_build(sources: tuple[str, ...], output_dir: str | None) -> None:
+    """Extract the API of releases from wheels or installed copies, without importing them.
+
+    SOURCES are `flashinfer-python` wheel files, or folders holding the `flashinfer` package
+    (such as a site-packages folder).
+    """
+    from migrate_fi.api.extract import ExtractError, extract_release
+    from migrate_fi.api.store import DATA_DIR, write_release
+
+    for source in sources:
+        try:
+            record = extract_release(source)
+        except ExtractError as exc:
+            raise Fatal(str(exc)) from None
+        path = write_release(record, output_dir or DATA_DIR)
+        click.echo(
+            f"{source}: {record['provenance']['version']}: {len(record['defs'])} definitions,"
+            f" {len(record['exports'])} re-exports -> {path}"
+        )
+
+
+@signatures.command("list")
+def signatures_list() -> None:
+    """The releases whose API data is bundled, with where each came from."""
+    from migrate_fi.api.store import available_releases, load_release
+
+    for version in available_releases():
+        prov = load_release(version)["provenance"]
+        click.echo(f"{version}  {prov['source']}  sha256:{prov['sha256']}")
+
+
+@cli.command("api-diff")
+@click.argument("old")
+@click.argument("new")
+@click.option("--symbol", "symbols", multiple=True, metavar="TEXT", help="Only symbols containing TEXT.")
+@click.option("--kind", "kinds", multiple=True, metavar="KIND", help="Only changes of this kind.")
+@click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def api_diff(
+    old: str, new: str, symbols: tuple[str, ...], kinds: tuple[str, ...], output_format: str
+) -> None:
+    """What changed in FlashInfer's public API between releases OLD and NEW.
+
+    \b
+    Kinds: positional (positional calls bind differently from an index on),
+    deprecated-positional, renamed, param-removed, param-required, param-added, default,
+    keyword-only, enum-value, enum-removed, moved, removed, added.
+    """
+    from migrate_fi.api.differ import diff_releases
+    from migrate_fi.api.store import available_releases
+    from migrate_fi.versions import VersionError, parse_version
+
+    known = {str(parse_version(v)) for v in available_releases()}
+    for v in (old, new):
+        try:
+            canonical = str(parse_version(v))
+        except VersionError as exc:
+            raise Fatal(str(exc)) from None
+        if canonical not in known:
+            raise Fatal(f"no API data for FlashInfer {v} (see `migrate-fi signatures list`)")
+    changes = [
+        c
+        for c in diff_releases(old, new)
+        if (not symbols or any(s in c.symbol for s in symbols)) and (not kinds or c.kind in kinds)
+    ]
+    if output_format == "json":
+        click.echo(json.dumps([c.to_json() for c in changes], indent=2))
+        return
+    for c in changes:
+        click.echo(f"{c.symbol}: {c.kind}: {c.detail}")
+    click.echo(f"{len(changes)} changes between {old} and {new}.", err=True)

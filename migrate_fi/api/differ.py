@@ -1,0 +1,360 @@
+"""What changed in FlashInfer's public API between two releases, and what it means for a call.
+
+The central question for a call written for release A and run on release B: do its positional
+arguments bind to the same parameters? `compare_callables` answers it with the first positional
+index that binds differently ("misbinding index"), or None. Renames at the same position do not
+count (a positional call still reaches the same parameter); insertions, removals, reorders, and
+parameters that became keyword-only do. Deprecation shims (``*deprecated_positional_args`` mapped by
+the release's own legacy-name table, with ``**kwargs`` forwarded to the implementation) are read as
+"still accepted, with a warning": the old positional names stay valid keywords.
+
+`diff_releases` lists every change between two releases, classified, for `migrate-fi api-diff`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+from migrate_fi.api.store import load_release
+
+__all__ = [
+    "Api",
+    "Callable_",
+    "Change",
+    "CallableDiff",
+    "api_for",
+    "compare_callables",
+    "diff_releases",
+]
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    kind: str  # P positional-only, A positional-or-keyword, V *args, K keyword-only, W **kwargs
+    default: str | None
+
+    @property
+    def positional(self) -> bool:
+        return self.kind in ("P", "A")
+
+
+@dataclass(frozen=True)
+class Callable_:
+    """A callable as a call site sees it (``self``/``cls`` already dropped)."""
+
+    path: str  # public path the user wrote, e.g. flashinfer.BatchDecodeWithPagedKVCacheWrapper().plan
+    params: tuple[Param, ...]
+    shim: dict[str, Any] | None = None  # {"legacy": [...], "forwards": name}
+    forward_params: tuple[Param, ...] = ()  # params of the function **kwargs are forwarded to
+
+    @property
+    def positional(self) -> list[Param]:
+        return [p for p in self.params if p.positional]
+
+    @property
+    def varargs(self) -> Param | None:
+        return next((p for p in self.params if p.kind == "V"), None)
+
+    @property
+    def varkw(self) -> bool:
+        return any(p.kind == "W" for p in self.params)
+
+    def keyword_names(self) -> set[str]:
+        names = {p.name for p in self.params if p.kind in ("A", "K")}
+        if self.shim:
+            names |= set(self.shim.get("legacy", ()))
+            names |= {p.name for p in self.forward_params if p.kind in ("A", "K")}
+        return names
+
+    def accepts_keyword(self, name: str) -> bool:
+        if name in self.keyword_names():
+            return True
+        return self.varkw and not self.shim and not self.forward_params
+
+    def bound_name(self, index: int) -> str | None:
+        """The parameter a positional argument at ``index`` binds to (through a shim's table)."""
+        pos = self.positional
+        if index < len(pos):
+            return pos[index].name
+        if self.shim and self.varargs is not None:
+            legacy = self.shim.get("legacy", [])
+            k = index - len(pos)
+            return legacy[k] if k < len(legacy) else None
+        return None
+
+    def max_positional(self) -> int | None:
+        if self.varargs is None:
+            return len(self.positional)
+        if self.shim:
+            return len(self.positional) + len(self.shim.get("legacy", []))
+        return None  # unbounded
+
+
+@dataclass
+class CallableDiff:
+    """How positional calls written for ``old`` bind on ``new``."""
+
+    old: Callable_
+    new: Callable_
+    misbinding_index: int | None = None  # first positional index that binds differently
+    deprecated_index: int | None = None  # first positional index accepted only through a shim
+    renamed: dict[str, str] = field(default_factory=dict)
+    removed: list[str] = field(default_factory=list)
+    newly_required: list[str] = field(default_factory=list)
+
+    @property
+    def affected_from(self) -> int | None:
+        """Positional calls with more arguments than this need a rewrite."""
+        indexes = [i for i in (self.misbinding_index, self.deprecated_index) if i is not None]
+        return min(indexes) if indexes else None
+
+
+class Api:
+    """One release's API record, with lookups by public path."""
+
+    def __init__(self, version: str, record: dict[str, Any]) -> None:
+        self.version = version
+        self.defs: dict[str, Any] = record["defs"]
+        self.exports: dict[str, str] = record["exports"]
+        self.modules = set(record["modules"])
+
+    def canonical(self, path: str) -> str | None:
+        if path in self.defs or path in self.modules:
+            return path
+        return self.exports.get(path)
+
+    def _method(self, cls_path: str, name: str, seen: frozenset[str] = frozenset()) -> Any | None:
+        if cls_path in seen:
+            return None
+        record = self.defs.get(cls_path)
+        if record is None or record.get("k") != "c":
+            return None
+        method = record["methods"].get(name)
+        if method is not None:
+            return method
+        for base in record.get("bases", []):
+            found = self._method(self.canonical(base) or base, name, seen | {cls_path})
+            if found is not None:
+                return found
+        return None
+
+    def callable(self, path: str) -> Callable_ | None:
+        """``path`` is a public path; ``X()`` stands for an instance of class X:
+        ``flashinfer.Wrapper`` (the constructor), ``flashinfer.Wrapper().plan``, ``flashinfer.f``."""
+        if "()." in path:
+            cls_part, _, method = path.rpartition("().")
+            cls = self.canonical(cls_part)
+            if cls is None or "." in method:
+                return None
+            record = self._method(cls, method)
+            if record is None or record.get("dec") == "property":
+                return None
+            params = _params(record["sig"])
+            if record.get("dec") != "static":
+                params = params[1:]
+            return self._with_shim(path, params, record, cls)
+        target = self.canonical(path)
+        if target is None:
+            return None
+        record = self.defs.get(target)
+        if record is None:
+            return None
+        if record["k"] == "f":
+            return self._with_shim(path, _params(record["sig"]), record, None)
+        init = self._method(target, "__init__")
+        if init is None:
+            return None
+        return self._with_shim(path, _params(init["sig"])[1:], init, target)
+
+    def _with_shim(
+        self, path: str, params: tuple[Param, ...], record: dict[str, Any], cls: str | None
+    ) -> Callable_:
+        shim = record.get("shim")
+        forward: tuple[Param, ...] = ()
+        if shim and shim.get("forwards") and cls is not None:
+            target = self._method(cls, shim["forwards"])
+            if target is not None:
+                forward = _params(target["sig"])[1:]
+        return Callable_(path, params, shim, forward)
+
+    def public_paths(self) -> dict[str, str]:
+        """Every public path (no component starting with `_`) of a def -> its canonical path."""
+        out: dict[str, str] = {}
+        for path in [*self.defs, *self.exports]:
+            if any(part.startswith("_") for part in path.split(".")):
+                continue
+            target = self.canonical(path)
+            if target is not None and target in self.defs:
+                out[path] = target
+        return out
+
+
+def _params(sig: list[list[Any]]) -> tuple[Param, ...]:
+    return tuple(Param(n, k, d) for n, k, d in sig)
+
+
+@cache
+def api_for(version: str) -> Api:
+    return Api(version, load_release(version))
+
+
+def _same_meaning(old: list[Param], new: list[Param], j: int) -> bool:
+    """Does position j reach the same parameter? Same name, or a rename in place."""
+    if j >= len(new):
+        return False
+    if old[j].name == new[j].name:
+        return True
+    old_names = {p.name for p in old}
+    new_names = {p.name for p in new}
+    renamed = old[j].name not in new_names and new[j].name not in old_names
+    aligned = (j + 1 >= len(old) and j + 1 >= len(new)) or (
+        j + 1 < len(old) and j + 1 < len(new) and old[j + 1].name == new[j + 1].name
+    )
+    return renamed and aligned
+
+
+def compare_callables(old: Callable_, new: Callable_) -> CallableDiff:
+    result = CallableDiff(old, new)
+    old_pos = old.positional
+    new_pos = new.positional
+    for j in range(len(old_pos)):
+        if j < len(new_pos):
+            if not _same_meaning(old_pos, new_pos, j):
+                result.misbinding_index = j
+                break
+            continue
+        # beyond the new named positional parameters
+        bound = new.bound_name(j)
+        if bound == old_pos[j].name:
+            result.deprecated_index = j  # accepted through the release's deprecation shim
+            break
+        if new.varargs is not None and not new.shim:
+            result.misbinding_index = j  # swallowed by *args
+            break
+        # no parameter takes it positionally any more: a TypeError (loud), fixed by a keyword
+        result.misbinding_index = j
+        break
+    old_names = {p.name for p in old.params if p.kind in ("P", "A", "K")}
+    for j, p in enumerate(old_pos):
+        if j < len(new_pos) and p.name not in {q.name for q in new.params}:
+            if _same_meaning(old_pos, new_pos, j) and new_pos[j].name != p.name:
+                result.renamed[p.name] = new_pos[j].name
+    for name in sorted(old_names):
+        if name not in result.renamed and not new.accepts_keyword(name):
+            result.removed.append(name)
+    for p in new.params:
+        if p.kind in ("P", "A", "K") and p.default is None and p.name not in old_names:
+            result.newly_required.append(p.name)
+    return result
+
+
+@dataclass(frozen=True)
+class Change:
+    symbol: str
+    kind: str
+    detail: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"symbol": self.symbol, "kind": self.kind, "detail": self.detail}
+
+
+def _callable_paths(api: Api) -> dict[str, str]:
+    """Public call paths (functions, constructors, ``X().method``) -> a key that identifies the
+    definition, with one public path kept per definition (the shortest)."""
+    best: dict[str, str] = {}
+    for path, target in api.public_paths().items():
+        current = best.get(target)
+        if current is None or (len(path), path) < (len(current), current):
+            best[target] = path
+    out: dict[str, str] = {}
+    for target, path in best.items():
+        record = api.defs[target]
+        out[path] = target
+        if record["k"] == "c":
+            for name in record["methods"]:
+                if not name.startswith("_"):
+                    out[f"{path}().{name}"] = f"{target}().{name}"
+    return out
+
+
+def diff_releases(old_version: str, new_version: str) -> list[Change]:
+    old, new = api_for(old_version), api_for(new_version)
+    changes: list[Change] = []
+    old_paths = _callable_paths(old)
+    new_public = new.public_paths()
+    for path in sorted(old_paths):
+        before = old.callable(path)
+        if "()." not in path and path not in new_public and new.canonical(path) is None:
+            name = path.rsplit(".", 1)[-1]
+            moved = sorted(p for p in new_public if p.rsplit(".", 1)[-1] == name)
+            detail = f"moved to {', '.join(moved[:3])}" if moved else "no longer exists"
+            changes.append(Change(path, "moved" if moved else "removed", detail))
+            continue
+        after = new.callable(path)
+        if before is None:
+            continue
+        if after is None:
+            if "()." in path:
+                changes.append(Change(path, "removed", "method no longer exists"))
+            continue
+        d = compare_callables(before, after)
+        if d.misbinding_index is not None:
+            i = d.misbinding_index
+            was = ", ".join(p.name for p in before.positional[i:])
+            now = ", ".join(p.name for p in after.positional[i:]) or "(nothing)"
+            changes.append(
+                Change(
+                    path,
+                    "positional",
+                    f"positional argument {i + 1} on binds differently: was ({was}), now ({now})",
+                )
+            )
+        if d.deprecated_index is not None:
+            changes.append(
+                Change(
+                    path,
+                    "deprecated-positional",
+                    f"positional arguments from {d.deprecated_index + 1} on are deprecated"
+                    " (accepted with a warning): pass them by keyword",
+                )
+            )
+        for a, b in d.renamed.items():
+            changes.append(Change(path, "renamed", f"parameter {a} renamed to {b}"))
+        for name in d.removed:
+            changes.append(Change(path, "param-removed", f"parameter {name} no longer exists"))
+        for name in d.newly_required:
+            changes.append(Change(path, "param-required", f"new required parameter {name}"))
+        old_by = {p.name: p for p in before.params}
+        for p in after.params:
+            q = old_by.get(p.name)
+            if q is None:
+                if p.kind not in ("V", "W") and p.default is not None:
+                    changes.append(Change(path, "param-added", f"new parameter {p.name}={p.default}"))
+                continue
+            if q.default is not None and p.default is not None and q.default != p.default:
+                changes.append(
+                    Change(path, "default", f"default of {p.name}: {q.default} -> {p.default}")
+                )
+            if q.kind in ("P", "A") and p.kind == "K":
+                changes.append(Change(path, "keyword-only", f"{p.name} became keyword-only"))
+    # enums
+    for path, target in sorted(old.public_paths().items()):
+        members = old.defs[target].get("enum")
+        if not members:
+            continue
+        new_target = new.canonical(path)
+        new_members = new.defs.get(new_target or "", {}).get("enum", {})
+        for name, value in sorted(members.items()):
+            if name in new_members and new_members[name] != value:
+                changes.append(
+                    Change(path, "enum-value", f"{name}: {value} -> {new_members[name]}")
+                )
+            elif name not in new_members and new_target:
+                changes.append(Change(path, "enum-removed", f"member {name} no longer exists"))
+    for path in sorted(set(new.public_paths()) - set(old.public_paths())):
+        if old.canonical(path) is None and path.count(".") <= 2:
+            changes.append(Change(path, "added", "new public symbol"))
+    return changes

@@ -1,0 +1,54 @@
+"""The bundled API records: one gzip'd JSON file per FlashInfer release, read on first use."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from functools import cache
+from typing import Any
+
+from migrate_fi.versions import parse_version
+
+__all__ = ["DATA_DIR", "available_releases", "load_release", "write_release"]
+
+DATA_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "api")
+FORMAT = 1
+
+
+def _file(version: str, folder: str = DATA_DIR) -> str:
+    return os.path.join(folder, f"{version}.json.gz")
+
+
+def available_releases(folder: str = DATA_DIR) -> list[str]:
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    versions = [n[: -len(".json.gz")] for n in names if n.endswith(".json.gz")]
+    return sorted(versions, key=parse_version)
+
+
+@cache
+def load_release(version: str) -> dict[str, Any]:
+    """The record of one release; KeyError when it is not bundled."""
+    canonical = str(parse_version(version))
+    for v in available_releases():
+        if str(parse_version(v)) == canonical:
+            with gzip.open(_file(v), "rt", encoding="utf-8") as fh:
+                return json.load(fh)
+    raise KeyError(version)
+
+
+def write_release(record: dict[str, Any], folder: str = DATA_DIR) -> str:
+    """Write a release record deterministically (same input, same bytes)."""
+    os.makedirs(folder, exist_ok=True)
+    version = record["provenance"]["version"]
+    record = {"format": FORMAT, **record}
+    payload = json.dumps(record, sort_keys=True, separators=(",", ":")).encode()
+    path = _file(version, folder)
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as gz:
+        gz.write(payload)
+    os.replace(tmp, path)
+    return path
