@@ -66,6 +66,7 @@ class Fp4QuantizeKeywords(Codemod):
     introduced_in = "0.6.11"
     fix_safety = FixSafety.SAFE
     triggers = ("fp4_quantize",)
+    handles = TARGETS
 
     def find(self, ctx: FileContext) -> None:
         resolver = ctx.resolver

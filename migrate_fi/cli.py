@@ -119,7 +119,7 @@ def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _execute(common: _Common, mode: str) -> RunResult:
-    from migrate_fi.codemod import RunOptions
+    from migrate_fi.codemod import CodemodSetupError, RunOptions
     from migrate_fi.discovery import DiscoveryError
     from migrate_fi.engine import run
     from migrate_fi.project import ProjectVersionError, detect_current_version
@@ -154,7 +154,7 @@ def _execute(common: _Common, mode: str) -> RunResult:
             respect_gitignore=common.respect_gitignore,
             progress=progress,
         )
-    except DiscoveryError as exc:
+    except (DiscoveryError, CodemodSetupError) as exc:
         raise Fatal(str(exc)) from None
     finally:
         if progress is not None:
@@ -341,6 +341,10 @@ def signatures_build(sources: tuple[str, ...], output_dir: str | None) -> None:
             f"{source}: {record['provenance']['version']}: {len(record['defs'])} definitions,"
             f" {len(record['exports'])} re-exports -> {path}"
         )
+    if output_dir is None:
+        from migrate_fi.api.index import write_index
+
+        click.echo(f"prefilter index -> {write_index()}")
 
 
 @signatures.command("list")
@@ -356,9 +360,13 @@ def signatures_list() -> None:
 @cli.command("api-diff")
 @click.argument("old")
 @click.argument("new")
-@click.option("--symbol", "symbols", multiple=True, metavar="TEXT", help="Only symbols containing TEXT.")
+@click.option(
+    "--symbol", "symbols", multiple=True, metavar="TEXT", help="Only symbols containing TEXT."
+)
 @click.option("--kind", "kinds", multiple=True, metavar="KIND", help="Only changes of this kind.")
-@click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option(
+    "--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
 def api_diff(
     old: str, new: str, symbols: tuple[str, ...], kinds: tuple[str, ...], output_format: str
 ) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -21,7 +21,15 @@ from migrate_fi.results import Diagnostic, FixSafety
 if TYPE_CHECKING:
     from packaging.version import Version
 
-__all__ = ["Codemod", "Edit", "EditError", "FileContext", "RunOptions", "Span"]
+__all__ = [
+    "Codemod",
+    "CodemodSetupError",
+    "Edit",
+    "EditError",
+    "FileContext",
+    "RunOptions",
+    "Span",
+]
 
 # (line, col, end_line, end_col): 1-based lines, 0-based columns counted in characters.
 Span = tuple[int, int, int, int]
@@ -62,6 +70,7 @@ class FileContext:
         module_name: str | None = None,
         is_package: bool = False,
         resolver: NameResolver | None = None,
+        project_aliases: Mapping[str, str] | None = None,
     ) -> None:
         self.path = path
         self.text = text
@@ -70,6 +79,7 @@ class FileContext:
         self.module_name = module_name
         self.is_package = is_package
         self._resolver = resolver
+        self.project_aliases = project_aliases
         self._lines: list[str] | None = None
         self.codemod: Codemod | None = None  # set by the engine while a codemod runs
         self.diagnostics: list[Diagnostic] = []
@@ -78,7 +88,9 @@ class FileContext:
     @property
     def resolver(self) -> NameResolver:
         if self._resolver is None:
-            self._resolver = NameResolver(self.tree, self.module_name, self.is_package)
+            self._resolver = NameResolver(
+                self.tree, self.module_name, self.is_package, self.project_aliases
+            )
         return self._resolver
 
     # -------------------------------------------------------------- positions
@@ -128,6 +140,10 @@ class FileContext:
         self.edits.append(Edit(self.span(node), node_type, transform, self.codemod.id))
 
 
+class CodemodSetupError(Exception):
+    """A codemod cannot run for these options (e.g. no API data for a release); one line."""
+
+
 class EditError(RuntimeError):
     """An edit could not be applied where `find` said it would be: the file is left untouched."""
 
@@ -142,12 +158,27 @@ class Codemod:
     id: ClassVar[str] = ""  # set by the registry from the module name
     code: ClassVar[str]  # stable short code, e.g. "FI001"
     summary: ClassVar[str]  # one line
-    introduced_in: ClassVar[str]  # the FlashInfer release whose change this migrates
+    # The FlashInfer release whose change this migrates ("*" for a data-driven codemod, which runs
+    # for any --from < --to and reads what changed from the bundled API data).
+    introduced_in: ClassVar[str]
+    data_driven: ClassVar[bool] = False
     fix_safety: ClassVar[FixSafety]
     # Cheap prefilter: a file that contains none of these strings is never parsed for this codemod.
     triggers: ClassVar[tuple[str, ...]]
     # Which files it reads; Python sources for now.
     suffixes: ClassVar[tuple[str, ...]] = (".py",)
+    # Public FlashInfer paths this codemod owns: data-driven codemods leave them alone.
+    handles: ClassVar[frozenset[str]] = frozenset()
+
+    @classmethod
+    def prepare(cls, options: RunOptions) -> None:
+        """Called once per run, before any file; raise `CodemodSetupError` to refuse the run."""
+
+    @classmethod
+    def triggers_for(cls, options: RunOptions) -> tuple[str | tuple[str, ...], ...]:
+        """The prefilter for a run: a file is parsed when it contains one of these strings
+        (a tuple: all of its strings). Default: ``triggers``."""
+        return cls.triggers
 
     def find(self, ctx: FileContext) -> None:
         raise NotImplementedError

@@ -11,12 +11,16 @@ from migrate_fi.registry import all_codemods
 __all__ = ["explain_text", "rules_json", "rules_markdown", "rules_table"]
 
 
+def _version(c: type[Codemod]) -> str:
+    return "every release (API data)" if c.data_driven else c.introduced_in
+
+
 def rules_json() -> list[dict[str, str]]:
     return [
         {
             "code": c.code,
             "id": c.id,
-            "flashinfer_version": c.introduced_in,
+            "flashinfer_version": _version(c),
             "fix": c.fix_safety.value,
             "summary": c.summary,
         }
@@ -40,9 +44,14 @@ def rules_table() -> str:
 
 
 def explain_text(cls: type[Codemod]) -> str:
+    when = (
+        "runs for any --from < --to, on what the API data says changed"
+        if cls.data_driven
+        else f"runs when --from < {cls.introduced_in} <= --to"
+    )
     head = (
         f"{cls.code} {cls.id}\n"
-        f"FlashInfer version: {cls.introduced_in} (runs when --from < {cls.introduced_in} <= --to)\n"
+        f"FlashInfer version: {_version(cls)} ({when})\n"
         f"Fix: {cls.fix_safety.value}\n\n"
     )
     return head + cls.doc() + "\n"
@@ -60,7 +69,7 @@ def rules_markdown() -> str:
     ]
     for c in all_codemods():
         out.append(
-            f"| {c.code} | [`{c.id}`](#{c.id}) | {c.introduced_in} | {c.fix_safety.value} |"
+            f"| {c.code} | [`{c.id}`](#{c.id}) | {_version(c)} | {c.fix_safety.value} |"
             f" {c.summary} |\n"
         )
     for c in all_codemods():
@@ -68,7 +77,7 @@ def rules_markdown() -> str:
             "\n",
             f"## {c.id}\n",
             "\n",
-            f"**{c.code}** · FlashInfer {c.introduced_in} · fix: {c.fix_safety.value}\n",
+            f"**{c.code}** · FlashInfer {_version(c)} · fix: {c.fix_safety.value}\n",
             "\n",
             c.doc() + "\n",
             "\n",

@@ -17,7 +17,7 @@ import ast
 import os
 import sys
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from functools import lru_cache
 
@@ -64,8 +64,22 @@ def module_identity(path: str) -> tuple[str | None, bool]:
     return module_name_for_path((*_package_parts(folder), name))
 
 
-def _triggered(codemod: type[Codemod], text: str) -> bool:
-    return any(t in text for t in codemod.triggers)
+def _triggered(codemod: type[Codemod], options: RunOptions, text: str) -> bool:
+    return any(
+        (t in text) if isinstance(t, str) else all(part in text for part in t)
+        for t in codemod.triggers_for(options)
+    )
+
+
+def _byte_triggers(
+    codemods: Sequence[type[Codemod]], options: RunOptions
+) -> list[tuple[bytes, ...]]:
+    groups = []
+    for c in codemods:
+        for t in c.triggers_for(options):
+            parts = (t,) if isinstance(t, str) else t
+            groups.append(tuple(p.encode() for p in parts))
+    return groups
 
 
 def process_source(
@@ -75,10 +89,13 @@ def process_source(
     options: RunOptions,
     mode: str,
     module: tuple[str | None, bool] = (None, False),
+    aliases: Mapping[str, str] | None = None,
 ) -> FileResult:
-    """Run ``codemods`` over one file's bytes. Never raises for a problem in the file."""
+    """Run ``codemods`` over one file's bytes. Never raises for a problem in the file.
+
+    ``aliases`` are the project's own re-exports of FlashInfer names (see `run`)."""
     try:
-        return _process(data, path, codemods, options, mode, module)
+        return _process(data, path, codemods, options, mode, module, aliases or {})
     except RecursionError:
         return _failed(path, "too deeply nested to analyse (RecursionError); file left untouched")
     except MemoryError:
@@ -108,6 +125,7 @@ def _process(
     options: RunOptions,
     mode: str,
     module: tuple[str | None, bool],
+    aliases: Mapping[str, str],
 ) -> FileResult:
     source = decode_source(data)
     text = source.text
@@ -123,13 +141,17 @@ def _process(
     original = text
     resolver: NameResolver | None = None
     module_cst = None
+    alias_names = {key.rsplit(".", 1)[-1] for key in aliases}
+    imports_alias = any(name in text for name in alias_names)
     for cls in codemods:
-        if not _triggered(cls, text):
+        if not (imports_alias or _triggered(cls, options, text)):
             continue
-        ctx = FileContext(path, text, tree, options, module[0], module[1], resolver)
+        ctx = FileContext(path, text, tree, options, module[0], module[1], resolver, aliases)
         codemod = cls()
         ctx.codemod = codemod
         codemod.find(ctx)
+        if resolver is None and ctx._resolver is not None and text == original:
+            result.exports = ctx._resolver.exports()
         resolver = ctx._resolver  # shared by the next codemod while the text is unchanged
         result.diagnostics.extend(ctx.diagnostics)
         if mode == "check" or not ctx.edits:
@@ -163,12 +185,14 @@ def _worker(
     options: RunOptions,
     mode: str,
     module: tuple[str | None, bool],
+    aliases: Mapping[str, str] | None = None,
 ) -> FileResult:
     from migrate_fi.registry import all_codemods
 
     by_id = {c.id: c for c in all_codemods()}
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
-    return process_source(data, path, [by_id[i] for i in codemod_ids], options, mode, module)
+    codemods = [by_id[i] for i in codemod_ids]
+    return process_source(data, path, codemods, options, mode, module, aliases)
 
 
 def run(
@@ -183,73 +207,129 @@ def run(
 ) -> RunResult:
     """Discover files under ``paths`` and run ``codemods`` over them (see the module docstring).
 
-    Raises `migrate_fi.discovery.DiscoveryError` for a path that does not exist.
+    Cross-module re-exports: a project module that binds a FlashInfer name at module level
+    (``from flashinfer import fp4_quantize as q``) exports it; after the first pass, files that
+    may import such a name (they contain its name and its module's name) are analysed again with
+    those aliases, until no new export appears. A file that never names FlashInfer costs one read.
+
+    Raises `migrate_fi.discovery.DiscoveryError` for a path that does not exist, and
+    `migrate_fi.codemod.CodemodSetupError` when a codemod cannot run for these options.
     """
     assert mode in MODES
     suffixes = tuple(sorted({s for c in codemods for s in c.suffixes})) or (".py",)
-    triggers = [t.encode() for c in codemods for t in c.triggers]
-    result = RunResult()
+    for c in codemods:
+        c.prepare(options)  # before any file is touched
+    triggers = _byte_triggers(codemods, options)
+    results: dict[str, FileResult] = {}
     candidates: list[tuple[bytes, str]] = []
+    others: list[str] = []  # files the prefilter ruled out (they may still import an alias)
     for abspath in discover(paths, suffixes, exclude, respect_gitignore):
         shown = display_path(abspath)
         try:
             with open(abspath, "rb") as fh:
                 data = fh.read()
         except OSError as exc:
-            result.files.append(_failed(shown, f"cannot read: {exc.strerror}"))
+            results[abspath] = _failed(shown, f"cannot read: {exc.strerror}")
             continue
-        if not any(t in data for t in triggers):
-            result.files.append(FileResult(shown, Status.SKIPPED, reason="names no migrated API"))
+        if not any(all(part in data for part in group) for group in triggers):
+            results[abspath] = FileResult(shown, Status.SKIPPED, reason="names no migrated API")
+            others.append(abspath)
             continue
         candidates.append((data, abspath))
 
-    ids = tuple(c.id for c in codemods)
-    jobs = jobs if jobs and jobs > 0 else (os.cpu_count() or 1)
-    total_bytes = sum(len(d) for d, _ in candidates)
-    parallel = (
-        jobs > 1
-        and len(candidates) >= _PARALLEL_MIN_FILES
-        and (mode != "check" or total_bytes >= _PARALLEL_MIN_BYTES)
-    )
-    done = 0
-    if not parallel:
-        for data, abspath in candidates:
-            shown = display_path(abspath)
-            result.files.append(_worker(data, shown, ids, options, mode, module_identity(abspath)))
-            done += 1
-            if progress:
-                progress(done, len(candidates))
-    else:
+    batch = _Batch(tuple(c.id for c in codemods), options, mode, jobs, progress)
+    results.update(batch.process(candidates, {}))
+    aliases: dict[str, str] = {}
+    for _ in range(_MAX_REEXPORT_ROUNDS):
+        exported = {k: v for r in results.values() for k, v in r.exports.items()}
+        if exported.items() <= aliases.items():
+            break
+        aliases.update(exported)
+        again = _importers(aliases, [*(p for _, p in candidates), *others])
+        results.update(batch.process(again, aliases))
+    out = RunResult(files=sorted(results.values(), key=lambda f: f.path))
+    return out
+
+
+_MAX_REEXPORT_ROUNDS = 4
+
+
+def _importers(aliases: Mapping[str, str], paths: Iterable[str]) -> list[tuple[bytes, str]]:
+    """Files that contain an alias's name and the last part of its module's name."""
+    needles = set()
+    for key in aliases:
+        module, _, name = key.rpartition(".")
+        needles.add((name.encode(), module.rsplit(".", 1)[-1].encode()))
+    out = []
+    for path in paths:
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            continue  # reported in the first pass
+        if any(name in data and mod in data for name, mod in needles):
+            out.append((data, path))
+    return out
+
+
+class _Batch:
+    """Process files serially, or in worker processes when there is enough work."""
+
+    def __init__(
+        self,
+        ids: tuple[str, ...],
+        options: RunOptions,
+        mode: str,
+        jobs: int | None,
+        progress: Callable[[int, int], None] | None,
+    ) -> None:
+        self.ids, self.options, self.mode = ids, options, mode
+        self.jobs = jobs if jobs and jobs > 0 else (os.cpu_count() or 1)
+        self.progress = progress
+
+    def process(
+        self, files: Sequence[tuple[bytes, str]], aliases: Mapping[str, str]
+    ) -> dict[str, FileResult]:
+        out: dict[str, FileResult] = {}
+        total_bytes = sum(len(d) for d, _ in files)
+        parallel = (
+            self.jobs > 1
+            and len(files) >= _PARALLEL_MIN_FILES
+            and (self.mode != "check" or total_bytes >= _PARALLEL_MIN_BYTES)
+        )
+        args = [
+            (data, display_path(p), self.ids, self.options, self.mode, module_identity(p), aliases)
+            for data, p in files
+        ]
+        if not parallel:
+            for (_, path), a in zip(files, args, strict=True):
+                out[path] = _worker(*a)
+                self._tick(len(out), len(files))
+            return out
         import multiprocessing
 
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-        ctx = multiprocessing.get_context(method)
-        with ProcessPoolExecutor(max_workers=min(jobs, len(candidates)), mp_context=ctx) as pool:
+        context = multiprocessing.get_context(method)
+        workers = min(self.jobs, len(files))
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
             futures = {
-                pool.submit(
-                    _worker,
-                    data,
-                    display_path(abspath),
-                    ids,
-                    options,
-                    mode,
-                    module_identity(abspath),
-                ): abspath
-                for data, abspath in candidates
+                pool.submit(_worker, *a): (path, a[1])
+                for (_, path), a in zip(files, args, strict=True)
             }
             for future in as_completed(futures):
-                shown = display_path(futures[future])
+                path, shown = futures[future]
                 try:
-                    result.files.append(future.result())
+                    out[path] = future.result()
                 except Exception as exc:  # a worker that died (e.g. a crash in a parser)
-                    result.files.append(
-                        _failed(shown, f"worker process failed ({type(exc).__name__}); untouched")
+                    out[path] = _failed(
+                        shown, f"worker process failed ({type(exc).__name__}); untouched"
                     )
-                done += 1
-                if progress:
-                    progress(done, len(candidates))
-    result.files.sort(key=lambda f: f.path)
-    return result
+                self._tick(len(out), len(files))
+        return out
+
+    def _tick(self, done: int, total: int) -> None:
+        if self.progress is not None:
+            self.progress(done, total)
 
 
 def write_changes(result: RunResult) -> None:

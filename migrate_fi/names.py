@@ -22,7 +22,7 @@ The rules, chosen so that a codemod never rewrites something that may not be Fla
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 __all__ = ["Candidate", "NameResolver", "Resolution", "Scope", "module_name_for_path"]
@@ -71,6 +71,15 @@ class Resolution:
 _IMPORTERS = frozenset({"pytest.importorskip", "importlib.import_module"})
 
 
+def _dotted_name(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted_name(node.value)
+        return f"{base}.{node.attr}" if base else None
+    return None
+
+
 def _is_importer_call(value: ast.expr) -> bool:
     return (
         isinstance(value, ast.Call)
@@ -89,7 +98,17 @@ _DISPATCH: dict[type, object] = {}
 
 
 class Scope:
-    __slots__ = ("bindings", "declared_global", "declared_nonlocal", "kind", "parent", "stars")
+    __slots__ = (
+        "attributes",
+        "bindings",
+        "declared_global",
+        "declared_nonlocal",
+        "kind",
+        "owner_class",
+        "parent",
+        "self_name",
+        "stars",
+    )
 
     def __init__(self, kind: str, parent: Scope | None) -> None:
         self.kind = kind  # "module", "class", "function", "comprehension"
@@ -98,6 +117,11 @@ class Scope:
         self.declared_global: set[str] = set()
         self.declared_nonlocal: set[str] = set()
         self.stars: list[tuple[str, int]] = []  # (module, line) of `from module import *`
+        # A method's scope: its class's scope and the name of its first parameter (`self`).
+        self.owner_class: Scope | None = None
+        self.self_name: str | None = None
+        # A class's scope: `self.<attr> = ...` assignments made in any of its methods.
+        self.attributes: dict[str, list[_Binding]] = {}
 
     def __repr__(self) -> str:  # pragma: no cover - debugging aid
         return f"Scope({self.kind}, {sorted(self.bindings)})"
@@ -131,9 +155,16 @@ class NameResolver(ast.NodeVisitor):
     """Scopes and bindings of one module. Build once per file; every codemod shares it."""
 
     def __init__(
-        self, tree: ast.Module, module_name: str | None = None, is_package: bool = False
+        self,
+        tree: ast.Module,
+        module_name: str | None = None,
+        is_package: bool = False,
+        project_aliases: Mapping[str, str] | None = None,
     ) -> None:
         self.module_name = module_name
+        # Names other modules of the same project bind to FlashInfer:
+        # {"myproj.quant.q": "flashinfer.fp4_quantize"} (see `exports`).
+        self.project_aliases = project_aliases or {}
         self.is_package = is_package
         self.module_scope = Scope("module", None)
         self._scope = self.module_scope
@@ -150,6 +181,30 @@ class NameResolver(ast.NodeVisitor):
     def iter_calls(self) -> Iterator[tuple[ast.Call, Scope]]:
         return iter(self.calls)
 
+    def exports(self, prefix: str = "flashinfer") -> dict[str, str]:
+        """Module-level names of this module that are bound to ``prefix``'s API, and nothing
+        else: ``{"<this module>.<name>": "<qualified name>"}``. Other modules importing them
+        resolve through it (`project_aliases`). A def wrapping FlashInfer is not one of them."""
+        if not self.module_name:
+            return {}
+        out = {}
+        for name in self.module_scope.bindings:
+            quals = self._resolve_name(name, self.module_scope, frozenset())
+            targets = {c.qualname for c in quals}
+            if len(targets) == 1:
+                (target,) = targets
+                if target and (target == prefix or target.startswith(prefix + ".")):
+                    out[f"{self.module_name}.{name}"] = target
+        return out
+
+    def _project(self, qualname: str | None) -> str | None:
+        """Follow the project's own re-exports of FlashInfer names."""
+        for _ in range(8):
+            if qualname is None or qualname not in self.project_aliases:
+                return qualname
+            qualname = self.project_aliases[qualname]
+        return qualname
+
     # ------------------------------------------------------------- resolution
 
     def _resolve(
@@ -158,21 +213,29 @@ class NameResolver(ast.NodeVisitor):
         if isinstance(expr, ast.Name):
             return self._resolve_name(expr.id, scope, seen)
         if isinstance(expr, ast.Attribute):
+            attribute = self._self_attribute(expr, scope, seen)
+            if attribute is not None:
+                return attribute
             out = []
             for cand in self._resolve(expr.value, scope, seen):
                 if cand.qualname is None:
                     out.append(cand)
                 else:
-                    out.append(Candidate(f"{cand.qualname}.{expr.attr}", cand.line, cand.what))
+                    qual = self._project(f"{cand.qualname}.{expr.attr}")
+                    out.append(Candidate(qual, cand.line, cand.what))
             return out
         if isinstance(expr, ast.IfExp):
             return self._resolve(expr.body, scope, seen) + self._resolve(expr.orelse, scope, seen)
-        if isinstance(expr, ast.Call) and expr.args and isinstance(expr.args[0], ast.Constant):
-            # `pytest.importorskip("flashinfer")`, `importlib.import_module("flashinfer.comm")`
-            module = expr.args[0].value
-            funcs = {c.qualname for c in self._resolve(expr.func, scope, seen)}
-            if isinstance(module, str) and funcs and funcs <= _IMPORTERS:
-                return [Candidate(module, expr.lineno, "import")]
+        if isinstance(expr, ast.Call):
+            funcs = self._resolve(expr.func, scope, seen)
+            names = {c.qualname for c in funcs}
+            if names and names <= _IMPORTERS and _is_importer_call(expr):
+                # `pytest.importorskip("flashinfer")`, `importlib.import_module("flashinfer.comm")`
+                return [Candidate(expr.args[0].value, expr.lineno, "import")]  # type: ignore[attr-defined]
+            # what a call returns: `X()` stands for "an instance of X" (or X's result)
+            return [
+                Candidate(f"{c.qualname}()" if c.qualname else None, c.line, c.what) for c in funcs
+            ]
         line = getattr(expr, "lineno", 0)
         return [Candidate(None, line, "expression")]
 
@@ -195,9 +258,37 @@ class NameResolver(ast.NodeVisitor):
                 assert b.scope is not None
                 out.extend(self._resolve(b.alias_of, b.scope, seen))
             else:
-                out.append(Candidate(b.qualname, b.line, b.what))
+                out.append(Candidate(self._project(b.qualname), b.line, b.what))
         if not bindings and owner.stars:
             out.extend(Candidate(f"{mod}.{name}", line, "star import") for mod, line in owner.stars)
+        return out
+
+    def _self_attribute(
+        self, expr: ast.Attribute, scope: Scope, seen: frozenset[tuple[int, str]]
+    ) -> list[Candidate] | None:
+        """``self.attr`` inside a method: what the class's methods assign to ``self.attr``."""
+        if not isinstance(expr.value, ast.Name):
+            return None
+        found = self._lookup(expr.value.id, scope)
+        if found is None:
+            return None
+        owner, _ = found
+        if owner.self_name != expr.value.id or owner.owner_class is None:
+            return None
+        bindings = owner.owner_class.attributes.get(expr.attr)
+        if not bindings:
+            return None
+        key = (id(owner.owner_class), "self." + expr.attr)
+        if key in seen:
+            return [Candidate(None, bindings[0].line, "circular alias")]
+        out: list[Candidate] = []
+        for b in bindings:
+            if b.what == "None":
+                continue
+            if b.alias_of is not None and b.scope is not None:
+                out.extend(self._resolve(b.alias_of, b.scope, seen | {key}))
+            else:
+                out.append(Candidate(b.qualname, b.line, b.what))
         return out
 
     def _lookup(self, name: str, scope: Scope) -> tuple[Scope, list[_Binding]] | None:
@@ -323,6 +414,15 @@ class NameResolver(ast.NodeVisitor):
             self._bind(node.name, _Binding("def", node.lineno, self._own_qualname(node.name)))
         outer = self._scope
         self._scope = Scope("function", outer)
+        first = [*args.posonlyargs, *args.args]
+        if (
+            outer.kind == "class"
+            and first
+            and not isinstance(node, ast.Lambda)
+            and not any(_dotted_name(d) == "staticmethod" for d in node.decorator_list)
+        ):
+            self._scope.owner_class = outer
+            self._scope.self_name = first[0].arg
         for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
             if a is not None:
                 self._bind(a.arg, _Binding("parameter", a.lineno))
@@ -383,20 +483,24 @@ class NameResolver(ast.NodeVisitor):
             self.visit(node.value)
         self._bind_target(node.target, node.value, node.lineno)
 
+    def _value_binding(self, value: ast.expr | None, line: int) -> _Binding:
+        if value is None:
+            return _Binding("annotation", line)
+        if isinstance(value, ast.Constant) and value.value is None:
+            return _Binding("None", line)
+        if isinstance(value, (ast.Name, ast.Attribute, ast.IfExp, ast.Call)):
+            return _Binding("assignment", line, alias_of=value, scope=self._scope)
+        return _Binding("assignment", line)
+
     def _bind_target(self, target: ast.expr, value: ast.expr | None, line: int) -> None:
         if isinstance(target, ast.Name):
-            if value is None:
-                self._bind(target.id, _Binding("annotation", line))
-            elif isinstance(value, ast.Constant) and value.value is None:
-                self._bind(target.id, _Binding("None", line))
-            elif isinstance(value, (ast.Name, ast.Attribute, ast.IfExp)) or _is_importer_call(
-                value
-            ):
-                self._bind(
-                    target.id, _Binding("assignment", line, alias_of=value, scope=self._scope)
-                )
-            else:
-                self._bind(target.id, _Binding("assignment", line))
+            self._bind(target.id, self._value_binding(value, line))
+        elif (
+            isinstance(target, ast.Attribute)
+            and isinstance(target.value, ast.Name)
+            and self._record_self_attribute(target, value, line)
+        ):
+            self.visit(target.value)
         elif (
             isinstance(target, (ast.Tuple, ast.List))
             and isinstance(value, (ast.Tuple, ast.List))
@@ -407,6 +511,22 @@ class NameResolver(ast.NodeVisitor):
                 self._bind_target(t, v, line)
         else:
             self.visit(target)
+
+    def _record_self_attribute(
+        self, target: ast.Attribute, value: ast.expr | None, line: int
+    ) -> bool:
+        """`self.attr = value` in a method (or a function nested in one)."""
+        assert isinstance(target.value, ast.Name)
+        found = self._lookup(target.value.id, self._scope)
+        if found is None:
+            return False
+        owner, _ = found
+        if owner.self_name != target.value.id or owner.owner_class is None:
+            return False
+        owner.owner_class.attributes.setdefault(target.attr, []).append(
+            self._value_binding(value, line)
+        )
+        return True
 
     def visit_NamedExpr(self, node: ast.NamedExpr) -> None:
         self.visit(node.value)

@@ -58,7 +58,18 @@ def all_codemods() -> tuple[type[Codemod], ...]:
     duplicates = {c for c in codes if codes.count(c) > 1}
     if duplicates:
         raise RuntimeError(f"duplicate codemod codes: {', '.join(sorted(duplicates))}")
-    return tuple(sorted(found, key=lambda c: (parse_version(c.introduced_in), c.code)))
+    # Release order, so that later migrations read the code earlier ones produced; data-driven
+    # codemods last, after the rules that own specific APIs.
+    return tuple(
+        sorted(
+            found,
+            key=lambda c: (
+                c.data_driven,
+                parse_version("0" if c.data_driven else c.introduced_in),
+                c.code,
+            ),
+        )
+    )
 
 
 def _validate(cls: type[Codemod]) -> None:
@@ -68,7 +79,8 @@ def _validate(cls: type[Codemod]) -> None:
             raise RuntimeError(f"{where} does not declare {attr}")
     if not _CODE.match(cls.code):
         raise RuntimeError(f"{where}: code {cls.code!r} is not of the form FI000")
-    parse_version(cls.introduced_in)
+    if not cls.data_driven:
+        parse_version(cls.introduced_in)
     if not isinstance(cls.fix_safety, FixSafety):
         raise RuntimeError(f"{where}: fix_safety must be a FixSafety")
     if not cls.triggers or not all(isinstance(t, str) and t for t in cls.triggers):
@@ -112,7 +124,10 @@ def select(
     _check_selectors([*select, *ignore])
     chosen = []
     for cls in all_codemods():
-        if not in_range(cls.introduced_in, from_version, to_version):
+        if cls.data_driven:
+            if not from_version < to_version:
+                continue
+        elif not in_range(cls.introduced_in, from_version, to_version):
             continue
         if select and not any(_matches(cls, s) for s in select):
             continue

@@ -72,6 +72,8 @@ class FileResult:
     new_bytes: bytes | None = None
     old_bytes: bytes | None = None
     parsed: bool = False  # whether the file got past the prefilter and was parsed
+    # Module-level names of this file bound to FlashInfer's API: {"pkg.mod.name": "flashinfer.x"}
+    exports: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

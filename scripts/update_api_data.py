@@ -24,18 +24,16 @@ def main() -> None:
         "MIGRATE_FI_WHEEL_CACHE", os.path.expanduser("~/.cache/migrate-fi/wheels")
     )
     os.makedirs(cache, exist_ok=True)
+    wheels = []
     for version in versions:
         pattern = os.path.join(cache, f"flashinfer_python-{version}-*.whl")
         if not glob.glob(pattern):
-            subprocess.run(
-                [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", cache,
-                 f"flashinfer-python=={version}"],
-                check=True,
-            )
+            command = [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", cache]
+            subprocess.run([*command, f"flashinfer-python=={version}"], check=True)
         (wheel,) = glob.glob(pattern)
-        subprocess.run(
-            [sys.executable, "-m", "migrate_fi", "signatures", "build", wheel], check=True
-        )
+        wheels.append(wheel)
+    # one call: the prefilter index is rebuilt once, after every release is written
+    subprocess.run([sys.executable, "-m", "migrate_fi", "signatures", "build", *wheels], check=True)
 
 
 if __name__ == "__main__":

@@ -235,7 +235,7 @@ def test_json_output(tree: Path) -> None:
     doc = json.loads(r.stdout)
     assert doc["command"] == "check"
     assert doc["from"] == "0.6.10" and doc["to"] == "0.7.4"
-    assert doc["rules"] == ["FI001"]
+    assert doc["rules"] == ["FI001", "FI002"]
     (d,) = doc["diagnostics"]
     assert (d["path"], d["line"], d["col"], d["code"], d["fixable"]) == (
         "src/legacy.py",

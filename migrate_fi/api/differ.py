@@ -21,12 +21,14 @@ from migrate_fi.api.store import load_release
 
 __all__ = [
     "Api",
+    "CallableDiff",
     "Callable_",
     "Change",
-    "CallableDiff",
     "api_for",
+    "changed_callables",
     "compare_callables",
     "diff_releases",
+    "first_change",
 ]
 
 
@@ -45,7 +47,9 @@ class Param:
 class Callable_:
     """A callable as a call site sees it (``self``/``cls`` already dropped)."""
 
-    path: str  # public path the user wrote, e.g. flashinfer.BatchDecodeWithPagedKVCacheWrapper().plan
+    path: (
+        str  # public path the user wrote, e.g. flashinfer.BatchDecodeWithPagedKVCacheWrapper().plan
+    )
     params: tuple[Param, ...]
     shim: dict[str, Any] | None = None  # {"legacy": [...], "forwards": name}
     forward_params: tuple[Param, ...] = ()  # params of the function **kwargs are forwarded to
@@ -140,6 +144,24 @@ class Api:
             if found is not None:
                 return found
         return None
+
+    def method_names(self, cls_path: str, seen: frozenset[str] = frozenset()) -> list[str]:
+        """Methods of a class, its bases' included (nearest first)."""
+        record = self.defs.get(cls_path)
+        if cls_path in seen or record is None or record.get("k") != "c":
+            return []
+        names = list(record["methods"])
+        for base in record.get("bases", []):
+            names += self.method_names(self.canonical(base) or base, seen | {cls_path})
+        return list(dict.fromkeys(names))
+
+    def key(self, path: str) -> str | None:
+        """The definition a public call path reaches: ``canonical`` or ``canonical().method``."""
+        if "()." in path:
+            cls_part, _, method = path.rpartition("().")
+            cls = self.canonical(cls_part)
+            return f"{cls}().{method}" if cls else None
+        return self.canonical(path)
 
     def callable(self, path: str) -> Callable_ | None:
         """``path`` is a public path; ``X()`` stands for an instance of class X:
@@ -238,10 +260,15 @@ def compare_callables(old: Callable_, new: Callable_) -> CallableDiff:
         result.misbinding_index = j
         break
     old_names = {p.name for p in old.params if p.kind in ("P", "A", "K")}
+    new_names = {q.name for q in new.params}
     for j, p in enumerate(old_pos):
-        if j < len(new_pos) and p.name not in {q.name for q in new.params}:
-            if _same_meaning(old_pos, new_pos, j) and new_pos[j].name != p.name:
-                result.renamed[p.name] = new_pos[j].name
+        if (
+            j < len(new_pos)
+            and p.name not in new_names
+            and _same_meaning(old_pos, new_pos, j)
+            and new_pos[j].name != p.name
+        ):
+            result.renamed[p.name] = new_pos[j].name
     for name in sorted(old_names):
         if name not in result.renamed and not new.accepts_keyword(name):
             result.removed.append(name)
@@ -274,9 +301,24 @@ def _callable_paths(api: Api) -> dict[str, str]:
         record = api.defs[target]
         out[path] = target
         if record["k"] == "c":
-            for name in record["methods"]:
+            for name in api.method_names(target):
                 if not name.startswith("_"):
                     out[f"{path}().{name}"] = f"{target}().{name}"
+    return out
+
+
+@cache
+def changed_callables(old_version: str, new_version: str) -> dict[str, tuple[str, CallableDiff]]:
+    """Callables whose calls may need attention: key -> (a public path, diff)."""
+    old, new = api_for(old_version), api_for(new_version)
+    out: dict[str, tuple[str, CallableDiff]] = {}
+    for path, key in _callable_paths(old).items():
+        before, after = old.callable(path), new.callable(path)
+        if before is None or after is None:
+            continue
+        d = compare_callables(before, after)
+        if d.affected_from is not None or d.removed or d.newly_required:
+            out[key] = (path, d)
     return out
 
 
@@ -332,7 +374,9 @@ def diff_releases(old_version: str, new_version: str) -> list[Change]:
             q = old_by.get(p.name)
             if q is None:
                 if p.kind not in ("V", "W") and p.default is not None:
-                    changes.append(Change(path, "param-added", f"new parameter {p.name}={p.default}"))
+                    changes.append(
+                        Change(path, "param-added", f"new parameter {p.name}={p.default}")
+                    )
                 continue
             if q.default is not None and p.default is not None and q.default != p.default:
                 changes.append(
@@ -358,3 +402,21 @@ def diff_releases(old_version: str, new_version: str) -> list[Change]:
         if old.canonical(path) is None and path.count(".") <= 2:
             changes.append(Change(path, "added", "new public symbol"))
     return changes
+
+
+def first_change(path: str, old_version: str, new_version: str) -> str | None:
+    """The first bundled release after ``old_version`` (up to ``new_version``) on which positional
+    calls to ``path`` written for ``old_version`` need a rewrite."""
+    from migrate_fi.api.store import available_releases
+    from migrate_fi.versions import parse_version
+
+    before = api_for(old_version).callable(path)
+    if before is None:
+        return None
+    lo, hi = parse_version(old_version), parse_version(new_version)
+    for v in available_releases():
+        if lo < parse_version(v) <= hi:
+            after = api_for(v).callable(path)
+            if after is not None and compare_callables(before, after).affected_from is not None:
+                return v
+    return None

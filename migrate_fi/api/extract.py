@@ -57,7 +57,11 @@ def read_sources(path: str) -> tuple[Sources, str, str]:
                 sources[module] = (text, name.endswith("/__init__.py"))
         version = _version_from_wheel(zf, path)
         return sources, version, digest
-    root = os.path.join(path, "flashinfer") if os.path.isdir(os.path.join(path, "flashinfer")) else path
+    root = (
+        os.path.join(path, "flashinfer")
+        if os.path.isdir(os.path.join(path, "flashinfer"))
+        else path
+    )
     if not os.path.isfile(os.path.join(root, "__init__.py")):
         raise ExtractError(f"{path}: no flashinfer package here (no flashinfer/__init__.py)")
     sources = {}
@@ -70,8 +74,28 @@ def read_sources(path: str) -> tuple[Sources, str, str]:
             if module is not None:
                 with open(full, encoding="utf-8", errors="replace") as fh:
                     sources[module] = (fh.read(), f == "__init__.py")
-    version = _version_from_sources(sources) or "unknown"
+    version = _version_from_dist_info(base) or _version_from_sources(sources) or "unknown"
     return sources, version, ""
+
+
+def _version_from_dist_info(site: str) -> str | None:
+    """An installed copy: ``site-packages/flashinfer_python-X.dist-info/METADATA``."""
+    try:
+        names = sorted(os.listdir(site))
+    except OSError:
+        return None
+    for name in names:
+        if name.lower().startswith(("flashinfer_python-", "flashinfer-")) and name.endswith(
+            ".dist-info"
+        ):
+            try:
+                with open(os.path.join(site, name, "METADATA"), encoding="utf-8") as fh:
+                    for line in fh:
+                        if line.startswith("Version:"):
+                            return line.split(":", 1)[1].strip()
+            except OSError:
+                continue
+    return None
 
 
 def _module_of(name: str) -> str | None:
@@ -98,7 +122,10 @@ def _version_from_wheel(zf: zipfile.ZipFile, path: str) -> str:
 
 
 def _version_from_sources(sources: Sources) -> str | None:
-    text = "".join(sources.get(m, ("", False))[0] for m in ("flashinfer._build_meta", "flashinfer.version"))
+    text = "".join(
+        sources.get(m, ("", False))[0] + "\n"
+        for m in ("flashinfer._build_meta", "flashinfer.version", "flashinfer")
+    )
     for line in text.splitlines():
         if "__version__" in line and "=" in line:
             value = line.split("=", 1)[1].strip().strip("\"'")
@@ -121,7 +148,9 @@ def signature_of(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[list[Any]]:
     a = fn.args
     out: list[list[Any]] = []
     positional = [*a.posonlyargs, *a.args]
-    defaults: list[ast.expr | None] = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
+    defaults: list[ast.expr | None] = [None] * (len(positional) - len(a.defaults)) + list(
+        a.defaults
+    )
     for i, (arg, default) in enumerate(zip(positional, defaults, strict=True)):
         kind = "P" if i < len(a.posonlyargs) else "A"
         out.append([arg.arg, kind, _default(default) if default is not None else None])
@@ -169,6 +198,9 @@ class _Module:
         return ".".join([*parts, module] if module else parts) or None
 
 
+_TRY: tuple[type, ...] = (ast.Try, *([ast.TryStar] if hasattr(ast, "TryStar") else []))
+
+
 def _module_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
     """Statements that run at import time, through if/try/with blocks (not into defs)."""
     for stmt in body:
@@ -176,9 +208,7 @@ def _module_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
         if isinstance(stmt, ast.If):
             yield from _module_statements(stmt.body)
             yield from _module_statements(stmt.orelse)
-        elif isinstance(stmt, ast.Try) or (
-            hasattr(ast, "TryStar") and isinstance(stmt, getattr(ast, "TryStar"))
-        ):
+        elif isinstance(stmt, _TRY):
             yield from _module_statements(stmt.body)
             for handler in stmt.handlers:
                 yield from _module_statements(handler.body)
@@ -269,14 +299,40 @@ def _dotted(node: ast.expr) -> str | None:
 # ------------------------------------------------------------------------- the model
 
 
+class _LazyModules:
+    """Modules parsed on first use: a release has thousands of kernel modules that no public
+    path reaches, and parsing them all is most of the cost."""
+
+    def __init__(self, sources: Sources) -> None:
+        self.sources = sources
+        self.parsed: dict[str, _Module | None] = {}
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.sources and self.get(name) is not None  # type: ignore[arg-type]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(self.sources))
+
+    def get(self, name: str) -> _Module | None:
+        if name not in self.parsed:
+            entry = self.sources.get(name)
+            self.parsed[name] = _index(name, *entry) if entry is not None else None
+        return self.parsed[name]
+
+    def __getitem__(self, name: str) -> _Module:
+        m = self.get(name)
+        if m is None:
+            raise KeyError(name)
+        return m
+
+
 class _Release:
     def __init__(self, sources: Sources) -> None:
-        self.modules: dict[str, _Module] = {}
-        for name in sorted(sources):
-            text, is_package = sources[name]
-            m = _index(name, text, is_package)
-            if m is not None:
-                self.modules[name] = m
+        self.modules = _LazyModules(sources)
+
+    def sources_is_package(self, name: str) -> bool:
+        entry = self.modules.sources.get(name)
+        return bool(entry and entry[1])
 
     def canonical(self, path: str, seen: frozenset[str] = frozenset()) -> str | None:
         """The defining path of ``path``, a module's name for a module, or None."""
@@ -330,14 +386,17 @@ class _Release:
         for stmt in _module_statements(cls.body):
             if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
-            if stmt.name.startswith("_") and stmt.name not in ("__init__", "__call__"):
-                # private helpers matter only as targets of a deprecation shim
-                if not any(
+            # private helpers matter only as targets of a deprecation shim
+            if (
+                stmt.name.startswith("_")
+                and stmt.name not in ("__init__", "__call__")
+                and not any(
                     isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
                     and _forwards_to(s) == stmt.name
                     for s in cls.body
-                ):
-                    continue
+                )
+            ):
+                continue
             record: dict[str, Any] = {"sig": signature_of(stmt)}
             decos = _decorator_names(stmt)
             for flag, names in (
@@ -393,24 +452,62 @@ class _Release:
         return out
 
     def to_json(self) -> dict[str, Any]:
+        """The public API only: what a project can reach without a leading underscore, defined in
+        a top-level module (``flashinfer.x``) or re-exported by a package; plus the bases of
+        kept classes. Deep kernel internals that no package re-exports are left out."""
+        public_modules = {
+            n for n in self.modules if not any(p.startswith("_") for p in n.split(".")[1:])
+        }
+        # where users import from: packages and top-level modules (deeper modules are parsed only
+        # when one of these re-exports from them)
+        entry_points = sorted(
+            n for n in public_modules if n.count(".") <= 1 or self.sources_is_package(n)
+        )
+        exported: dict[str, str] = {}
+        for name in entry_points:
+            for public in self.public_names(name):
+                path = f"{name}.{public}"
+                target = self.canonical(path)
+                if target and target != path:
+                    exported[path] = target
+        reexported_by_package = {
+            t for p, t in exported.items() if self.modules[p.rpartition(".")[0]].is_package
+        }
         defs: dict[str, Any] = {}
-        for name, m in self.modules.items():
+        defining = sorted(set(entry_points) | {t.rpartition(".")[0] for t in reexported_by_package})
+        for name in defining:
+            m = self.modules.get(name)
+            if m is None:
+                continue
+            shallow = name.count(".") <= 1 or m.is_package
             for fname, fn in m.functions.items():
+                path = f"{name}.{fname}"
+                if fname.startswith("_") or not (shallow or path in reexported_by_package):
+                    continue
                 record: dict[str, Any] = {"k": "f", "sig": signature_of(fn)}
                 shim = self.shim(m, fn)
                 if shim:
                     record["shim"] = shim
-                defs[f"{name}.{fname}"] = record
+                defs[path] = record
             for cname, cls in m.classes.items():
-                defs[f"{name}.{cname}"] = self.class_record(m, cls)
-        exports: dict[str, str] = {}
-        for name, m in self.modules.items():
-            for public in self.public_names(name):
-                path = f"{name}.{public}"
-                target = self.canonical(path)
-                if target and target != path and (target in defs or target in self.modules):
-                    exports[path] = target
-        return {"modules": sorted(self.modules), "defs": defs, "exports": exports}
+                path = f"{name}.{cname}"
+                if cname.startswith("_") or not (shallow or path in reexported_by_package):
+                    continue
+                defs[path] = self.class_record(m, cls)
+        # bases of kept classes, wherever they live, so that inherited methods resolve
+        pending = [b for d in defs.values() for b in d.get("bases", [])]
+        while pending:
+            base = pending.pop()
+            module, _, cname = base.rpartition(".")
+            m = self.modules.get(module)
+            if base in defs or m is None or cname not in m.classes:
+                continue
+            defs[base] = self.class_record(m, m.classes[cname])
+            pending.extend(defs[base]["bases"])
+        exports = {
+            p: t for p, t in exported.items() if t in defs or (t in public_modules and t != p)
+        }
+        return {"modules": sorted(public_modules), "defs": defs, "exports": exports}
 
 
 def _forwards_to(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
@@ -431,8 +528,14 @@ def _forwards_to(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
 
 
 def _int_value(node: ast.expr) -> int | None:
-    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(
-        node.value, bool
+    if (
+        isinstance(node, ast.Tuple) and len(node.elts) == 1
+    ):  # `Default = (0,)`: IntEnum takes int(*args)
+        return _int_value(node.elts[0])
+    if (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, int)
+        and not isinstance(node.value, bool)
     ):
         return node.value
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):

@@ -1,0 +1,319 @@
+"""The bundled API data: coverage, provenance, known facts, and agreement with the real wheels."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from migrate_fi.api.differ import api_for, compare_callables, diff_releases, first_change
+from migrate_fi.api.extract import extract_release
+from migrate_fi.api.index import trigger_names
+from migrate_fi.api.store import available_releases, load_release
+from migrate_fi.versions import KNOWN_RELEASES, parse_version
+
+
+def names(version: str, path: str) -> list[str]:
+    c = api_for(version).callable(path)
+    assert c is not None, f"{path} not in {version}"
+    return [p.name for p in c.params]
+
+
+def test_every_known_release_is_bundled() -> None:
+    assert available_releases() == list(KNOWN_RELEASES)
+
+
+def test_provenance() -> None:
+    for v in available_releases():
+        prov = load_release(v)["provenance"]
+        assert prov["version"] == v
+        assert prov["source"] == f"flashinfer_python-{v}-py3-none-any.whl"
+        assert re.fullmatch(r"[0-9a-f]{64}", prov["sha256"])
+
+
+# ------------------------------------------------ facts checked against the wheels by hand
+
+
+def test_fp4_quantize_history() -> None:
+    old = ["input", "global_scale", "sf_vec_size", "sf_use_ue8m0", "is_sf_swizzled_layout"]
+    old += ["is_sf_8x4_layout", "enable_pdl", "backend"]
+    assert names("0.6.8.post1", "flashinfer.fp4_quantize") == old
+    assert names("0.6.10", "flashinfer.fp4_quantize") == old
+    new = [*old[:6], "is_global_scale_inversed", *old[6:]]
+    for v in ("0.6.11", "0.6.14", "0.7.0"):
+        assert names(v, "flashinfer.fp4_quantize") == new
+        assert names(v, "flashinfer.quantization.fp4_quantize") == new
+    assert names("0.7.1", "flashinfer.fp4_quantize") == [*new, "nvfp4_4over6"]
+    c = api_for("0.7.4").callable("flashinfer.fp4_quantize")
+    assert c is not None
+    params = {p.name: p for p in c.params}
+    assert params["backend"].default == "'auto'"
+    assert params["batch_invariant"].kind == "K"
+    d = compare_callables(
+        api_for("0.6.10").callable("flashinfer.fp4_quantize"),  # type: ignore[arg-type]
+        api_for("0.6.11").callable("flashinfer.fp4_quantize"),  # type: ignore[arg-type]
+    )
+    assert d.misbinding_index == 6
+
+
+def test_allreduce_workspace_group() -> None:
+    path = "flashinfer.comm.create_allreduce_fusion_workspace"
+    assert "group" not in names("0.6.10", path)
+    assert names("0.6.10.post1", path)[-1] == "group"
+    assert names("0.6.14", path) == [
+        "backend",
+        "world_size",
+        "rank",
+        "max_token_num",
+        "hidden_dim",
+        "dtype",
+        "gpus_per_node",
+        "comm_backend",
+        "force_oneshot_support",
+        "group",
+    ]
+
+
+def test_cute_dsl_moe_wrapper_init() -> None:
+    def params(v: str) -> dict[str, str | None]:
+        c = api_for(v).callable("flashinfer.CuteDslMoEWrapper")
+        assert c is not None
+        return {p.name: p.default for p in c.params}
+
+    assert params("0.6.13")["max_num_tokens"] == "4096"
+    assert "activation" not in params("0.6.13")
+    assert params("0.6.14")["max_num_tokens"] == "None"
+    assert params("0.6.14")["activation"] == "'silu'"
+    assert "activation_type" in params("0.6.15") and "activation" not in params("0.6.15")
+    assert list(params("0.6.14"))[:4] == [
+        "num_experts",
+        "top_k",
+        "hidden_size",
+        "intermediate_size",
+    ]
+
+
+def test_trtllm_fp4_block_scale_moe() -> None:
+    path = "flashinfer.trtllm_fp4_block_scale_moe"
+    assert "per_token_scale" not in names("0.6.10", path)
+    assert names("0.6.11", path).index("per_token_scale") == 28
+    assert first_change(path, "0.6.10", "0.7.4") == "0.6.11"
+
+
+def test_enum_renumbered() -> None:
+    changes = diff_releases("0.6.10", "0.6.11")
+    assert any(
+        c.kind == "enum-value"
+        and c.symbol.endswith("RoutingMethodType")
+        and "Unspecified: 8 -> 9" in c.detail
+        for c in changes
+    )
+
+
+def test_deprecation_shim_is_read_from_the_release() -> None:
+    path = "flashinfer.BatchDecodeWithPagedKVCacheWrapper().plan"
+    before, after = api_for("0.6.14").callable(path), api_for("0.6.15").callable(path)
+    assert before is not None and after is not None
+    assert after.shim is not None and after.shim["legacy"][:2] == [
+        "pos_encoding_mode",
+        "window_left",
+    ]
+    d = compare_callables(before, after)
+    assert d.misbinding_index is None
+    assert d.deprecated_index == 7  # everything after page_size
+    assert d.removed == [] and d.newly_required == []
+
+
+def test_silent_positional_changes_match_the_facts() -> None:
+    """flashinfer-facts.md section 2: first index that binds differently."""
+    expected = {
+        ("0.6.10", "0.6.11", "flashinfer.trtllm_fp4_block_scale_routed_moe"): 28,
+        ("0.6.10", "0.6.11", "flashinfer.prefill.trtllm_ragged_attention_deepseek"): 21,
+        ("0.6.10", "0.6.11", "flashinfer.gemm.group_gemm_nvfp4_nt_groupwise"): 9,
+        ("0.6.10", "0.6.11", "flashinfer.gdn_kernels.gated_delta_rule"): 10,
+        ("0.6.12", "0.6.13", "flashinfer.trtllm_bf16_routed_moe"): 17,
+        ("0.6.12", "0.6.13", "flashinfer.trtllm_fp8_block_scale_routed_moe"): 21,
+        ("0.6.14", "0.6.15", "flashinfer.trtllm_fp8_block_scale_moe"): 23,
+        ("0.6.15.post1", "0.6.16", "flashinfer.fused_moe.cutlass_fused_moe"): 26,
+        ("0.6.18.post1", "0.7.0", "flashinfer.decode.trtllm_batch_decode_with_kv_cache"): 30,
+    }
+    for (old, new, path), index in expected.items():
+        before, after = api_for(old).callable(path), api_for(new).callable(path)
+        assert before is not None and after is not None, path
+        assert compare_callables(before, after).misbinding_index == index, path
+
+
+def test_prefilter_index_names_the_changes() -> None:
+    functions, methods = trigger_names("0.6.10", "0.6.11")
+    assert "fp4_quantize" in functions and "trtllm_fp4_block_scale_moe" in functions
+    _, methods = trigger_names("0.6.14", "0.6.15")
+    assert "plan" in methods
+
+
+# ------------------------------------------------------------------- the extractor
+
+
+def test_extractor_on_a_small_package(tmp_path: Path) -> None:
+    pkg = tmp_path / "flashinfer"
+    (pkg / "ops").mkdir(parents=True)
+    (pkg / "__init__.py").write_text(
+        "from .ops import kernel as kernel\n"
+        "from .ops.core import *\n"
+        "try:\n    from .ops.core import Mode\nexcept ImportError:\n    Mode = None\n"
+        "__version__ = '9.9.9'\n"
+    )
+    (pkg / "ops" / "__init__.py").write_text("from .core import kernel\n")
+    (pkg / "ops" / "core.py").write_text(
+        "import enum, warnings\n"
+        "__all__ = ['kernel', 'Wrapper', 'Mode']\n"
+        "_LEGACY = ('alpha', 'beta')\n"
+        "def kernel(x, /, y, scale=1.0, *, out=None, **kw): ...\n"
+        "def _private(): ...\n"
+        "class Mode(enum.IntEnum):\n    A = 1\n    B = -2\n"
+        "class Base:\n    def run(self, q, k=None): ...\n"
+        "class Wrapper(Base):\n"
+        "    def __init__(self, ws, layout='NHD'): ...\n"
+        "    def plan(self, a, *deprecated, **kwargs):\n"
+        "        merged = _merge(deprecated, _LEGACY, kwargs)\n"
+        "        return self._plan_impl(a, **kwargs)\n"
+        "    def _plan_impl(self, a, alpha=0, beta=1, gamma=2): ...\n"
+        "    @staticmethod\n    def make(n): ...\n"
+    )
+    record = extract_release(str(tmp_path))
+    defs, exports = record["defs"], record["exports"]
+    assert record["provenance"]["version"] == "9.9.9"
+    assert defs["flashinfer.ops.core.kernel"]["sig"] == [
+        ["x", "P", None],
+        ["y", "A", None],
+        ["scale", "A", "1.0"],
+        ["out", "K", "None"],
+        ["kw", "W", None],
+    ]
+    assert "flashinfer.ops.core._private" not in defs  # not public API
+    assert exports["flashinfer.kernel"] == "flashinfer.ops.core.kernel"
+    assert exports["flashinfer.ops.kernel"] == "flashinfer.ops.core.kernel"
+    assert exports["flashinfer.Wrapper"] == "flashinfer.ops.core.Wrapper"  # via `import *`
+    assert exports["flashinfer.Mode"] == "flashinfer.ops.core.Mode"
+    assert defs["flashinfer.ops.core.Mode"]["enum"] == {"A": 1, "B": -2}
+    wrapper = defs["flashinfer.ops.core.Wrapper"]
+    assert wrapper["bases"] == ["flashinfer.ops.core.Base"]
+    assert wrapper["methods"]["plan"]["shim"] == {
+        "legacy": ["alpha", "beta"],
+        "forwards": "_plan_impl",
+    }
+    assert wrapper["methods"]["make"]["dec"] == "static"
+    assert "_plan_impl" in wrapper["methods"]
+
+
+def test_signatures_build_refuses_garbage(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from migrate_fi.cli import cli
+
+    bad = tmp_path / "flashinfer_python-1.0-py3-none-any.whl"
+    bad.write_bytes(b"not a zip")
+    r = CliRunner().invoke(cli, ["signatures", "build", "--output-dir", str(tmp_path), str(bad)])
+    assert r.exit_code == 2
+    assert "not a readable wheel" in r.stderr
+
+
+# ------------------------------------------------- against the real wheels (network)
+
+
+def _render(args: ast.arguments) -> str:
+    """A parameter list without annotations, as Python prints it."""
+    for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
+        if a is not None:
+            a.annotation = None
+    return ast.unparse(args)
+
+
+def _render_record(sig: list[list]) -> str:
+    parts, slash_done, star_done = [], False, False
+    kinds = [k for _, k, _ in sig]
+    for name, kind, default in sig:
+        if kind == "A" and "P" in kinds and not slash_done:
+            parts.append("/")
+            slash_done = True
+        if kind == "K" and "V" not in kinds and not star_done:
+            parts.append("*")
+            star_done = True
+        prefix = {"V": "*", "W": "**"}.get(kind, "")
+        parts.append(prefix + name + (f"={default}" if default is not None else ""))
+    return ", ".join(parts)
+
+
+def _wheel(version: str, cache: Path) -> Path:
+    found = list(cache.glob(f"flashinfer_python-{version}-*.whl"))
+    if not found:
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "-q",
+                "-d",
+                str(cache),
+                f"flashinfer-python=={version}",
+            ],
+            capture_output=True,
+            text=True,
+        )
+        if r.returncode != 0:
+            pytest.skip(f"cannot download flashinfer-python {version}: {r.stderr.strip()[-200:]}")
+        found = list(cache.glob(f"flashinfer_python-{version}-*.whl"))
+    return found[0]
+
+
+@pytest.mark.parametrize("version", ["0.6.10", "0.6.11", "0.6.14"])
+def test_recorded_signatures_equal_the_wheel_source(version: str) -> None:
+    if os.environ.get("MIGRATE_FI_OFFLINE") == "1":
+        pytest.skip("MIGRATE_FI_OFFLINE=1")
+    cache = Path(os.environ.get("MIGRATE_FI_WHEEL_CACHE", Path.home() / ".cache/migrate-fi/wheels"))
+    cache.mkdir(parents=True, exist_ok=True)
+    wheel = _wheel(version, cache)
+    record = load_release(version)
+    assert hashlib.sha256(wheel.read_bytes()).hexdigest() == record["provenance"]["sha256"]
+    zf = zipfile.ZipFile(wheel)
+    targets = {
+        "flashinfer.fp4_quantize": None,
+        "flashinfer.comm.create_allreduce_fusion_workspace": None,
+        "flashinfer.trtllm_fp4_block_scale_moe": None,
+    }
+    if parse_version(version) >= parse_version("0.6.14"):
+        targets["flashinfer.CuteDslMoEWrapper"] = "__init__"
+    api = api_for(version)
+    for path, method in targets.items():
+        canonical = api.canonical(path)
+        assert canonical is not None, path
+        module, _, name = canonical.rpartition(".")
+        filename = module.replace(".", "/") + ".py"
+        if filename not in zf.namelist():
+            filename = module.replace(".", "/") + "/__init__.py"
+        tree = ast.parse(zf.read(filename))
+        node = next(
+            n
+            for n in tree.body
+            if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == name
+        )
+        if method:
+            node = next(n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == method)
+            sig = record["defs"][canonical]["methods"][method]["sig"]
+        else:
+            sig = record["defs"][canonical]["sig"]
+        source_text = _render(node.args)
+        recorded = _render_record(sig)
+        if "..." in recorded:  # long defaults are kept to 60 characters
+            pattern = re.escape(recorded).replace(re.escape("..."), ".*")
+            assert re.fullmatch(pattern, source_text), path
+        else:
+            assert recorded == source_text, path
