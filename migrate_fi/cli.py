@@ -306,7 +306,17 @@ def explain(rule: str) -> None:
 
 
 def main() -> None:
-    cli(prog_name="migrate-fi")
+    try:
+        cli(prog_name="migrate-fi")
+    except Exception as exc:  # a bug of ours: one line, exit 2 (MIGRATE_FI_DEBUG=1 shows it all)
+        if os.environ.get("MIGRATE_FI_DEBUG") == "1":
+            raise
+        click.echo(
+            f"migrate-fi: internal error: {type(exc).__name__}: {exc}"
+            " (set MIGRATE_FI_DEBUG=1 for the traceback; please report it)",
+            err=True,
+        )
+        sys.exit(2)
 
 
 @cli.group()

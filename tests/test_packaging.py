@@ -47,5 +47,10 @@ def test_wheel_contents(tmp_path: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     assert "migrate_fi/codemods/fp4_quantize_keywords.py" in names
     assert "migrate_fi/codemods/__init__.py" in names
+    assert "migrate_fi/codemods/positional_binding.py" in names
+    for module in Path(ROOT, "migrate_fi").rglob("*.py"):
+        assert module.relative_to(ROOT).as_posix() in names, module
+    for data in Path(ROOT, "migrate_fi", "data").rglob("*.*"):
+        assert data.relative_to(ROOT).as_posix() in names, data
     assert not any(n.startswith("codemods/") for n in names)
     assert not any(n.startswith("tests/") for n in names)
