@@ -5,6 +5,7 @@
 set -uo pipefail
 out=${1:-/tmp/gpu-proof}
 mkdir -p "$out"
+rm -rf /tmp/site /tmp/mfi
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 python3 -m pip install -q --no-index --no-deps --no-build-isolation --target /tmp/mfi . || exit 1
 export PYTHONPATH=/tmp/mfi:/tmp/site PYTHONUNBUFFERED=1
