@@ -95,7 +95,8 @@ def render(
 
 
 def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
+    suffix = "es" if word.endswith(("s", "x")) else "s"
+    return f"{n} {word}{'' if n == 1 else suffix}"
 
 
 def summary(result: RunResult, command: str) -> str:

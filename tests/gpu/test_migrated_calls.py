@@ -55,9 +55,12 @@ def call_arguments(source: str, namespace: dict) -> tuple[list, dict]:
 
 @pytest.mark.skipif(parse_version("0.6.11") > INSTALLED, reason="needs FlashInfer >= 0.6.11")
 def test_fp4_quantize_binding_after_migration() -> None:
-    legacy = "out = flashinfer.fp4_quantize(x, gs, 16, False, True, False, True)\n"
+    legacy = (
+        "import flashinfer\nout = flashinfer.fp4_quantize(x, gs, 16, False, True, False, True)\n"
+    )
     migrated = migrate(legacy, "0.6.10")
     assert migrated == (
+        "import flashinfer\n"
         "out = flashinfer.fp4_quantize(x, gs, 16, False, True, False, enable_pdl=True)\n"
     )
     x = torch.randn(128, 256, device="cuda", dtype=torch.bfloat16)
@@ -84,6 +87,9 @@ def test_fp4_quantize_binding_after_migration() -> None:
 
 
 DECODE_LEGACY = """\
+import flashinfer
+import torch
+
 wrapper = flashinfer.BatchDecodeWithPagedKVCacheWrapper(workspace, "NHD")
 wrapper.plan(kv_indptr, kv_indices, kv_last_page_len, num_qo_heads, num_kv_heads, head_dim, page_size, "NONE", -1, None, torch.float16, torch.float16)
 out = wrapper.run(q, kv_cache)
