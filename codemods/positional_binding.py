@@ -73,8 +73,10 @@ class PositionalBinding(Codemod):
     def triggers_for(cls, options: RunOptions) -> tuple[str | tuple[str, ...], ...]:
         from migrate_fi.api.index import trigger_names
 
+        # A file must name FlashInfer and a changed API. Files that reach FlashInfer only through
+        # the project's own re-exports are found by the engine's re-export pass.
         functions, methods = trigger_names(str(options.from_version), str(options.to_version))
-        return (*functions, *(("flashinfer", m) for m in methods))
+        return tuple(("flashinfer", name) for name in sorted({*functions, *methods}))
 
     def find(self, ctx: FileContext) -> None:
         from migrate_fi.api.differ import api_for, compare_callables, first_change

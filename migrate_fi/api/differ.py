@@ -124,6 +124,7 @@ class Api:
         self.defs: dict[str, Any] = record["defs"]
         self.exports: dict[str, str] = record["exports"]
         self.modules = set(record["modules"])
+        self.complete = set(record.get("complete", []))  # modules with every definition recorded
 
     def canonical(self, path: str) -> str | None:
         if path in self.defs or path in self.modules:
@@ -144,6 +145,22 @@ class Api:
             if found is not None:
                 return found
         return None
+
+    def surely_missing(self, path: str) -> bool:
+        """True when ``path`` certainly does not exist in this release (not merely unrecorded)."""
+        if self.key(path) is not None and self.callable(path) is not None:
+            return False
+        if "()." in path:
+            cls = path.rpartition("().")[0]
+            if self.canonical(cls) is not None:
+                return True  # the class is there, every public method of it is recorded
+            path = cls
+        module = path.rpartition(".")[0]
+        return module in self.complete or (
+            module.startswith("flashinfer")
+            and module not in self.modules
+            and module.count(".") <= 2
+        )
 
     def method_names(self, cls_path: str, seen: frozenset[str] = frozenset()) -> list[str]:
         """Methods of a class, its bases' included (nearest first)."""

@@ -13,6 +13,9 @@ What is recorded, per release:
 - Deprecation shims: a function taking ``*args`` and ``**kwargs`` whose body maps the ``*args`` onto
   a module-level tuple of parameter names (as ``BatchDecodeWithPagedKVCacheWrapper.plan`` does from
   0.6.15) records those legacy names, and the function it forwards ``**kwargs`` to.
+- Which definitions: every public one of packages and of modules down to ``flashinfer.a.b``
+  (listed as ``complete``: a name missing there is really gone), and those that such a module
+  re-exports from deeper kernel modules. ``modules`` lists every public module.
 - ``exports``: every other path under which a definition is reachable: re-exports through
   ``__init__`` files, aliases, ``from x import *`` (honouring ``__all__``), imports in try/except.
 """
@@ -31,6 +34,7 @@ from typing import Any
 __all__ = ["ExtractError", "extract_release", "read_sources"]
 
 _DEFAULT_MAX = 60  # characters of a default's source kept
+_COMPLETE_DEPTH = 2  # modules down to flashinfer.a.b have all their public definitions recorded
 
 
 class ExtractError(Exception):
@@ -458,10 +462,13 @@ class _Release:
         public_modules = {
             n for n in self.modules if not any(p.startswith("_") for p in n.split(".")[1:])
         }
-        # where users import from: packages and top-level modules (deeper modules are parsed only
-        # when one of these re-exports from them)
+        # Where users import from: packages and modules down to `flashinfer.a.b`. Their public
+        # definitions are all recorded ("complete"); deeper modules are parsed only when one of
+        # these re-exports from them, and only the re-exported definitions are kept.
         entry_points = sorted(
-            n for n in public_modules if n.count(".") <= 1 or self.sources_is_package(n)
+            n
+            for n in public_modules
+            if n.count(".") <= _COMPLETE_DEPTH or self.sources_is_package(n)
         )
         exported: dict[str, str] = {}
         for name in entry_points:
@@ -479,7 +486,7 @@ class _Release:
             m = self.modules.get(name)
             if m is None:
                 continue
-            shallow = name.count(".") <= 1 or m.is_package
+            shallow = name.count(".") <= _COMPLETE_DEPTH or m.is_package
             for fname, fn in m.functions.items():
                 path = f"{name}.{fname}"
                 if fname.startswith("_") or not (shallow or path in reexported_by_package):
@@ -507,7 +514,13 @@ class _Release:
         exports = {
             p: t for p, t in exported.items() if t in defs or (t in public_modules and t != p)
         }
-        return {"modules": sorted(public_modules), "defs": defs, "exports": exports}
+        complete = [n for n in entry_points if self.modules.get(n) is not None]
+        return {
+            "modules": sorted(public_modules),
+            "complete": complete,
+            "defs": defs,
+            "exports": exports,
+        }
 
 
 def _forwards_to(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
