@@ -3,8 +3,8 @@
     python benchmarks/bench_tree.py PATH [--from 0.6.8.post1] [--repeat 3] [--libcst]
 
 Prints, for one run on this machine (compare the ratios, not the seconds: machines are noisy):
-- the floor: Python start-up, reading every .py file and testing it for the API names,
-  `ast.parse` of the files that name them;
+- the floor: Python start-up, reading every .py file and testing it with the run's prefilter,
+  `ast.parse` of the files that pass it (what any checker that parses those files pays);
 - `migrate-fi check` and `migrate-fi diff` as a user runs them (a fresh process each, best of N);
 - with --libcst, what LibCST's parse + qualified-name + position metadata costs on the same
   candidate files (what a LibCST-only checker would pay).
@@ -47,10 +47,16 @@ def main() -> None:
     parser.add_argument("--libcst", action="store_true", help="also time LibCST with metadata")
     args = parser.parse_args()
 
+    from migrate_fi.codemod import RunOptions
     from migrate_fi.discovery import discover
-    from migrate_fi.registry import all_codemods
+    from migrate_fi.engine import _prefilter
+    from migrate_fi.registry import select
+    from migrate_fi.versions import NEWEST_RELEASE, parse_version
 
-    triggers = [t.encode() for c in all_codemods() for t in c.triggers]
+    from_v = parse_version(args.from_version)
+    to_v = parse_version(args.to_version or NEWEST_RELEASE)
+    options = RunOptions(from_v, to_v)
+    prefilters = [_prefilter(c, options) for c in select(from_v, to_v)]
     files = list(discover([args.path]))
     total_bytes = 0
     candidates: list[str] = []
@@ -63,7 +69,7 @@ def main() -> None:
             with open(f, "rb") as fh:
                 data = fh.read()
             total_bytes += len(data)
-            if any(t in data for t in triggers):
+            if any(p.matches(data) for p in prefilters):
                 candidates.append(f)
 
     def parse_candidates() -> None:

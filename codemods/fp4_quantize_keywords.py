@@ -65,7 +65,9 @@ class Fp4QuantizeKeywords(Codemod):
     summary = "fp4_quantize: 7+ positional arguments bind differently since 0.6.11; name them"
     introduced_in = "0.6.11"
     fix_safety = FixSafety.SAFE
-    triggers = ("fp4_quantize",)
+    # a call to FlashInfer's fp4_quantize names flashinfer somewhere in the file (an import), or
+    # reaches it through a project re-export (the engine's re-export pass finds those files)
+    triggers = (("flashinfer", "fp4_quantize"),)
     handles = TARGETS
 
     def find(self, ctx: FileContext) -> None:

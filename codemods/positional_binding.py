@@ -71,12 +71,13 @@ class PositionalBinding(Codemod):
 
     @classmethod
     def triggers_for(cls, options: RunOptions) -> tuple[str | tuple[str, ...], ...]:
-        from migrate_fi.api.index import trigger_names
+        from migrate_fi.api.index import trigger_paths
 
-        # A file must name FlashInfer and a changed API. Files that reach FlashInfer only through
-        # the project's own re-exports are found by the engine's re-export pass.
-        functions, methods = trigger_names(str(options.from_version), str(options.to_version))
-        return tuple(("flashinfer", name) for name in sorted({*functions, *methods}))
+        # A file must name every part of a changed API's public path (`flashinfer`, `jit`,
+        # `load`), however it imports it. Files that reach FlashInfer only through the project's
+        # own re-exports are found by the engine's re-export pass.
+        paths = trigger_paths(str(options.from_version), str(options.to_version))
+        return tuple(tuple(path.split(".")) for path in paths)
 
     def find(self, ctx: FileContext) -> None:
         from migrate_fi.api.differ import api_for, compare_callables, first_change

@@ -164,7 +164,8 @@ class Codemod:
     data_driven: ClassVar[bool] = False
     fix_safety: ClassVar[FixSafety]
     # Cheap prefilter: a file that contains none of these strings is never parsed for this codemod.
-    triggers: ClassVar[tuple[str, ...]]
+    # (a tuple ("flashinfer", "fp4_quantize"): "flashinfer" anywhere and the identifier)
+    triggers: ClassVar[tuple[str | tuple[str, ...], ...]]
     # Which files it reads; Python sources for now.
     suffixes: ClassVar[tuple[str, ...]] = (".py",)
     # Public FlashInfer paths this codemod owns: data-driven codemods leave them alone.

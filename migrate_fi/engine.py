@@ -24,6 +24,7 @@ from functools import lru_cache
 from migrate_fi.codemod import Codemod, EditError, FileContext, RunOptions
 from migrate_fi.discovery import discover
 from migrate_fi.names import NameResolver, module_name_for_path
+from migrate_fi.prefilter import Prefilter
 from migrate_fi.results import FileError, FileResult, RunResult, Status
 from migrate_fi.sources import SourceError, decode_source, write_atomically
 
@@ -64,22 +65,14 @@ def module_identity(path: str) -> tuple[str | None, bool]:
     return module_name_for_path((*_package_parts(folder), name))
 
 
-def _triggered(codemod: type[Codemod], options: RunOptions, text: str) -> bool:
-    return any(
-        (t in text) if isinstance(t, str) else all(part in text for part in t)
-        for t in codemod.triggers_for(options)
-    )
+def _in_flashinfer(module: str | None) -> bool:
+    """A file of FlashInfer's own source tree: it reaches its API through relative imports."""
+    return module is not None and (module == "flashinfer" or module.startswith("flashinfer."))
 
 
-def _byte_triggers(
-    codemods: Sequence[type[Codemod]], options: RunOptions
-) -> list[tuple[bytes, ...]]:
-    groups = []
-    for c in codemods:
-        for t in c.triggers_for(options):
-            parts = (t,) if isinstance(t, str) else t
-            groups.append(tuple(p.encode() for p in parts))
-    return groups
+@lru_cache(maxsize=64)
+def _prefilter(codemod: type[Codemod], options: RunOptions) -> Prefilter:
+    return Prefilter(codemod.triggers_for(options))
 
 
 def process_source(
@@ -129,6 +122,8 @@ def _process(
 ) -> FileResult:
     source = decode_source(data)
     text = source.text
+    in_flashinfer = _in_flashinfer(module[0])
+    wanted = [c for c in codemods if in_flashinfer or _prefilter(c, options).matches(data)]
     try:
         tree = _parse(text, path)
     except SyntaxError as exc:
@@ -144,7 +139,7 @@ def _process(
     alias_names = {key.rsplit(".", 1)[-1] for key in aliases}
     imports_alias = any(name in text for name in alias_names)
     for cls in codemods:
-        if not (imports_alias or _triggered(cls, options, text)):
+        if not (imports_alias or cls in wanted):
             continue
         ctx = FileContext(path, text, tree, options, module[0], module[1], resolver, aliases)
         codemod = cls()
@@ -219,7 +214,7 @@ def run(
     suffixes = tuple(sorted({s for c in codemods for s in c.suffixes})) or (".py",)
     for c in codemods:
         c.prepare(options)  # before any file is touched
-    triggers = _byte_triggers(codemods, options)
+    prefilters = [_prefilter(c, options) for c in codemods]
     results: dict[str, FileResult] = {}
     candidates: list[tuple[bytes, str]] = []
     others: list[str] = []  # files the prefilter ruled out (they may still import an alias)
@@ -231,7 +226,9 @@ def run(
         except OSError as exc:
             results[abspath] = _failed(shown, f"cannot read: {exc.strerror}")
             continue
-        if not any(all(part in data for part in group) for group in triggers):
+        if not any(p.matches(data) for p in prefilters) and not (
+            b"from ." in data and _in_flashinfer(module_identity(abspath)[0])
+        ):
             results[abspath] = FileResult(shown, Status.SKIPPED, reason="names no migrated API")
             others.append(abspath)
             continue
@@ -240,18 +237,43 @@ def run(
     batch = _Batch(tuple(c.id for c in codemods), options, mode, jobs, progress)
     results.update(batch.process(candidates, {}))
     aliases: dict[str, str] = {}
+    relevant = set().union(*(p.names() for p in prefilters)) if prefilters else set()
     for _ in range(_MAX_REEXPORT_ROUNDS):
-        exported = {k: v for r in results.values() for k, v in r.exports.items()}
-        if exported.items() <= aliases.items():
+        exported = _merge_exports(results.values(), relevant)
+        new = {k: v for k, v in exported.items() if aliases.get(k) != v}
+        if not new:
             break
-        aliases.update(exported)
-        again = _importers(aliases, [*(p for _, p in candidates), *others])
+        aliases.update(new)
+        again = _importers(new, [*(p for _, p in candidates), *others])
         results.update(batch.process(again, aliases))
     out = RunResult(files=sorted(results.values(), key=lambda f: f.path))
     return out
 
 
 _MAX_REEXPORT_ROUNDS = 4
+
+
+def _merge_exports(results: Iterable[FileResult], relevant: set[bytes]) -> dict[str, str]:
+    """Every file's relevant exports. Two files that give the same module name (namespace
+    packages: module names are counted from the outermost `__init__.py`) and bind the same name
+    to different targets make that name ambiguous: it is dropped, never guessed."""
+    merged: dict[str, str] = {}
+    clashing: set[str] = set()
+    for r in results:
+        for key, target in r.exports.items():
+            if not _relevant_alias(target, relevant):
+                continue
+            if merged.setdefault(key, target) != target:
+                clashing.add(key)
+    for key in clashing:
+        del merged[key]
+    return merged
+
+
+def _relevant_alias(target: str, names: set[bytes]) -> bool:
+    """Only re-exports that can matter are followed: of a migrated API (its name is a trigger)."""
+    last = target.rsplit(".", 1)[-1]
+    return last.encode() in names
 
 
 def _importers(aliases: Mapping[str, str], paths: Iterable[str]) -> list[tuple[bytes, str]]:

@@ -165,6 +165,12 @@ class NameResolver(ast.NodeVisitor):
         # Names other modules of the same project bind to FlashInfer:
         # {"myproj.quant.q": "flashinfer.fp4_quantize"} (see `exports`).
         self.project_aliases = project_aliases or {}
+        # name -> [(module, target)], for imports whose module name is longer than the one the
+        # exporting file knows itself by (namespace packages have no `__init__.py` to count from)
+        self._aliases_by_name: dict[str, list[tuple[str, str]]] = {}
+        for key, target in self.project_aliases.items():
+            module, _, name = key.rpartition(".")
+            self._aliases_by_name.setdefault(name, []).append((module, target))
         self.is_package = is_package
         self.module_scope = Scope("module", None)
         self._scope = self.module_scope
@@ -200,10 +206,24 @@ class NameResolver(ast.NodeVisitor):
     def _project(self, qualname: str | None) -> str | None:
         """Follow the project's own re-exports of FlashInfer names."""
         for _ in range(8):
-            if qualname is None or qualname not in self.project_aliases:
+            if qualname is None or not self.project_aliases:
                 return qualname
-            qualname = self.project_aliases[qualname]
+            target = self.project_aliases.get(qualname) or self._by_suffix(qualname)
+            if target is None:
+                return qualname
+            qualname = target
         return qualname
+
+    def _by_suffix(self, qualname: str) -> str | None:
+        """``pkg.sub.mod.name`` matches an export ``mod.name`` (or ``sub.mod.name``) when exactly
+        one target fits."""
+        module, _, name = qualname.rpartition(".")
+        targets = {
+            target
+            for exporting, target in self._aliases_by_name.get(name, ())
+            if module.endswith("." + exporting)
+        }
+        return targets.pop() if len(targets) == 1 else None
 
     # ------------------------------------------------------------- resolution
 

@@ -83,8 +83,14 @@ def _validate(cls: type[Codemod]) -> None:
         parse_version(cls.introduced_in)
     if not isinstance(cls.fix_safety, FixSafety):
         raise RuntimeError(f"{where}: fix_safety must be a FixSafety")
-    if not cls.triggers or not all(isinstance(t, str) and t for t in cls.triggers):
-        raise RuntimeError(f"{where}: triggers must be non-empty strings")
+
+    def valid(t: object) -> bool:
+        if isinstance(t, tuple):
+            return bool(t) and all(isinstance(p, str) and p for p in t)
+        return isinstance(t, str) and bool(t)
+
+    if not cls.triggers or not all(valid(t) for t in cls.triggers):
+        raise RuntimeError(f"{where}: triggers must be non-empty strings or tuples of them")
     if not cls.doc():
         raise RuntimeError(f"{where} has no docstring (it is the rule's documentation)")
 

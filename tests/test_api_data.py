@@ -15,7 +15,7 @@ import pytest
 
 from migrate_fi.api.differ import api_for, compare_callables, diff_releases, first_change
 from migrate_fi.api.extract import extract_release
-from migrate_fi.api.index import trigger_names
+from migrate_fi.api.index import trigger_paths
 from migrate_fi.api.store import available_releases, load_release
 from migrate_fi.versions import KNOWN_RELEASES, parse_version
 
@@ -151,10 +151,9 @@ def test_silent_positional_changes_match_the_facts() -> None:
 
 
 def test_prefilter_index_names_the_changes() -> None:
-    functions, methods = trigger_names("0.6.10", "0.6.11")
-    assert "fp4_quantize" in functions and "trtllm_fp4_block_scale_moe" in functions
-    _, methods = trigger_names("0.6.14", "0.6.15")
-    assert "plan" in methods
+    paths = trigger_paths("0.6.10", "0.6.11")
+    assert "flashinfer.fp4_quantize" in paths and "flashinfer.trtllm_fp4_block_scale_moe" in paths
+    assert "flashinfer.BatchDecodeWithPagedKVCacheWrapper" in trigger_paths("0.6.14", "0.6.15")
 
 
 # ------------------------------------------------------------------- the extractor

@@ -199,7 +199,7 @@ def test_syntax_error_is_reported_and_others_processed(tree: Path) -> None:
 
 
 def test_undecodable_file(tree: Path) -> None:
-    (tree / "src" / "bad.py").write_bytes(b"x = 'fp4_quantize \xff'\n")
+    (tree / "src" / "bad.py").write_bytes(b"import flashinfer\nx = 'fp4_quantize \xff'\n")
     r = invoke("check", *FROM, "src")
     assert r.exit_code == 2
     assert "src/bad.py: error: not valid utf-8" in r.stderr

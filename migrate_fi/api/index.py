@@ -16,7 +16,7 @@ from functools import cache
 from migrate_fi.api.store import DATA_DIR, available_releases
 from migrate_fi.versions import parse_version
 
-__all__ = ["INDEX_FILE", "build_index", "trigger_names", "write_index"]
+__all__ = ["INDEX_FILE", "build_index", "trigger_paths", "write_index"]
 
 INDEX_FILE = os.path.join(DATA_DIR, "changes.json")
 
@@ -25,19 +25,19 @@ def build_index() -> dict[str, object]:
     from migrate_fi.api.differ import api_for, changed_callables
 
     releases = available_releases()
-    pairs: dict[str, dict[str, list[str]]] = {}
+    pairs: dict[str, list[str]] = {}
     for old, new in itertools.pairwise(releases):
-        functions: set[str] = set()
-        methods: set[str] = set()
-        old_api = api_for(old)
-        public = old_api.public_paths()
+        public = api_for(old).public_paths()
+        by_target: dict[str, list[str]] = {}
+        for p, t in public.items():
+            by_target.setdefault(t, []).append(p)
+        paths: set[str] = set()
         for key in changed_callables(old, new):
-            if "()." in key:
-                methods.add(key.rpartition("().")[2])
-                continue
-            functions.add(key.rsplit(".", 1)[-1])
-            functions.update(p.rsplit(".", 1)[-1] for p, t in public.items() if t == key)
-        pairs[f"{old}..{new}"] = {"functions": sorted(functions), "methods": sorted(methods)}
+            # a call to a changed method needs its instance built in the same file (or in the
+            # same class): the class's path is there
+            target = key.rpartition("().")[0] if "()." in key else key
+            paths.update(by_target.get(target, [target]))
+        pairs[f"{old}..{new}"] = sorted(paths)
     return {"releases": releases, "pairs": pairs}
 
 
@@ -47,21 +47,19 @@ def write_index(folder: str = DATA_DIR) -> str:
         json.dump(build_index(), fh, indent=1, sort_keys=True)
         fh.write("\n")
     os.replace(path + ".tmp", path)
-    trigger_names.cache_clear()
+    trigger_paths.cache_clear()
     return path
 
 
 @cache
-def trigger_names(from_version: str, to_version: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(function and class names, method names) that may change calls in (from, to]."""
+def trigger_paths(from_version: str, to_version: str) -> tuple[str, ...]:
+    """Public paths of the functions and classes whose calls may change in (from, to]."""
     with open(INDEX_FILE, encoding="utf-8") as fh:
         index = json.load(fh)
     lo, hi = parse_version(from_version), parse_version(to_version)
-    functions: set[str] = set()
-    methods: set[str] = set()
+    paths: set[str] = set()
     for pair, names in index["pairs"].items():
         old, new = pair.split("..")
         if lo <= parse_version(old) and parse_version(new) <= hi:
-            functions.update(names["functions"])
-            methods.update(names["methods"])
-    return tuple(sorted(functions)), tuple(sorted(methods))
+            paths.update(names)
+    return tuple(sorted(paths))

@@ -1,0 +1,57 @@
+"""The cheap text test that keeps most files from ever being parsed.
+
+A codemod's triggers are names (``"fp4_quantize"``) or a context plus names
+(``("flashinfer", "jit", "load")``: the file must contain "flashinfer" somewhere and the
+identifiers `jit` and `load`). Names are matched as whole identifiers; a context as plain bytes.
+With many names, the file's identifiers are collected once (one regex pass).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+__all__ = ["Prefilter"]
+
+_WORD = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+_FEW = 8  # up to this many names, plain substring tests beat collecting identifiers
+
+
+class Prefilter:
+    def __init__(self, triggers: Iterable[str | tuple[str, ...]]) -> None:
+        self.plain: set[bytes] = set()
+        # context -> name -> the other identifiers that must be there too
+        self.by_context: dict[bytes, dict[bytes, list[frozenset[bytes]]]] = {}
+        for t in triggers:
+            if isinstance(t, str):
+                self.plain.add(t.encode())
+            elif len(t) == 1:
+                self.plain.add(t[0].encode())
+            else:
+                context, name = t[0].encode(), t[-1].encode()
+                others = frozenset(p.encode() for p in t[1:-1])
+                self.by_context.setdefault(context, {}).setdefault(name, []).append(others)
+
+    def names(self) -> set[bytes]:
+        """The last identifier of every trigger (what an alias of a migrated API is named)."""
+        return self.plain.union(*(set(d) for d in self.by_context.values()))
+
+    def matches(self, data: bytes) -> bool:
+        words: set[bytes] | None = None
+        if self.plain:
+            if len(self.plain) <= _FEW:
+                if any(name in data for name in self.plain):
+                    return True
+            else:
+                words = set(_WORD.findall(data))
+                if not words.isdisjoint(self.plain):
+                    return True
+        for context, names in self.by_context.items():
+            if context not in data:
+                continue
+            if words is None:
+                words = set(_WORD.findall(data))
+            for name in words.intersection(names):
+                if any(others <= words for others in names[name]):
+                    return True
+        return False
