@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import sys
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -63,6 +64,40 @@ def _package_parts(folder: str) -> tuple[str, ...]:
 def module_identity(path: str) -> tuple[str | None, bool]:
     folder, name = os.path.split(os.path.abspath(path))
     return module_name_for_path((*_package_parts(folder), name))
+
+
+_SUPPRESS = re.compile(r"#\s*migrate-fi:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?")
+
+
+def _suppressed(lines: Sequence[str], first: int, last: int, code: str, codemod: str) -> bool:
+    for line in lines[first - 1 : last]:
+        if "migrate-fi" not in line:
+            continue
+        for m in _SUPPRESS.finditer(line):
+            names = m.group(1)
+            if names is None:
+                return True
+            wanted = {n.strip() for n in names.split(",")}
+            if code in wanted or codemod in wanted:
+                return True
+    return False
+
+
+def _suppress(ctx: FileContext, code: str) -> None:
+    """Drop sites a person has decided on: `# migrate-fi: ignore[FI003]` (or bare `ignore`, or
+    the rule's id) on any line the site spans. Their edits go too."""
+    if "migrate-fi" not in ctx.text or not ctx.diagnostics:
+        return
+    lines = re.split(r"\r\n|\r|\n", ctx.text)
+    kept = []
+    dropped: set[tuple[int, int]] = set()
+    for d in ctx.diagnostics:
+        if _suppressed(lines, d.line, d.end_line or d.line, code, d.codemod):
+            dropped.add((d.line, d.col - 1))
+        else:
+            kept.append(d)
+    ctx.diagnostics = kept
+    ctx.edits = [e for e in ctx.edits if (e.span[0], e.span[1]) not in dropped]
 
 
 def _in_flashinfer(module: str | None) -> bool:
@@ -145,6 +180,7 @@ def _process(
         codemod = cls()
         ctx.codemod = codemod
         codemod.find(ctx)
+        _suppress(ctx, cls.code)
         if resolver is None and ctx._resolver is not None and text == original:
             result.exports = ctx._resolver.exports()
         resolver = ctx._resolver  # shared by the next codemod while the text is unchanged

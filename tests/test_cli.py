@@ -20,7 +20,7 @@ LEGACY = (
     "\n"
     "\n"
     "def q(x, gs):\n"
-    "    return fp4_quantize(x, gs, 16, False, True, False, True)\n"
+    "    return fp4_quantize(x, gs[:1], 16, False, True, False, True)\n"
 )
 MIGRATED = LEGACY.replace("False, True)", "False, enable_pdl=True)")
 CLEAN = "import os\n\nprint(os.getcwd())\n"
@@ -78,7 +78,9 @@ def test_diff_writes_nothing_and_git_applies(tree: Path) -> None:
     r = invoke("diff", *FROM, "src")
     assert r.exit_code == 1
     assert r.stdout.startswith("--- a/src/legacy.py\n+++ b/src/legacy.py\n")
-    assert "+    return fp4_quantize(x, gs, 16, False, True, False, enable_pdl=True)\n" in r.stdout
+    assert (
+        "+    return fp4_quantize(x, gs[:1], 16, False, True, False, enable_pdl=True)\n" in r.stdout
+    )
     assert (tree / "src" / "legacy.py").read_text() == LEGACY
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
@@ -235,7 +237,7 @@ def test_json_output(tree: Path) -> None:
     doc = json.loads(r.stdout)
     assert doc["command"] == "check"
     assert doc["from"] == "0.6.10" and doc["to"] == "0.7.4"
-    assert doc["rules"] == ["FI001", "FI002"]
+    assert doc["rules"] == ["FI001", "FI003", "FI002"]
     (d,) = doc["diagnostics"]
     assert (d["path"], d["line"], d["col"], d["code"], d["fixable"]) == (
         "src/legacy.py",
@@ -251,7 +253,7 @@ def test_github_output(tree: Path) -> None:
     r = invoke("check", *FROM, "--output-format", "github", "src")
     assert r.exit_code == 1
     assert r.stdout.startswith(
-        "::warning file=src/legacy.py,line=5,col=12,endLine=5,endColumn=61,"
+        "::warning file=src/legacy.py,line=5,col=12,endLine=5,endColumn=65,"
         "title=FI001 (fp4_quantize_keywords)::fp4_quantize with 7 positional"
     )
 

@@ -96,10 +96,16 @@ def test_fixture(cid: str, case: str) -> None:
 
 
 def test_every_codemod_has_fixtures() -> None:
-    for cid in CODEMODS:
+    from migrate_fi.results import FixSafety
+
+    for cid, cls in CODEMODS.items():
         cases = [p.name for p in (FIXTURES / cid).glob("*.before.py")]
-        assert any(not c.startswith("noop_") for c in cases), f"{cid}: no case that rewrites"
         assert any(c.startswith("noop_") for c in cases), f"{cid}: no case it must leave alone"
+        if cls.fix_safety is FixSafety.NONE:  # a review-only rule never rewrites
+            assert all(c.startswith("noop_") for c in cases), f"{cid} never rewrites"
+            assert list((FIXTURES / cid).glob("*.report.txt")), f"{cid}: no case that reports"
+        else:
+            assert any(not c.startswith("noop_") for c in cases), f"{cid}: no case that rewrites"
 
 
 def test_no_stray_fixture_files() -> None:
