@@ -154,6 +154,8 @@ def test_prefilter_index_names_the_changes() -> None:
     paths = trigger_paths("0.6.10", "0.6.11")
     assert "flashinfer.fp4_quantize" in paths and "flashinfer.trtllm_fp4_block_scale_moe" in paths
     assert "flashinfer.BatchDecodeWithPagedKVCacheWrapper" in trigger_paths("0.6.14", "0.6.15")
+    # removed APIs too: their callers must be parsed to be told
+    assert "flashinfer.comm.MoeAlltoAll" in trigger_paths("0.7.2", "0.7.4")
 
 
 # ------------------------------------------------------------------- the extractor

@@ -325,12 +325,18 @@ def _callable_paths(api: Api) -> dict[str, str]:
 
 
 @cache
-def changed_callables(old_version: str, new_version: str) -> dict[str, tuple[str, CallableDiff]]:
-    """Callables whose calls may need attention: key -> (a public path, diff)."""
+def changed_callables(
+    old_version: str, new_version: str
+) -> dict[str, tuple[str, CallableDiff | None]]:
+    """Callables whose calls may need attention: key -> (a public path, diff); the diff is None
+    for a callable that no longer exists."""
     old, new = api_for(old_version), api_for(new_version)
-    out: dict[str, tuple[str, CallableDiff]] = {}
+    out: dict[str, tuple[str, CallableDiff | None]] = {}
     for path, key in _callable_paths(old).items():
         before, after = old.callable(path), new.callable(path)
+        if before is not None and after is None and new.surely_missing(path):
+            out[key] = (path, None)
+            continue
         if before is None or after is None:
             continue
         d = compare_callables(before, after)
