@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from typing import ClassVar
 
 from migrate_fi.calls import keywordize
@@ -11,11 +12,15 @@ from migrate_fi.results import FixSafety
 
 
 def _display(path: str) -> str:
-    """``flashinfer.decode.Wrapper().plan`` -> ``Wrapper.plan``; ``flashinfer.x.f`` -> ``f``."""
+    """``flashinfer.decode.Wrapper().plan`` -> ``Wrapper.plan``; ``flashinfer.x.f`` -> ``f``;
+    ``flashinfer.x.Cls.static`` -> ``Cls.static``."""
     if "()." in path:
         cls, _, method = path.rpartition("().")
         return f"{cls.rsplit('.', 1)[-1]}.{method}"
-    return path.rsplit(".", 1)[-1]
+    parts = path.split(".")
+    if len(parts) >= 2 and parts[-2][:1].isupper():
+        return ".".join(parts[-2:])
+    return parts[-1]
 
 
 def _is_flashinfer(qualname: str | None) -> bool:
@@ -87,6 +92,7 @@ class PositionalBinding(Codemod):
         old_api, new_api = api_for(old_v), api_for(new_v)
         handled = {old_api.key(p) for c in all_codemods() if c is not type(self) for p in c.handles}
         resolver = ctx.resolver
+        self._imports(ctx, old_api, new_api, new_v)
         for call, scope in resolver.iter_calls():
             candidates = resolver.resolve(call.func, scope).candidates
             paths = sorted({c.qualname for c in candidates if _is_flashinfer(c.qualname)})
@@ -135,6 +141,27 @@ class PositionalBinding(Codemod):
                     )
                     continue
                 self._positional(ctx, call, args, d, name, path, old_v, new_v, first_change)
+
+    def _imports(self, ctx: FileContext, old_api, new_api, new_v: str) -> None:  # type: ignore[no-untyped-def]
+        """Imports of FlashInfer names or modules that the new release no longer has."""
+        resolver = ctx.resolver
+        for node in ast.walk(ctx.tree):
+            paths: list[str] = []
+            if isinstance(node, ast.ImportFrom):
+                module = resolver.absolute_module(node.module, node.level)
+                if module is not None:
+                    paths = [f"{module}.{a.name}" for a in node.names if a.name != "*"]
+            elif isinstance(node, ast.Import):
+                paths = [a.name for a in node.names]
+            for path in paths:
+                if not _is_flashinfer(path):
+                    continue
+                existed = old_api.canonical(path) is not None or old_api.key(path) is not None
+                if existed and new_api.canonical(path) is None and new_api.surely_missing(path):
+                    ctx.report(
+                        node,
+                        f"{path} no longer exists in FlashInfer {new_v}: this import fails there",
+                    )
 
     def _keywords(self, ctx, call, args, d, name, old_v, new_v, path) -> None:  # type: ignore[no-untyped-def]
         for kw in args.keywords:

@@ -345,7 +345,7 @@ class NameResolver(ast.NodeVisitor):
                 scope = parent
         scope.bindings.setdefault(name, []).append(binding)
 
-    def _absolute_module(self, module: str | None, level: int) -> str | None:
+    def absolute_module(self, module: str | None, level: int) -> str | None:
         if level == 0:
             return module
         if self.module_name is None:
@@ -403,7 +403,7 @@ class NameResolver(ast.NodeVisitor):
                 self._bind(top, _Binding("import", node.lineno, top))
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
-        module = self._absolute_module(node.module, node.level)
+        module = self.absolute_module(node.module, node.level)
         for alias in node.names:
             if alias.name == "*":
                 if module is not None:

@@ -147,20 +147,20 @@ class Api:
         return None
 
     def surely_missing(self, path: str) -> bool:
-        """True when ``path`` certainly does not exist in this release (not merely unrecorded)."""
+        """True when ``path`` certainly does not exist in this release (not merely unrecorded):
+        the nearest part of it that exists is a module whose definitions are all recorded, or a
+        class (all of whose methods are)."""
         if self.key(path) is not None and self.callable(path) is not None:
             return False
-        if "()." in path:
-            cls = path.rpartition("().")[0]
-            if self.canonical(cls) is not None:
-                return True  # the class is there, every public method of it is recorded
-            path = cls
-        module = path.rpartition(".")[0]
-        return module in self.complete or (
-            module.startswith("flashinfer")
-            and module not in self.modules
-            and module.count(".") <= 2
-        )
+        parts = path.replace("().", ".").split(".")
+        for i in range(len(parts) - 1, 0, -1):
+            prefix = ".".join(parts[:i])
+            if prefix in self.modules:
+                return prefix in self.complete
+            target = self.canonical(prefix)
+            if target is not None:
+                return self.defs.get(target, {}).get("k") == "c"
+        return False
 
     def method_names(self, cls_path: str, seen: frozenset[str] = frozenset()) -> list[str]:
         """Methods of a class, its bases' included (nearest first)."""
@@ -178,7 +178,13 @@ class Api:
             cls_part, _, method = path.rpartition("().")
             cls = self.canonical(cls_part)
             return f"{cls}().{method}" if cls else None
-        return self.canonical(path)
+        found = self.canonical(path)
+        if found is None:  # `Cls.method`
+            cls_part, _, method = path.rpartition(".")
+            cls = self.canonical(cls_part)
+            if cls is not None and self.defs.get(cls, {}).get("k") == "c":
+                return f"{cls}().{method}"
+        return found
 
     def callable(self, path: str) -> Callable_ | None:
         """``path`` is a public path; ``X()`` stands for an instance of class X:
@@ -197,7 +203,7 @@ class Api:
             return self._with_shim(path, params, record, cls)
         target = self.canonical(path)
         if target is None:
-            return None
+            return self._class_attribute(path)
         record = self.defs.get(target)
         if record is None:
             return None
@@ -207,6 +213,21 @@ class Api:
         if init is None:
             return None
         return self._with_shim(path, _params(init["sig"])[1:], init, target)
+
+    def _class_attribute(self, path: str) -> Callable_ | None:
+        """``Cls.method`` called on the class: a static method binds as written, a class method
+        without ``cls``, an instance method with the instance as its first argument."""
+        cls_part, _, method = path.rpartition(".")
+        cls = self.canonical(cls_part)
+        if cls is None or self.defs.get(cls, {}).get("k") != "c":
+            return None
+        record = self._method(cls, method)
+        if record is None or record.get("dec") == "property":
+            return None
+        params = _params(record["sig"])
+        if record.get("dec") == "class":
+            params = params[1:]
+        return self._with_shim(path, params, record, cls)
 
     def _with_shim(
         self, path: str, params: tuple[Param, ...], record: dict[str, Any], cls: str | None
