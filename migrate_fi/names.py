@@ -176,13 +176,21 @@ class NameResolver(ast.NodeVisitor):
         self._scope = self.module_scope
         # Every call in the file with the scope it is evaluated in, in source order.
         self.calls: list[tuple[ast.Call, Scope]] = []
+        self._resolved: dict[int, tuple[ast.expr, Resolution]] = {}
+        self._names: dict[tuple[int, str], list[Candidate]] = {}
         self.visit(tree)
         self.calls.sort(key=lambda item: (item[0].lineno, item[0].col_offset))
 
     # ----------------------------------------------------------------- queries
 
     def resolve(self, expr: ast.expr, scope: Scope) -> Resolution:
-        return Resolution(tuple(self._resolve(expr, scope, frozenset())))
+        """Cached per node: every codemod asks about the same calls."""
+        key = id(expr)
+        cached = self._resolved.get(key)
+        if cached is None or cached[0] is not expr:
+            cached = (expr, Resolution(tuple(self._resolve(expr, scope, frozenset()))))
+            self._resolved[key] = cached
+        return cached[1]
 
     def iter_calls(self) -> Iterator[tuple[ast.Call, Scope]]:
         return iter(self.calls)
@@ -269,7 +277,16 @@ class NameResolver(ast.NodeVisitor):
         key = (id(owner), name)
         if key in seen:
             return [Candidate(None, bindings[0].line if bindings else 0, "circular alias")]
-        seen = seen | {key}
+        if not seen and key in self._names:  # the scopes are final: a name resolves one way
+            return self._names[key]
+        out = self._resolve_bindings(name, owner, bindings, seen | {key})
+        if not seen:
+            self._names[key] = out
+        return out
+
+    def _resolve_bindings(
+        self, name: str, owner: Scope, bindings: list[_Binding], seen: frozenset[tuple[int, str]]
+    ) -> list[Candidate]:
         out: list[Candidate] = []
         for b in bindings:
             if b.what == "None":
