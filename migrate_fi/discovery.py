@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import pathspec
 
-__all__ = ["SKIPPED_DIRS", "DiscoveryError", "discover"]
+__all__ = ["SKIPPED_DIRS", "DiscoveryError", "discover", "find_upward"]
 
 SKIPPED_DIRS = frozenset(
     {
@@ -71,15 +71,21 @@ def _read_ignore(base: str, filename: str) -> _Ignore | None:
     return _Ignore(base, pathspec.GitIgnoreSpec.from_lines(lines))
 
 
-def _repo_root(folder: str) -> str | None:
-    current = folder
+def find_upward(folder: str, markers: Iterable[str]) -> str | None:
+    """The nearest folder from ``folder`` upward that holds one of ``markers``."""
+    markers = tuple(markers)
+    current = os.path.abspath(folder)
     while True:
-        if os.path.exists(os.path.join(current, ".git")):
+        if any(os.path.exists(os.path.join(current, m)) for m in markers):
             return current
         parent = os.path.dirname(current)
         if parent == current:
             return None
         current = parent
+
+
+def _repo_root(folder: str) -> str | None:
+    return find_upward(folder, (".git",))
 
 
 def _ancestor_ignores(folder: str) -> list[_Ignore]:

@@ -25,7 +25,14 @@ import ast
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["Candidate", "NameResolver", "Resolution", "Scope", "module_name_for_path"]
+__all__ = [
+    "Candidate",
+    "NameResolver",
+    "Resolution",
+    "Scope",
+    "dotted_name",
+    "module_name_for_path",
+]
 
 
 @dataclass(frozen=True)
@@ -71,11 +78,12 @@ class Resolution:
 _IMPORTERS = frozenset({"pytest.importorskip", "importlib.import_module"})
 
 
-def _dotted_name(node: ast.expr) -> str | None:
+def dotted_name(node: ast.expr) -> str | None:
+    """``a.b.c`` for a chain of names and attributes; None for anything else."""
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Attribute):
-        base = _dotted_name(node.value)
+        base = dotted_name(node.value)
         return f"{base}.{node.attr}" if base else None
     return None
 
@@ -456,7 +464,7 @@ class NameResolver(ast.NodeVisitor):
             outer.kind == "class"
             and first
             and not isinstance(node, ast.Lambda)
-            and not any(_dotted_name(d) == "staticmethod" for d in node.decorator_list)
+            and not any(dotted_name(d) == "staticmethod" for d in node.decorator_list)
         ):
             self._scope.owner_class = outer
             self._scope.self_name = first[0].arg

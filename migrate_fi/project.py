@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from migrate_fi.discovery import find_upward
 from migrate_fi.versions import VersionError, parse_version
 
 __all__ = ["Pin", "ProjectVersionError", "detect_current_version", "find_pins"]
@@ -38,16 +39,8 @@ class Pin:
 
 
 def _project_root(path: str) -> str:
-    folder = path if os.path.isdir(path) else os.path.dirname(path)
-    folder = os.path.abspath(folder)
-    current = folder
-    while True:
-        if any(os.path.exists(os.path.join(current, f)) for f in (*_PIN_FILES, ".git")):
-            return current
-        parent = os.path.dirname(current)
-        if parent == current:
-            return folder
-        current = parent
+    folder = os.path.abspath(path if os.path.isdir(path) else os.path.dirname(path))
+    return find_upward(folder, (*_PIN_FILES, ".git")) or folder
 
 
 def _pin_files(root: str) -> list[str]:

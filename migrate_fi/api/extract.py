@@ -31,6 +31,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from migrate_fi.names import dotted_name
+
 __all__ = ["ExtractError", "extract_release", "read_sources"]
 
 _DEFAULT_MAX = 60  # characters of a default's source kept
@@ -275,7 +277,7 @@ def _index(module: str, source: str, is_package: bool) -> _Module | None:
                 if t.id == "__all__":
                     m.all_names = _string_tuple(value)
                 elif isinstance(value, (ast.Name, ast.Attribute)):
-                    dotted = _dotted(value)
+                    dotted = dotted_name(value)
                     if dotted:
                         head, _, rest = dotted.partition(".")
                         if head in m.bindings:
@@ -289,15 +291,6 @@ def _index(module: str, source: str, is_package: bool) -> _Module | None:
                     if names is not None:
                         m.constants[t.id] = names
     return m
-
-
-def _dotted(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = _dotted(node.value)
-        return f"{base}.{node.attr}" if base else None
-    return None
 
 
 # ------------------------------------------------------------------------- the model
@@ -375,7 +368,7 @@ class _Release:
     def class_record(self, m: _Module, cls: ast.ClassDef) -> dict[str, Any]:
         bases = []
         for b in cls.bases:
-            dotted = _dotted(b)
+            dotted = dotted_name(b)
             if not dotted:
                 continue
             head, _, rest = dotted.partition(".")
