@@ -86,6 +86,11 @@ class FileContext:
         self.edits: list[Edit] = []
 
     @property
+    def built_resolver(self) -> NameResolver | None:
+        """The resolver if a codemod asked for it (the engine shares it with the next one)."""
+        return self._resolver
+
+    @property
     def resolver(self) -> NameResolver:
         if self._resolver is None:
             self._resolver = NameResolver(

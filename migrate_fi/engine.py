@@ -181,9 +181,10 @@ def _process(
         ctx.codemod = codemod
         codemod.find(ctx)
         _suppress(ctx, cls.code)
-        if resolver is None and ctx._resolver is not None and text == original:
-            result.exports = ctx._resolver.exports()
-        resolver = ctx._resolver  # shared by the next codemod while the text is unchanged
+        built = ctx.built_resolver
+        if resolver is None and built is not None and text == original:
+            result.exports = built.exports()
+        resolver = built  # shared by the next codemod while the text is unchanged
         result.diagnostics.extend(ctx.diagnostics)
         if mode == "check" or not ctx.edits:
             continue
