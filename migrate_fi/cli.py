@@ -410,3 +410,64 @@ def api_diff(
     for c in changes:
         click.echo(f"{c.symbol}: {c.kind}: {c.detail}")
     click.echo(f"{len(changes)} changes between {old} and {new}.", err=True)
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, type=click.Path(), metavar="[PATH]...")
+@click.option("--from", "from_version", metavar="VERSION", help="Override the detected version.")
+@click.option("--to", "to_version", metavar="VERSION", help="Target (default: newest known).")
+@click.option(
+    "--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+def plan(
+    paths: tuple[str, ...], from_version: str | None, to_version: str | None, output_format: str
+) -> None:
+    """Which FlashInfer the project uses now, the target, and the rules that will run."""
+    from migrate_fi.api.differ import changed_callables
+    from migrate_fi.project import ProjectVersionError, detect_current_version
+    from migrate_fi.registry import SelectionError, select
+    from migrate_fi.versions import NEWEST_RELEASE, VersionError, check_range, parse_version
+
+    paths = paths or (".",)
+    pins = []
+    try:
+        if from_version is None:
+            from_version, pins = detect_current_version(paths)
+        from_v, to_v = parse_version(from_version), parse_version(to_version or NEWEST_RELEASE)
+        check_range(from_v, to_v)
+        codemods = select(from_v, to_v)
+    except (ProjectVersionError, VersionError, SelectionError) as exc:
+        raise Fatal(str(exc)) from None
+    rules = []
+    for c in codemods:
+        entry = {"code": c.code, "id": c.id, "fix": c.fix_safety.value, "summary": c.summary}
+        if c.data_driven:
+            try:
+                changed = changed_callables(str(from_v), str(to_v))
+            except KeyError as exc:
+                raise Fatal(f"no API data for FlashInfer {exc.args[0]}") from None
+            entry["apis_changed"] = sum(1 for _, d in changed.values() if d is not None)
+            entry["apis_removed"] = sum(1 for _, d in changed.values() if d is None)
+        else:
+            entry["flashinfer_version"] = c.introduced_in
+        rules.append(entry)
+    doc = {
+        "from": str(from_v),
+        "to": str(to_v),
+        "pins": [{"path": p.path, "line": p.line, "pin": f"{p.operator}{p.version}"} for p in pins],
+        "rules": rules,
+    }
+    if output_format == "json":
+        click.echo(json.dumps(doc, indent=2))
+        return
+    where = "; ".join(f"{os.path.relpath(p.path)}:{p.line} {p.operator}{p.version}" for p in pins)
+    click.echo(f"FlashInfer now: {from_v}" + (f" ({where})" if where else " (--from)"))
+    click.echo(f"Target:         {to_v}")
+    if not rules:
+        click.echo("No rule runs for this range.")
+    for r in rules:
+        if "apis_changed" in r:
+            scope = f"{r['apis_changed']} APIs changed, {r['apis_removed']} removed (API data)"
+        else:
+            scope = f"FlashInfer {r['flashinfer_version']}"
+        click.echo(f"  {r['code']} {r['id']:<24} fix: {r['fix']:<6} {scope}")

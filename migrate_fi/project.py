@@ -40,7 +40,7 @@ class Pin:
 
 def _project_root(path: str) -> str:
     folder = os.path.abspath(path if os.path.isdir(path) else os.path.dirname(path))
-    return find_upward(folder, (*_PIN_FILES, ".git")) or folder
+    return find_upward(folder, (*_PIN_FILES, "requirements.txt", ".git")) or folder
 
 
 def _pin_files(root: str) -> list[str]:

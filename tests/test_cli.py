@@ -396,3 +396,28 @@ def test_docs_are_current() -> None:
     assert docs.read_text() == rules_markdown(), (
         "docs/rules.md is stale: run `migrate-fi rules --output-format markdown > docs/rules.md`"
     )
+
+
+# ----------------------------------------------------------------------- plan
+
+
+def test_plan_shows_pin_target_and_rules(tree: Path) -> None:
+    (tree / "requirements.txt").write_text("torch\nflashinfer-python==0.6.10  # pinned\n")
+    r = invoke("plan", "src")
+    assert r.exit_code == 0, r.output
+    assert r.stdout.splitlines()[0] == "FlashInfer now: 0.6.10 (requirements.txt:2 ==0.6.10)"
+    assert "Target:         0.7.4" in r.stdout
+    assert "FI001 fp4_quantize_keywords" in r.stdout and "FI002 positional_binding" in r.stdout
+    doc = json.loads(invoke("plan", "--to", "0.6.11", "--output-format", "json", "src").stdout)
+    assert doc["from"] == "0.6.10" and doc["to"] == "0.6.11"
+    fi002 = next(x for x in doc["rules"] if x["code"] == "FI002")
+    assert (
+        fi002["apis_changed"] >= 6
+    )  # fp4_quantize, trtllm_fp4_block_scale_moe, ... (facts, section 2)
+
+
+def test_release_without_api_data_is_a_clear_error(tree: Path) -> None:
+    r = invoke("check", "--from", "0.6.7", "src")
+    assert r.exit_code == 2
+    assert "FI002 needs FlashInfer's API data for 0.6.7, which is not bundled" in r.stderr
+    assert invoke("check", "--from", "0.6.7", "--ignore", "FI002", "src").exit_code == 1
