@@ -17,7 +17,7 @@ from migrate_fi.api.differ import api_for, compare_callables, diff_releases, fir
 from migrate_fi.api.extract import extract_release
 from migrate_fi.api.index import trigger_paths
 from migrate_fi.api.store import available_releases, load_release
-from migrate_fi.versions import KNOWN_RELEASES, parse_version
+from migrate_fi.versions import KNOWN_RELEASES
 
 
 def names(version: str, path: str) -> list[str]:
@@ -289,9 +289,8 @@ def test_recorded_signatures_equal_the_wheel_source(version: str) -> None:
         "flashinfer.fp4_quantize": None,
         "flashinfer.comm.create_allreduce_fusion_workspace": None,
         "flashinfer.trtllm_fp4_block_scale_moe": None,
+        "flashinfer.CuteDslMoEWrapper": "__init__",
     }
-    if parse_version(version) >= parse_version("0.6.14"):
-        targets["flashinfer.CuteDslMoEWrapper"] = "__init__"
     api = api_for(version)
     for path, method in targets.items():
         canonical = api.canonical(path)
