@@ -196,17 +196,23 @@ class PositionalBinding(Codemod):
                 f" {len(old_pos)}: left unchanged",
             )
             return
-        first = 0 if ctx.options.keyword_style == "all" else start
+
+        def keyword_ok(i: int) -> bool:
+            return old_pos[i].kind != "P" and d.new.accepts_keyword(old_pos[i].name)
+
+        first = start
+        if ctx.options.keyword_style == "all":  # as far back as keywords are accepted
+            while first > 0 and keyword_ok(first - 1):
+                first -= 1
         names = {i: old_pos[i].name for i in range(first, n)}
-        missing = [
-            old_pos[i].name for i in range(start, n) if not d.new.accepts_keyword(old_pos[i].name)
-        ]
+        missing = [old_pos[i].name for i in range(start, n) if not keyword_ok(i)]
         since = first_change(path, old_v, new_v) or new_v
         if missing:
             ctx.report(
                 call,
                 f"{name}: positional arguments from {start + 1} on bind differently since"
-                f" {since}, and {', '.join(missing)} no longer exist(s) there: migrate by hand",
+                f" {since}, and {', '.join(missing)} cannot be passed by keyword there:"
+                " migrate by hand",
             )
             return
         clash = sorted(set(names.values()) & set(args.keywords))
