@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import ast
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from migrate_fi.calls import keywordize
 from migrate_fi.codemod import Codemod, CodemodSetupError, FileContext, RunOptions
 from migrate_fi.names import CallArgs
 from migrate_fi.results import FixSafety
+
+if TYPE_CHECKING:
+    from migrate_fi.api.differ import Api, CallableDiff
 
 
 def _display(path: str) -> str:
@@ -95,7 +98,9 @@ class PositionalBinding(Codemod):
         self._imports(ctx, old_api, new_api, new_v)
         for call, scope in resolver.iter_calls():
             candidates = resolver.resolve(call.func, scope).candidates
-            paths = sorted({c.qualname for c in candidates if _is_flashinfer(c.qualname)})
+            paths = sorted(
+                {c.qualname for c in candidates if c.qualname and _is_flashinfer(c.qualname)}
+            )
             if not paths:
                 continue
             others = [c for c in candidates if not _is_flashinfer(c.qualname)]
@@ -109,7 +114,7 @@ class PositionalBinding(Codemod):
                 name = _display(path)
                 after = new_api.callable(path)
                 if after is None:
-                    if new_api.key(path) is None:
+                    if new_api.surely_missing(path):  # not merely left out of the data
                         ctx.report(
                             call, f"{name} no longer exists in FlashInfer {new_v}: migrate by hand"
                         )
@@ -128,7 +133,7 @@ class PositionalBinding(Codemod):
                             f" differently on {new_v} if it is FlashInfer's: left unchanged",
                         )
                     continue
-                self._keywords(ctx, call, args, d, name, old_v, new_v, path)
+                self._keywords(ctx, call, args, d, name, new_v)
                 if not affected:
                     continue
                 assert start is not None
@@ -140,9 +145,10 @@ class PositionalBinding(Codemod):
                         " check it by hand",
                     )
                     continue
-                self._positional(ctx, call, args, d, name, path, old_v, new_v, first_change)
+                since = first_change(path, old_v, new_v) or new_v
+                self._positional(ctx, call, args, d, name, old_v, since)
 
-    def _imports(self, ctx: FileContext, old_api, new_api, new_v: str) -> None:  # type: ignore[no-untyped-def]
+    def _imports(self, ctx: FileContext, old_api: Api, new_api: Api, new_v: str) -> None:
         """Imports of FlashInfer names or modules that the new release no longer has."""
         resolver = ctx.resolver
         for node in ast.walk(ctx.tree):
@@ -163,7 +169,16 @@ class PositionalBinding(Codemod):
                         f"{path} no longer exists in FlashInfer {new_v}: this import fails there",
                     )
 
-    def _keywords(self, ctx, call, args, d, name, old_v, new_v, path) -> None:  # type: ignore[no-untyped-def]
+    def _keywords(
+        self,
+        ctx: FileContext,
+        call: ast.Call,
+        args: CallArgs,
+        d: CallableDiff,
+        name: str,
+        new_v: str,
+    ) -> None:
+        """Keywords that no longer exist, and newly required parameters the call lacks."""
         for kw in args.keywords:
             if kw in d.renamed:
                 ctx.report(
@@ -185,8 +200,19 @@ class PositionalBinding(Codemod):
                 call, f"{name}: FlashInfer {new_v} requires parameter {req}, not passed here"
             )
 
-    def _positional(self, ctx, call, args, d, name, path, old_v, new_v, first_change) -> None:  # type: ignore[no-untyped-def]
+    def _positional(
+        self,
+        ctx: FileContext,
+        call: ast.Call,
+        args: CallArgs,
+        d: CallableDiff,
+        name: str,
+        old_v: str,
+        since: str,
+    ) -> None:
+        """Name the positional arguments from the first affected one, by their old names."""
         start = d.affected_from
+        assert start is not None
         n = len(args.positional)
         old_pos = d.old.positional
         if n > len(old_pos):
@@ -206,7 +232,6 @@ class PositionalBinding(Codemod):
                 first -= 1
         names = {i: old_pos[i].name for i in range(first, n)}
         missing = [old_pos[i].name for i in range(start, n) if not keyword_ok(i)]
-        since = first_change(path, old_v, new_v) or new_v
         if missing:
             ctx.report(
                 call,

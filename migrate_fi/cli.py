@@ -182,7 +182,11 @@ def _finish(
 ) -> None:
     from migrate_fi.reporting import render, summary
 
-    extra = {"from": result.from_version, "to": result.to_version, "rules": result.rules}
+    extra: dict[str, object] = {
+        "from": result.from_version,
+        "to": result.to_version,
+        "rules": result.rules,
+    }
     report, errors = render(result, common.output_format, command, listed, extra)
     stream_report_to_stderr = command == "diff"
     if report:
@@ -429,7 +433,7 @@ def plan(
     from migrate_fi.versions import NEWEST_RELEASE, VersionError, check_range, parse_version
 
     paths = paths or (".",)
-    pins = []
+    pins: list[Any] = []
     try:
         if from_version is None:
             from_version, pins = detect_current_version(paths)
@@ -440,7 +444,12 @@ def plan(
         raise Fatal(str(exc)) from None
     rules = []
     for c in codemods:
-        entry = {"code": c.code, "id": c.id, "fix": c.fix_safety.value, "summary": c.summary}
+        entry: dict[str, object] = {
+            "code": c.code,
+            "id": c.id,
+            "fix": c.fix_safety.value,
+            "summary": c.summary,
+        }
         if c.data_driven:
             try:
                 changed = changed_callables(str(from_v), str(to_v))
