@@ -15,6 +15,14 @@ __all__ = ["Prefilter"]
 
 _WORD = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 _FEW = 8  # up to this many names, plain substring tests beat collecting identifiers
+_last: tuple[bytes, set[bytes]] | None = None  # every codemod's prefilter tests the same file
+
+
+def _identifiers(data: bytes) -> set[bytes]:
+    global _last
+    if _last is None or _last[0] is not data:
+        _last = (data, set(_WORD.findall(data)))
+    return _last[1]
 
 
 class Prefilter:
@@ -43,14 +51,14 @@ class Prefilter:
                 if any(name in data for name in self.plain):
                     return True
             else:
-                words = set(_WORD.findall(data))
+                words = _identifiers(data)
                 if not words.isdisjoint(self.plain):
                     return True
         for context, names in self.by_context.items():
             if context not in data:
                 continue
             if words is None:
-                words = set(_WORD.findall(data))
+                words = _identifiers(data)
             for name in words.intersection(names):
                 if any(others <= words for others in names[name]):
                     return True
