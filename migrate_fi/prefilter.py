@@ -57,6 +57,8 @@ class Prefilter:
         for context, names in self.by_context.items():
             if context not in data:
                 continue
+            if len(names) <= _FEW and not any(name in data for name in names):
+                continue  # a cheap necessary condition before collecting identifiers
             if words is None:
                 words = _identifiers(data)
             for name in words.intersection(names):
