@@ -74,9 +74,15 @@ class Callable_:
         return names
 
     def accepts_keyword(self, name: str) -> bool:
-        if name in self.keyword_names():
-            return True
-        return self.varkw and not self.shim and not self.forward_params
+        """Does a parameter of this name exist, taken by keyword? Only explicit parameters (and a
+        deprecation shim's own names) count: where ``**kwargs`` would swallow it, nobody knows."""
+        return name in self.keyword_names()
+
+    def may_accept_keyword(self, name: str) -> bool:
+        """Would ``name=`` get past the call without a TypeError? (``**kwargs`` swallows it)."""
+        return self.accepts_keyword(name) or (
+            self.varkw and not self.shim and not self.forward_params
+        )
 
     def bound_name(self, index: int) -> str | None:
         """The parameter a positional argument at ``index`` binds to (through a shim's table)."""
@@ -308,7 +314,7 @@ def compare_callables(old: Callable_, new: Callable_) -> CallableDiff:
         ):
             result.renamed[p.name] = new_pos[j].name
     for name in sorted(old_names):
-        if name not in result.renamed and not new.accepts_keyword(name):
+        if name not in result.renamed and not new.may_accept_keyword(name):
             result.removed.append(name)
     for p in new.params:
         if p.kind in ("P", "A", "K") and p.default is None and p.name not in old_names:
