@@ -108,8 +108,11 @@ def summary(result: RunResult, command: str) -> str:
     errors = len(result.errors)
     err = f"; {_plural(errors, 'file')} could not be processed" if errors else ""
     if command == "apply":
-        changed = len(result.written)
-        head = f"Rewrote {_plural(changed, 'file')} ({_plural(fixable, 'fix')})"
+        written = set(result.written)
+        applied = sum(1 for d in result.fixable if d.path in written)
+        head = f"Rewrote {_plural(len(written), 'file')} ({_plural(applied, 'fix')})"
+        if applied < fixable:
+            head += f"; {fixable - applied} not written (see the errors)"
         if manual:
             head += f"; {_plural(manual, 'site')} left for a person (listed above)"
         return f"{head}; {scanned}{err}.\n"

@@ -421,3 +421,10 @@ def test_release_without_api_data_is_a_clear_error(tree: Path) -> None:
     assert r.exit_code == 2
     assert "FI002 needs FlashInfer's API data for 0.6.7, which is not bundled" in r.stderr
     assert invoke("check", "--from", "0.6.7", "--ignore", "FI002", "src").exit_code == 1
+
+
+def test_apply_summary_counts_only_written_fixes(tree: Path) -> None:
+    (tree / "src" / "legacy.py").chmod(0o444)
+    r = invoke("apply", *FROM, "src")
+    assert r.exit_code == 2
+    assert "Rewrote 0 files (0 fixes); 1 not written (see the errors)" in r.stderr
