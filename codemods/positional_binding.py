@@ -151,7 +151,7 @@ class PositionalBinding(Codemod):
     def _imports(self, ctx: FileContext, old_api: Api, new_api: Api, new_v: str) -> None:
         """Imports of FlashInfer names or modules that the new release no longer has."""
         resolver = ctx.resolver
-        for node in ast.walk(ctx.tree):
+        for node in resolver.imports:
             paths: list[str] = []
             if isinstance(node, ast.ImportFrom):
                 module = resolver.absolute_module(node.module, node.level)

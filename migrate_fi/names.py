@@ -184,6 +184,7 @@ class NameResolver(ast.NodeVisitor):
         self._scope = self.module_scope
         # Every call in the file with the scope it is evaluated in, in source order.
         self.calls: list[tuple[ast.Call, Scope]] = []
+        self.imports: list[ast.Import | ast.ImportFrom] = []  # every import statement, any depth
         self._resolved: dict[int, tuple[ast.expr, Resolution]] = {}
         self._names: dict[tuple[int, str], list[Candidate]] = {}
         self.visit(tree)
@@ -420,6 +421,7 @@ class NameResolver(ast.NodeVisitor):
                 self.visit(value)
 
     def visit_Import(self, node: ast.Import) -> None:
+        self.imports.append(node)
         for alias in node.names:
             if alias.asname:
                 self._bind(alias.asname, _Binding("import", node.lineno, alias.name))
@@ -428,6 +430,7 @@ class NameResolver(ast.NodeVisitor):
                 self._bind(top, _Binding("import", node.lineno, top))
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        self.imports.append(node)
         module = self.absolute_module(node.module, node.level)
         for alias in node.names:
             if alias.name == "*":
