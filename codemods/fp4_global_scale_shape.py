@@ -104,9 +104,10 @@ class Fp4GlobalScaleShape(Codemod):
             if target is None:
                 continue  # FI001 reports names that may not be FlashInfer's
             param, index = TARGETS[target]
-            args = CallArgs.of(call)
-            if param in args.keywords:
-                value = args.keywords[param].value
+            args = CallArgs.of(call, resolver, scope)
+            passed = args.passed(param)
+            if passed is not None:
+                value = passed
             elif len(args.positional) > index:
                 value = args.positional[index]
             else:

@@ -76,7 +76,7 @@ class Fp4QuantizeKeywords(Codemod):
             target, ambiguity = resolver.resolve(call.func, scope).match(TARGETS)
             if target is None and ambiguity is None:
                 continue
-            args = CallArgs.of(call)
+            args = CallArgs.of(call, resolver, scope)
             n = len(args.positional)
             if args.starred:
                 ctx.report(
@@ -102,8 +102,9 @@ class Fp4QuantizeKeywords(Codemod):
                 )
                 continue
             names = keyword_indexes(n, FIRST_AFFECTED, OLD_PARAMS, ctx.options.keyword_style)
-            clash = sorted(set(names.values()) & set(args.keywords)) + (
-                [INSERTED] if INSERTED in args.keywords else []
+            passed = args.keyword_names()
+            clash = sorted(set(names.values()) & passed) + (
+                [INSERTED] if INSERTED in passed else []
             )
             if clash:
                 ctx.report(

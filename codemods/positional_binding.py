@@ -120,7 +120,7 @@ class PositionalBinding(Codemod):
                         )
                     continue
                 d = compare_callables(before, after)
-                args = CallArgs.of(call)
+                args = CallArgs.of(call, resolver, scope)
                 n = len(args.positional)
                 start = d.affected_from
                 affected = start is not None and (n > start or bool(args.starred))
@@ -179,7 +179,7 @@ class PositionalBinding(Codemod):
         new_v: str,
     ) -> None:
         """Keywords that no longer exist, and newly required parameters the call lacks."""
-        for kw in args.keywords:
+        for kw in sorted(args.keyword_names()):
             if kw in d.renamed:
                 ctx.report(
                     call,
@@ -188,13 +188,13 @@ class PositionalBinding(Codemod):
                 )
             elif kw in d.removed:
                 ctx.report(call, f"{name}: parameter {kw} no longer exists in FlashInfer {new_v}")
-        if args.double_starred:
-            return
+        if args.opaque_kwargs:
+            return  # a `**x` we cannot read may pass anything
         n = len(args.positional)
         after_pos = d.new.positional
         for req in d.newly_required:
             index = next((i for i, p in enumerate(after_pos) if p.name == req), None)
-            if req in args.keywords or (index is not None and index < n):
+            if req in args.keyword_names() or (index is not None and index < n):
                 continue
             ctx.report(
                 call, f"{name}: FlashInfer {new_v} requires parameter {req}, not passed here"
@@ -240,7 +240,7 @@ class PositionalBinding(Codemod):
                 " migrate by hand",
             )
             return
-        clash = sorted(set(names.values()) & set(args.keywords))
+        clash = sorted(set(names.values()) & args.keyword_names())
         if clash:
             ctx.report(
                 call,

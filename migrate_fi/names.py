@@ -74,6 +74,9 @@ class Resolution:
         return hits[0].qualname, None
 
 
+# Methods that change a dict in place.
+_MUTATORS = frozenset({"update", "pop", "popitem", "setdefault", "clear", "__setitem__"})
+
 # Calls that return a module by name.
 _IMPORTERS = frozenset({"pytest.importorskip", "importlib.import_module"})
 
@@ -185,6 +188,8 @@ class NameResolver(ast.NodeVisitor):
         # Every call in the file with the scope it is evaluated in, in source order.
         self.calls: list[tuple[ast.Call, Scope]] = []
         self.imports: list[ast.Import | ast.ImportFrom] = []  # every import statement, any depth
+        # names of dicts changed in place anywhere in the file: `kw[k] = v`, `kw.update(...)`
+        self._mutated: set[str] = set()
         self._resolved: dict[int, tuple[ast.expr, Resolution]] = {}
         self._names: dict[tuple[int, str], list[Candidate]] = {}
         self.visit(tree)
@@ -536,7 +541,7 @@ class NameResolver(ast.NodeVisitor):
             return _Binding("annotation", line)
         if isinstance(value, ast.Constant) and value.value is None:
             return _Binding("None", line)
-        if isinstance(value, (ast.Name, ast.Attribute, ast.IfExp, ast.Call)):
+        if isinstance(value, (ast.Name, ast.Attribute, ast.IfExp, ast.Call, ast.Dict)):
             return _Binding("assignment", line, alias_of=value, scope=self._scope)
         return _Binding("assignment", line)
 
@@ -609,7 +614,67 @@ class NameResolver(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call) -> None:
         self.calls.append((node, self._scope))
+        func = node.func
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.attr in _MUTATORS
+        ):
+            self._mutated.add(func.value.id)
         self.generic_visit(node)
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        if isinstance(node.ctx, (ast.Store, ast.Del)) and isinstance(node.value, ast.Name):
+            self._mutated.add(node.value.id)
+        self.generic_visit(node)
+
+    def dict_items(
+        self, expr: ast.expr, scope: Scope, depth: int = 0
+    ) -> dict[str, ast.expr] | None:
+        """The keys and values of a dict built in plain sight: ``{"k": v}``, ``dict(k=v)``, or a
+        local name bound once to one of those and never changed in place. None when unknown."""
+        if depth > 4:
+            return None
+        if isinstance(expr, ast.Dict):
+            out: dict[str, ast.expr] = {}
+            for key, value in zip(expr.keys, expr.values, strict=True):
+                if key is None:  # `{**other}`
+                    inner = self.dict_items(value, scope, depth + 1)
+                    if inner is None:
+                        return None
+                    out.update(inner)
+                elif isinstance(key, ast.Constant) and isinstance(key.value, str):
+                    out[key.value] = value
+                else:
+                    return None
+            return out
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name):
+            if expr.func.id != "dict" or self._lookup("dict", scope) is not None or expr.args:
+                return None  # not the builtin, or built from an iterable
+            out = {}
+            for kw in expr.keywords:
+                if kw.arg is None:
+                    inner = self.dict_items(kw.value, scope, depth + 1)
+                    if inner is None:
+                        return None
+                    out.update(inner)
+                else:
+                    out[kw.arg] = kw.value
+            return out
+        if isinstance(expr, ast.Name):
+            found = self._lookup(expr.id, scope)
+            if found is None:
+                return None
+            _owner, bindings = found
+            if (
+                len(bindings) != 1
+                or bindings[0].alias_of is None
+                or bindings[0].scope is None
+                or expr.id in self._mutated
+            ):
+                return None
+            return self.dict_items(bindings[0].alias_of, bindings[0].scope, depth + 1)
+        return None
 
 
 @dataclass
@@ -620,9 +685,14 @@ class CallArgs:
     starred: list[ast.Starred] = field(default_factory=list)  # `*args`
     keywords: dict[str, ast.keyword] = field(default_factory=dict)
     double_starred: list[ast.expr] = field(default_factory=list)  # `**kwargs`
+    # keys of `**{...}`, `**dict(...)` or `**kw` (a local dict built once and never changed)
+    unpacked: dict[str, ast.expr] = field(default_factory=dict)
+    opaque_kwargs: bool = False  # some `**x` whose keys cannot be known
 
     @classmethod
-    def of(cls, call: ast.Call) -> CallArgs:
+    def of(
+        cls, call: ast.Call, resolver: NameResolver | None = None, scope: Scope | None = None
+    ) -> CallArgs:
         out = cls()
         for arg in call.args:
             if isinstance(arg, ast.Starred):
@@ -634,6 +704,24 @@ class CallArgs:
         for kw in call.keywords:
             if kw.arg is None:
                 out.double_starred.append(kw.value)
+                keys = (
+                    resolver.dict_items(kw.value, scope)
+                    if resolver is not None and scope is not None
+                    else None
+                )
+                if keys is None:
+                    out.opaque_kwargs = True
+                else:
+                    out.unpacked.update(keys)
             else:
                 out.keywords[kw.arg] = kw
         return out
+
+    def passed(self, name: str) -> ast.expr | None:
+        """The value passed for ``name`` by keyword, directly or through a readable ``**dict``."""
+        if name in self.keywords:
+            return self.keywords[name].value
+        return self.unpacked.get(name)
+
+    def keyword_names(self) -> set[str]:
+        return set(self.keywords) | set(self.unpacked)
