@@ -118,29 +118,43 @@ def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
+def _range_and_rules(
+    paths: tuple[str, ...],
+    from_version: str | None,
+    to_version: str | None,
+    select_: list[str] | None = None,
+    ignore: list[str] | None = None,
+) -> tuple[Any, Any, list[Any], list[Any]]:
+    """(from, to, pins read, codemods that run): --from defaults to the project's pin."""
+    from migrate_fi.project import ProjectVersionError, detect_current_version
+    from migrate_fi.registry import SelectionError, select
+    from migrate_fi.versions import NEWEST_RELEASE, VersionError, check_range, parse_version
+
+    pins: list[Any] = []
+    try:
+        if from_version is None:
+            from_version, pins = detect_current_version(paths)
+        from_v = parse_version(from_version)
+        to_v = parse_version(to_version or NEWEST_RELEASE)
+        check_range(from_v, to_v)
+        codemods = select(from_v, to_v, select_ or (), ignore or ())
+    except (ProjectVersionError, VersionError, SelectionError) as exc:
+        raise Fatal(str(exc)) from None
+    return from_v, to_v, pins, codemods
+
+
 def _execute(common: _Common, mode: str) -> RunResult:
     from migrate_fi.codemod import CodemodSetupError, RunOptions
     from migrate_fi.discovery import DiscoveryError
     from migrate_fi.engine import run
-    from migrate_fi.project import ProjectVersionError, detect_current_version
-    from migrate_fi.registry import SelectionError, select
-    from migrate_fi.versions import NEWEST_RELEASE, VersionError, check_range, parse_version
 
     paths = common.paths or (".",)
     for p in paths:
         if not os.path.lexists(p):
             raise Fatal(f"{p}: no such file or folder")
-    try:
-        if common.from_version is None:
-            from_text, _ = detect_current_version(paths)
-        else:
-            from_text = common.from_version
-        from_v = parse_version(from_text)
-        to_v = parse_version(common.to_version or NEWEST_RELEASE)
-        check_range(from_v, to_v)
-        codemods = select(from_v, to_v, _split(common.select), _split(common.ignore))
-    except (ProjectVersionError, VersionError, SelectionError) as exc:
-        raise Fatal(str(exc)) from None
+    from_v, to_v, _, codemods = _range_and_rules(
+        paths, common.from_version, common.to_version, _split(common.select), _split(common.ignore)
+    )
     options = RunOptions(from_v, to_v, common.keywords)
     progress = _progress_bar() if sys.stderr.isatty() else None
     try:
@@ -428,20 +442,8 @@ def plan(
 ) -> None:
     """Which FlashInfer the project uses now, the target, and the rules that will run."""
     from migrate_fi.api.differ import changed_callables
-    from migrate_fi.project import ProjectVersionError, detect_current_version
-    from migrate_fi.registry import SelectionError, select
-    from migrate_fi.versions import NEWEST_RELEASE, VersionError, check_range, parse_version
 
-    paths = paths or (".",)
-    pins: list[Any] = []
-    try:
-        if from_version is None:
-            from_version, pins = detect_current_version(paths)
-        from_v, to_v = parse_version(from_version), parse_version(to_version or NEWEST_RELEASE)
-        check_range(from_v, to_v)
-        codemods = select(from_v, to_v)
-    except (ProjectVersionError, VersionError, SelectionError) as exc:
-        raise Fatal(str(exc)) from None
+    from_v, to_v, pins, codemods = _range_and_rules(paths or (".",), from_version, to_version)
     rules = []
     for c in codemods:
         entry: dict[str, object] = {
