@@ -18,9 +18,10 @@ import os
 import re
 import sys
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from functools import lru_cache
+from typing import NamedTuple
 
 from migrate_fi.codemod import Codemod, EditError, FileContext, RunOptions
 from migrate_fi.discovery import discover
@@ -118,12 +119,15 @@ def process_source(
     mode: str,
     module: tuple[str | None, bool] = (None, False),
     aliases: Mapping[str, str] | None = None,
+    prefiltered: Collection[str] | None = None,
 ) -> FileResult:
     """Run ``codemods`` over one file's bytes. Never raises for a problem in the file.
 
-    ``aliases`` are the project's own re-exports of FlashInfer names (see `run`)."""
+    ``aliases`` are the project's own re-exports of FlashInfer names (see `run`);
+    ``prefiltered`` the ids of the codemods whose prefilter `run` already found matching (None:
+    test them here)."""
     try:
-        return _process(data, path, codemods, options, mode, module, aliases or {})
+        return _process(data, path, codemods, options, mode, module, aliases or {}, prefiltered)
     except RecursionError:
         return _failed(path, "too deeply nested to analyse (RecursionError); file left untouched")
     except MemoryError:
@@ -154,11 +158,19 @@ def _process(
     mode: str,
     module: tuple[str | None, bool],
     aliases: Mapping[str, str],
+    prefiltered: Collection[str] | None,
 ) -> FileResult:
     source = decode_source(data)
     text = source.text
     in_flashinfer = _in_flashinfer(module[0])
-    wanted = [c for c in codemods if in_flashinfer or _prefilter(c, options).matches(data)]
+    wanted = [
+        c
+        for c in codemods
+        if in_flashinfer
+        or (
+            c.id in prefiltered if prefiltered is not None else _prefilter(c, options).matches(data)
+        )
+    ]
     try:
         tree = _parse(text, path)
     except SyntaxError as exc:
@@ -217,14 +229,15 @@ def _worker(
     options: RunOptions,
     mode: str,
     module: tuple[str | None, bool],
-    aliases: Mapping[str, str] | None = None,
+    aliases: Mapping[str, str],
+    prefiltered: tuple[str, ...],
 ) -> FileResult:
     from migrate_fi.registry import all_codemods
 
     by_id = {c.id: c for c in all_codemods()}
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
     codemods = [by_id[i] for i in codemod_ids]
-    return process_source(data, path, codemods, options, mode, module, aliases)
+    return process_source(data, path, codemods, options, mode, module, aliases, prefiltered)
 
 
 def run(
@@ -253,7 +266,7 @@ def run(
         c.prepare(options)  # before any file is touched
     prefilters = [_prefilter(c, options) for c in codemods]
     results: dict[str, FileResult] = {}
-    candidates: list[tuple[bytes, str]] = []
+    candidates: list[_File] = []
     others: list[str] = []  # files the prefilter ruled out (they may still import an alias)
     for abspath in discover(paths, suffixes, exclude, respect_gitignore):
         shown = display_path(abspath)
@@ -263,13 +276,12 @@ def run(
         except OSError as exc:
             results[abspath] = _failed(shown, f"cannot read: {exc.strerror}")
             continue
-        if not any(p.matches(data) for p in prefilters) and not (
-            b"from ." in data and _in_flashinfer(module_identity(abspath)[0])
-        ):
+        matched = tuple(c.id for c, p in zip(codemods, prefilters, strict=True) if p.matches(data))
+        if not matched and not (b"from ." in data and _in_flashinfer(module_identity(abspath)[0])):
             results[abspath] = FileResult(shown, Status.SKIPPED, reason="names no migrated API")
             others.append(abspath)
             continue
-        candidates.append((data, abspath))
+        candidates.append(_File(data, abspath, matched))
 
     batch = _Batch(tuple(c.id for c in codemods), options, mode, jobs, progress)
     results.update(batch.process(candidates, {}))
@@ -281,10 +293,9 @@ def run(
         if not new:
             break
         aliases.update(new)
-        again = _importers(new, [*(p for _, p in candidates), *others])
+        again = _importers(new, candidates, others)
         results.update(batch.process(again, aliases))
-    out = RunResult(files=sorted(results.values(), key=lambda f: f.path))
-    return out
+    return RunResult(files=sorted(results.values(), key=lambda f: f.path))
 
 
 _MAX_REEXPORT_ROUNDS = 4
@@ -313,21 +324,34 @@ def _relevant_alias(target: str, names: set[bytes]) -> bool:
     return last.encode() in names
 
 
-def _importers(aliases: Mapping[str, str], paths: Iterable[str]) -> list[tuple[bytes, str]]:
-    """Files that contain an alias's name and the last part of its module's name."""
+class _File(NamedTuple):
+    data: bytes
+    path: str  # absolute
+    prefiltered: tuple[str, ...]  # ids of the codemods whose prefilter matched
+
+
+def _importers(
+    aliases: Mapping[str, str], candidates: Iterable[_File], others: Iterable[str]
+) -> list[_File]:
+    """Files that contain an alias's name and the last part of its module's name. Candidates
+    are still in memory; the files the prefilter ruled out are read again."""
     needles = set()
     for key in aliases:
         module, _, name = key.rpartition(".")
         needles.add((name.encode(), module.rsplit(".", 1)[-1].encode()))
-    out = []
-    for path in paths:
+
+    def imports_one(data: bytes) -> bool:
+        return any(name in data and mod in data for name, mod in needles)
+
+    out = [f for f in candidates if imports_one(f.data)]
+    for path in others:
         try:
             with open(path, "rb") as fh:
                 data = fh.read()
         except OSError:
             continue  # reported in the first pass
-        if any(name in data and mod in data for name, mod in needles):
-            out.append((data, path))
+        if imports_one(data):
+            out.append(_File(data, path, ()))
     return out
 
 
@@ -346,23 +370,30 @@ class _Batch:
         self.jobs = jobs if jobs and jobs > 0 else (os.cpu_count() or 1)
         self.progress = progress
 
-    def process(
-        self, files: Sequence[tuple[bytes, str]], aliases: Mapping[str, str]
-    ) -> dict[str, FileResult]:
+    def process(self, files: Sequence[_File], aliases: Mapping[str, str]) -> dict[str, FileResult]:
         out: dict[str, FileResult] = {}
-        total_bytes = sum(len(d) for d, _ in files)
+        total_bytes = sum(len(f.data) for f in files)
         parallel = (
             self.jobs > 1
             and len(files) >= _PARALLEL_MIN_FILES
             and (self.mode != "check" or total_bytes >= _PARALLEL_MIN_BYTES)
         )
         args = [
-            (data, display_path(p), self.ids, self.options, self.mode, module_identity(p), aliases)
-            for data, p in files
+            (
+                f.data,
+                display_path(f.path),
+                self.ids,
+                self.options,
+                self.mode,
+                module_identity(f.path),
+                aliases,
+                f.prefiltered,
+            )
+            for f in files
         ]
         if not parallel:
-            for (_, path), a in zip(files, args, strict=True):
-                out[path] = _worker(*a)
+            for f, a in zip(files, args, strict=True):
+                out[f.path] = _worker(*a)
                 self._tick(len(out), len(files))
             return out
         import multiprocessing
@@ -372,8 +403,7 @@ class _Batch:
         workers = min(self.jobs, len(files))
         with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
             futures = {
-                pool.submit(_worker, *a): (path, a[1])
-                for (_, path), a in zip(files, args, strict=True)
+                pool.submit(_worker, *a): (f.path, a[1]) for f, a in zip(files, args, strict=True)
             }
             for future in as_completed(futures):
                 path, shown = futures[future]
