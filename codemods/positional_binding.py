@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from migrate_fi.calls import keywordize
@@ -24,6 +25,18 @@ def _display(path: str) -> str:
     if len(parts) >= 2 and parts[-2][:1].isupper():
         return ".".join(parts[-2:])
     return parts[-1]
+
+
+@dataclass(frozen=True)
+class _Site:
+    """One call to a FlashInfer callable whose signature changed between the two releases."""
+
+    call: ast.Call
+    args: CallArgs
+    diff: CallableDiff
+    name: str  # for messages: `fp4_quantize`, `Wrapper.plan`
+    old_v: str
+    new_v: str
 
 
 def _is_flashinfer(qualname: str | None) -> bool:
@@ -104,6 +117,7 @@ class PositionalBinding(Codemod):
             if not paths:
                 continue
             others = [c for c in candidates if not _is_flashinfer(c.qualname)]
+            args = CallArgs.of(call, resolver, scope)
             for path in paths:
                 key = old_api.key(path)
                 if key is None or key in handled:
@@ -120,7 +134,6 @@ class PositionalBinding(Codemod):
                         )
                     continue
                 d = compare_callables(before, after)
-                args = CallArgs.of(call, resolver, scope)
                 n = len(args.positional)
                 start = d.affected_from
                 affected = start is not None and (n > start or bool(args.starred))
@@ -133,7 +146,8 @@ class PositionalBinding(Codemod):
                             f" differently on {new_v} if it is FlashInfer's: left unchanged",
                         )
                     continue
-                self._keywords(ctx, call, args, d, name, new_v)
+                site = _Site(call, args, d, name, old_v, new_v)
+                self._keywords(ctx, site)
                 if not affected:
                     continue
                 assert start is not None
@@ -145,8 +159,7 @@ class PositionalBinding(Codemod):
                         " check it by hand",
                     )
                     continue
-                since = first_change(path, old_v, new_v) or new_v
-                self._positional(ctx, call, args, d, name, old_v, since)
+                self._positional(ctx, site, first_change(path, old_v, new_v) or new_v)
 
     def _imports(self, ctx: FileContext, old_api: Api, new_api: Api, new_v: str) -> None:
         """Imports of FlashInfer names or modules that the new release no longer has."""
@@ -169,16 +182,9 @@ class PositionalBinding(Codemod):
                         f"{path} no longer exists in FlashInfer {new_v}: this import fails there",
                     )
 
-    def _keywords(
-        self,
-        ctx: FileContext,
-        call: ast.Call,
-        args: CallArgs,
-        d: CallableDiff,
-        name: str,
-        new_v: str,
-    ) -> None:
+    def _keywords(self, ctx: FileContext, site: _Site) -> None:
         """Keywords that no longer exist, and newly required parameters the call lacks."""
+        call, args, d, name, new_v = site.call, site.args, site.diff, site.name, site.new_v
         for kw in sorted(args.keyword_names()):
             if kw in d.renamed:
                 ctx.report(
@@ -200,17 +206,9 @@ class PositionalBinding(Codemod):
                 call, f"{name}: FlashInfer {new_v} requires parameter {req}, not passed here"
             )
 
-    def _positional(
-        self,
-        ctx: FileContext,
-        call: ast.Call,
-        args: CallArgs,
-        d: CallableDiff,
-        name: str,
-        old_v: str,
-        since: str,
-    ) -> None:
+    def _positional(self, ctx: FileContext, site: _Site, since: str) -> None:
         """Name the positional arguments from the first affected one, by their old names."""
+        call, args, d, name, old_v = site.call, site.args, site.diff, site.name, site.old_v
         start = d.affected_from
         assert start is not None
         n = len(args.positional)
