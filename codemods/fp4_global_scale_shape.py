@@ -63,15 +63,11 @@ def _single_element(expr: ast.expr, resolver: NameResolver, scope: Scope, depth:
         return False
     if isinstance(expr, ast.Name) and depth < 3:
         # a local built obviously with one element: `gs = torch.tensor([1.0], ...)`
-        values = _assigned_values(expr.id, scope, resolver)
-        return bool(values) and all(_single_element(v, resolver, scope, depth + 1) for v in values)
+        assigned = resolver.assigned_values(expr.id, scope, only_in=scope)
+        return assigned is not None and all(
+            _single_element(v, resolver, scope, depth + 1) for v, _ in assigned
+        )
     return False
-
-
-def _assigned_values(name: str, scope: Scope, resolver: NameResolver) -> list[ast.expr]:
-    bindings = scope.bindings.get(name, [])
-    values = [b.alias_of for b in bindings if b.alias_of is not None]
-    return values if values and len(values) == len(bindings) else []
 
 
 class Fp4GlobalScaleShape(Codemod):

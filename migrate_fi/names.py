@@ -662,19 +662,29 @@ class NameResolver(ast.NodeVisitor):
                     out[kw.arg] = kw.value
             return out
         if isinstance(expr, ast.Name):
-            found = self._lookup(expr.id, scope)
-            if found is None:
+            assigned = self.assigned_values(expr.id, scope)
+            if assigned is None or len(assigned) != 1 or expr.id in self._mutated:
                 return None
-            _owner, bindings = found
-            if (
-                len(bindings) != 1
-                or bindings[0].alias_of is None
-                or bindings[0].scope is None
-                or expr.id in self._mutated
-            ):
-                return None
-            return self.dict_items(bindings[0].alias_of, bindings[0].scope, depth + 1)
+            value, value_scope = assigned[0]
+            return self.dict_items(value, value_scope, depth + 1)
         return None
+
+    def assigned_values(
+        self, name: str, scope: Scope, only_in: Scope | None = None
+    ) -> list[tuple[ast.expr, Scope]] | None:
+        """The value every binding of ``name`` (seen from ``scope``) assigns, with the scope it
+        is evaluated in; None when a binding is not a plain assignment of a value (a parameter,
+        an import, a loop variable...), or, with ``only_in``, the name lives in another scope."""
+        found = self._lookup(name, scope)
+        if found is None:
+            return None
+        owner, bindings = found
+        if only_in is not None and owner is not only_in:
+            return None
+        values = [(b.alias_of, b.scope) for b in bindings if b.alias_of is not None and b.scope]
+        if not values or len(values) != len(bindings):
+            return None
+        return values
 
 
 @dataclass
