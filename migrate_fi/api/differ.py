@@ -95,13 +95,6 @@ class Callable_:
             return legacy[k] if k < len(legacy) else None
         return None
 
-    def max_positional(self) -> int | None:
-        if self.varargs is None:
-            return len(self.positional)
-        if self.shim:
-            return len(self.positional) + len(self.shim.get("legacy", []))
-        return None  # unbounded
-
 
 @dataclass
 class CallableDiff:
