@@ -49,14 +49,14 @@ def main() -> None:
 
     from migrate_fi.codemod import RunOptions
     from migrate_fi.discovery import discover
-    from migrate_fi.engine import _prefilter
+    from migrate_fi.engine import prefilter_for
     from migrate_fi.registry import select
     from migrate_fi.versions import NEWEST_RELEASE, parse_version
 
     from_v = parse_version(args.from_version)
     to_v = parse_version(args.to_version or NEWEST_RELEASE)
     options = RunOptions(from_v, to_v)
-    prefilters = [_prefilter(c, options) for c in select(from_v, to_v)]
+    prefilters = [prefilter_for(c, options) for c in select(from_v, to_v).rules]
     files = list(discover([args.path]))
     total_bytes = 0
     candidates: list[str] = []

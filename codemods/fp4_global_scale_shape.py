@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import ast
 
+from migrate_fi.calls import CallArgs
 from migrate_fi.codemod import Codemod, FileContext
-from migrate_fi.names import CallArgs, NameResolver, Scope
+from migrate_fi.resolver import NameResolver
 from migrate_fi.results import FixSafety
+from migrate_fi.scopes import Scope
+from migrate_fi.values import assigned_values
 
 # qualified paths -> (parameter name, positional index)
 _FP4 = ("global_scale", 1)
@@ -63,7 +66,7 @@ def _single_element(expr: ast.expr, resolver: NameResolver, scope: Scope, depth:
         return False
     if isinstance(expr, ast.Name) and depth < 3:
         # a local built obviously with one element: `gs = torch.tensor([1.0], ...)`
-        assigned = resolver.assigned_values(expr.id, scope, only_in=scope)
+        assigned = assigned_values(resolver, expr.id, scope, only_in=scope)
         return assigned is not None and all(
             _single_element(v, resolver, scope, depth + 1) for v, _ in assigned
         )

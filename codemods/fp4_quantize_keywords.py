@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from migrate_fi.calls import keyword_indexes, keywordize
-from migrate_fi.codemod import Codemod, FileContext
-from migrate_fi.names import CallArgs
+from migrate_fi.codemod import Codemod, FileContext, RunOptions
+from migrate_fi.positional import Site, Wording, check_calls, ordinal, require_api_data
 from migrate_fi.results import FixSafety
 
-# Every public path of the function (flashinfer-facts.md section 1).
+# Every public path of the function (all forms a project may import it by).
 TARGETS = frozenset(
     {
         "flashinfer.fp4_quantize",
@@ -16,20 +15,39 @@ TARGETS = frozenset(
         "flashinfer.fp4_quantization.fp4_quantize",
     }
 )
-# The signature from 0.6.8.post1 to 0.6.10.
-OLD_PARAMS = (
-    "input",
-    "global_scale",
-    "sf_vec_size",
-    "sf_use_ue8m0",
-    "is_sf_swizzled_layout",
-    "is_sf_8x4_layout",
-    "enable_pdl",
-    "backend",
-)
-# 0.6.11 inserted `is_global_scale_inversed` here, before `enable_pdl`.
-FIRST_AFFECTED = 6
-INSERTED = "is_global_scale_inversed"
+
+
+class _Fp4Wording(Wording):
+    """FI001's own messages: the `fp4_quantize` story told in its terms."""
+
+    def misbinding(self, site: Site, moved: str) -> str:
+        n = len(site.args.positional)
+        inserted = site.diff.new.bound_name(site.start)
+        return (
+            f"fp4_quantize with {n} positional arguments: since {site.since} the"
+            f" {ordinal(site.start + 1)} binds to `{inserted}`; pass {moved} by keyword"
+        )
+
+    def star_args(self, site: Site) -> str:
+        inserted = site.diff.new.bound_name(site.start)
+        return (
+            f"fp4_quantize called with *args: whether an argument reaches position"
+            f" {site.start + 1} (`{inserted}` since {site.since}) cannot be known; check it by hand"
+        )
+
+    def ambiguous(self, site: Site, others: str) -> str:
+        n = len(site.args.positional)
+        return (
+            f"this `fp4_quantize` may also be bound to something else: {others}; its {n}"
+            f" positional arguments would bind differently since {site.since} if it is"
+            " FlashInfer's: left unchanged"
+        )
+
+    def too_many(self, site: Site, n: int) -> str:
+        return (
+            f"fp4_quantize called with {n} positional arguments; the old signature takes at"
+            f" most {len(site.diff.old.positional)}: left unchanged"
+        )
 
 
 class Fp4QuantizeKeywords(Codemod):
@@ -56,6 +74,10 @@ class Fp4QuantizeKeywords(Codemod):
     `flashinfer.fp4_quantization.fp4_quantize`), through any import form or alias. Look-alikes
     (`torch.ops.<lib>.fp4_quantize`, a project's own `fp4_quantize`) are never touched.
 
+    The detection is the data-driven one of FI002 (the signatures of both releases, from the
+    API data), worded for this function: when both rules run, FI001 owns `fp4_quantize`; when
+    FI001 is not selected, FI002 reports the same sites under its own code.
+
     Reported, not rewritten: calls that pass `*args` (their positions cannot be known), names that
     may be bound to another implementation (try/except fallbacks), calls with more positional
     arguments than the old signature takes, and calls that also pass a colliding keyword.
@@ -68,56 +90,15 @@ class Fp4QuantizeKeywords(Codemod):
     # a call to FlashInfer's fp4_quantize names flashinfer somewhere in the file (an import), or
     # reaches it through a project re-export (the engine's re-export pass finds those files)
     triggers = (("flashinfer", "fp4_quantize"),)
-    handles = TARGETS
+    owns_apis = TARGETS
+
+    @classmethod
+    def prepare(cls, options: RunOptions) -> None:
+        require_api_data(cls.code, options)
 
     def find(self, ctx: FileContext) -> None:
-        resolver = ctx.resolver
-        for call, scope in resolver.iter_calls():
-            target, ambiguity = resolver.resolve(call.func, scope).match(TARGETS)
-            if target is None and ambiguity is None:
-                continue
-            args = CallArgs.of(call, resolver, scope)
-            n = len(args.positional)
-            if args.starred:
-                ctx.report(
-                    call,
-                    "fp4_quantize called with *args: whether an argument reaches position 7"
-                    f" (`{INSERTED}` since 0.6.11) cannot be known; check it by hand",
-                )
-                continue
-            if n <= FIRST_AFFECTED:
-                continue  # binds the same on every release
-            if ambiguity is not None:
-                ctx.report(
-                    call,
-                    f"this `fp4_quantize` {ambiguity}; its {n} positional arguments would bind"
-                    " differently since 0.6.11 if it is FlashInfer's: left unchanged",
-                )
-                continue
-            if n > len(OLD_PARAMS):
-                ctx.report(
-                    call,
-                    f"fp4_quantize called with {n} positional arguments; the old signature takes"
-                    f" at most {len(OLD_PARAMS)}: left unchanged",
-                )
-                continue
-            names = keyword_indexes(n, FIRST_AFFECTED, OLD_PARAMS, ctx.options.keyword_style)
-            passed = args.keyword_names()
-            clash = sorted(set(names.values()) & passed) + (
-                [INSERTED] if INSERTED in passed else []
-            )
-            if clash:
-                ctx.report(
-                    call,
-                    f"fp4_quantize gets {', '.join(clash)} both by position and by keyword:"
-                    " left unchanged",
-                )
-                continue
-            moved = ", ".join(f"{OLD_PARAMS[i]}=" for i in range(FIRST_AFFECTED, n))
-            ctx.fix(
-                call,
-                f"fp4_quantize with {n} positional arguments: since 0.6.11 the 7th binds"
-                f" to `{INSERTED}`; pass {moved} by keyword",
-                "Call",
-                keywordize(names),
-            )
+        from migrate_fi.api.differ import api_for
+
+        old_api = api_for(str(ctx.options.from_version))
+        owned = {old_api.key(p) for p in TARGETS} - {None}
+        check_calls(ctx, owned.__contains__, _Fp4Wording())

@@ -1,51 +1,62 @@
-"""Helpers for codemods that fix how a call binds its arguments.
-
-The edit functions here run only in `apply`/`diff`; they import LibCST when they run, so that a
-codemod module that uses them costs nothing at `check` time.
-"""
+"""The arguments of a call, as Python's binding rules see them."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+import ast
+from dataclasses import dataclass, field
 
-from migrate_fi.codemod import EditError
+from migrate_fi.resolver import NameResolver
+from migrate_fi.scopes import Scope
+from migrate_fi.values import dict_items
 
-__all__ = ["keyword_indexes", "keywordize"]
-
-
-def keyword_indexes(
-    n_positional: int, first_affected: int, params: tuple[str, ...], style: str
-) -> dict[int, str]:
-    """Which positional arguments to turn into keywords, and by which (old) names.
-
-    ``style`` "tail" keeps the arguments before ``first_affected`` positional; "all" names every one.
-    """
-    start = 0 if style == "all" else first_affected
-    return {i: params[i] for i in range(start, n_positional)}
+__all__ = ["CallArgs"]
 
 
-def keywordize(names: dict[int, str]) -> Callable[[Any], Any]:
-    """An edit turning positional arguments into keywords: ``names`` maps argument index to name.
+@dataclass
+class CallArgs:
+    """The argument structure of a call, as the binding rules see it."""
 
-    Only the argument gains ``name=``: its value, comments and the whitespace around it are kept.
-    """
+    positional: list[ast.expr] = field(default_factory=list)  # plain positional arguments, in order
+    starred: list[ast.Starred] = field(default_factory=list)  # `*args`
+    keywords: dict[str, ast.keyword] = field(default_factory=dict)
+    double_starred: list[ast.expr] = field(default_factory=list)  # `**kwargs`
+    # keys of `**{...}`, `**dict(...)` or `**kw` (a local dict built in plain sight)
+    unpacked: dict[str, ast.expr] = field(default_factory=dict)
+    opaque_kwargs: bool = False  # some `**x` whose keys cannot be known
 
-    def transform(call: Any) -> Any:
-        import libcst as cst
+    @classmethod
+    def of(
+        cls, call: ast.Call, resolver: NameResolver | None = None, scope: Scope | None = None
+    ) -> CallArgs:
+        out = cls()
+        for arg in call.args:
+            if isinstance(arg, ast.Starred):
+                out.starred.append(arg)
+            elif not out.starred:
+                out.positional.append(arg)
+            else:  # a positional argument after *args: its index is unknown too
+                out.starred.append(ast.Starred(value=arg, ctx=ast.Load()))
+        for kw in call.keywords:
+            if kw.arg is None:
+                out.double_starred.append(kw.value)
+                keys = (
+                    dict_items(resolver, kw.value, scope)
+                    if resolver is not None and scope is not None
+                    else None
+                )
+                if keys is None:
+                    out.opaque_kwargs = True
+                else:
+                    out.unpacked.update(keys)
+            else:
+                out.keywords[kw.arg] = kw
+        return out
 
-        args = list(call.args)
-        for index, name in names.items():
-            arg = args[index]
-            if arg.keyword is not None or arg.star:
-                raise EditError(f"argument {index + 1} of the call is not a plain positional one")
-            args[index] = arg.with_changes(
-                keyword=cst.Name(name),
-                equal=cst.AssignEqual(
-                    whitespace_before=cst.SimpleWhitespace(""),
-                    whitespace_after=cst.SimpleWhitespace(""),
-                ),
-            )
-        return call.with_changes(args=args)
+    def passed(self, name: str) -> ast.expr | None:
+        """The value passed for ``name`` by keyword, directly or through a readable ``**dict``."""
+        if name in self.keywords:
+            return self.keywords[name].value
+        return self.unpacked.get(name)
 
-    return transform
+    def keyword_names(self) -> set[str]:
+        return set(self.keywords) | set(self.unpacked)

@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from migrate_fi import __version__
+from migrate_fi.config import Config
 from migrate_fi.results import RunResult
 
 EXIT_CODES = """\b
@@ -30,23 +31,43 @@ class Fatal(click.ClickException):
         click.echo(f"migrate-fi: error: {self.format_message()}", err=True)
 
 
-def _split(values: tuple[str, ...]) -> list[str]:
-    return [v.strip() for value in values for v in value.split(",") if v.strip()]
+def _split(values: tuple[str, ...] | None) -> list[str]:
+    return [v.strip() for value in values or () for v in value.split(",") if v.strip()]
 
 
 @dataclass
 class _Common:
+    """The options shared by check, diff and apply, as given on the command line (None: not
+    given, so the configuration or the default decides)."""
+
     paths: tuple[str, ...]
     from_version: str | None
     to_version: str | None
     select: tuple[str, ...]
     ignore: tuple[str, ...]
     exclude: tuple[str, ...]
-    output_format: str
+    output_format: str | None
     jobs: int | None
     exit_zero: bool
+    keywords: str | None
+    respect_gitignore: bool | None
+    unsafe_fixes: bool | None
+    config: str | None
+
+
+@dataclass
+class _Settled:
+    """The shared options after the configuration: what a run actually uses."""
+
+    paths: tuple[str, ...]
+    config: Config
+    output_format: str
+    unsafe_fixes: bool
     keywords: str
     respect_gitignore: bool
+    select: list[str]
+    ignore: list[str]
+    exclude: list[str]
 
 
 def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -76,14 +97,13 @@ def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
             "--exclude",
             multiple=True,
             metavar="GLOB",
-            help="Skip paths matching this gitignore-style pattern (relative to the current folder); repeatable.",
+            help="Skip paths matching this gitignore-style pattern (relative to the current folder); repeatable. Adds to the configuration's.",
         ),
         click.option(
             "--output-format",
             type=click.Choice(["text", "json", "github"]),
-            default="text",
-            show_default=True,
-            help="How to print findings.",
+            default=None,
+            help="How to print findings (default: text).",
         ),
         click.option(
             "-j",
@@ -100,22 +120,67 @@ def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--keywords",
             type=click.Choice(["tail", "all"]),
-            default="tail",
-            show_default=True,
+            default=None,
             help="For calls whose positional arguments bind differently: name only the arguments"
-            " that moved (tail), or every positional argument (all).",
+            " that moved (tail, the default), or every positional argument (all).",
+        ),
+        click.option(
+            "--unsafe-fixes/--no-unsafe-fixes",
+            default=None,
+            help="Also apply fixes marked `review` (shown by check and diff, held back by default).",
         ),
         click.option(
             "--no-gitignore",
             "respect_gitignore",
             flag_value=False,
-            default=True,
+            default=None,
             help="Also look at files that .gitignore excludes.",
+        ),
+        click.option(
+            "--config",
+            type=click.Path(dir_okay=False),
+            default=None,
+            help="The pyproject.toml to read [tool.migrate-fi] from (default: the nearest one"
+            " above the first path that has that table).",
         ),
     ]
     for option in reversed(options):
         func = option(func)
     return func
+
+
+def _load_config(paths: tuple[str, ...], explicit: str | None) -> Config:
+    from migrate_fi.config import ConfigError, find_config, load_config
+
+    try:
+        if explicit is not None and not os.path.isfile(explicit):
+            raise ConfigError(f"{explicit}: no such file")
+        return load_config(explicit or find_config(paths))
+    except ConfigError as exc:
+        raise Fatal(str(exc)) from None
+
+
+def _settle(common: _Common) -> _Settled:
+    """Command line over configuration over defaults."""
+    paths = common.paths or (".",)
+    config = _load_config(paths, common.config)
+
+    def pick(given: Any, key: str, default: Any) -> Any:
+        return given if given is not None else config.get(key, default)
+
+    select = _split(common.select) or list(config.get("select", ()))
+    ignore = _split(common.ignore) or list(config.get("ignore", ()))
+    return _Settled(
+        paths=paths,
+        config=config,
+        output_format=pick(common.output_format, "output-format", "text"),
+        unsafe_fixes=pick(common.unsafe_fixes, "unsafe-fixes", False),
+        keywords=pick(common.keywords, "keywords", "tail"),
+        respect_gitignore=pick(common.respect_gitignore, "respect-gitignore", True),
+        select=select,
+        ignore=ignore,
+        exclude=list(common.exclude),
+    )
 
 
 def _range_and_rules(
@@ -124,8 +189,8 @@ def _range_and_rules(
     to_version: str | None,
     select_: list[str] | None = None,
     ignore: list[str] | None = None,
-) -> tuple[Any, Any, list[Any], list[Any]]:
-    """(from, to, pins read, codemods that run): --from defaults to the project's pin."""
+) -> tuple[Any, Any, list[Any], Any]:
+    """(from, to, pins read, the selection): --from defaults to the project's pin."""
     from migrate_fi.project import ProjectVersionError, detect_current_version
     from migrate_fi.registry import SelectionError, select
     from migrate_fi.versions import NEWEST_RELEASE, VersionError, check_range, parse_version
@@ -137,36 +202,49 @@ def _range_and_rules(
         from_v = parse_version(from_version)
         to_v = parse_version(to_version or NEWEST_RELEASE)
         check_range(from_v, to_v)
-        codemods = select(from_v, to_v, select_ or (), ignore or ())
+        selection = select(from_v, to_v, select_ or (), ignore or ())
     except (ProjectVersionError, VersionError, SelectionError) as exc:
         raise Fatal(str(exc)) from None
-    return from_v, to_v, pins, codemods
+    return from_v, to_v, pins, selection
 
 
-def _execute(common: _Common, mode: str) -> RunResult:
-    from migrate_fi.codemod import CodemodSetupError, RunOptions
+def _execute(common: _Common, mode: str) -> tuple[RunResult, _Settled]:
+    from migrate_fi.codemod import CodemodSetupError, KeywordStyle, RunOptions
     from migrate_fi.discovery import DiscoveryError
-    from migrate_fi.engine import run
+    from migrate_fi.engine import Mode, run
 
-    paths = common.paths or (".",)
-    for p in paths:
+    settled = _settle(common)
+    for p in settled.paths:
         if not os.path.lexists(p):
             raise Fatal(f"{p}: no such file or folder")
-    from_v, to_v, _, codemods = _range_and_rules(
-        paths, common.from_version, common.to_version, _split(common.select), _split(common.ignore)
+    config = settled.config
+    from_v, to_v, _, selection = _range_and_rules(
+        settled.paths,
+        common.from_version or config.get("from"),
+        common.to_version or config.get("to"),
+        settled.select,
+        settled.ignore,
     )
-    options = RunOptions(from_v, to_v, common.keywords)
+    options = RunOptions(
+        from_v,
+        to_v,
+        KeywordStyle(settled.keywords),
+        settled.unsafe_fixes,
+        selection.settings(config.rules),
+    )
     progress = _progress_bar() if sys.stderr.isatty() else None
+    config_excludes = config.get("exclude", ())
     try:
         result = run(
-            paths,
-            codemods,
+            settled.paths,
+            selection.rules,
             options,
-            mode,
-            exclude=common.exclude,
+            Mode(mode),
+            exclude=settled.exclude,
             jobs=common.jobs,
-            respect_gitignore=common.respect_gitignore,
+            respect_gitignore=settled.respect_gitignore,
             progress=progress,
+            excludes_at=[(config.folder, config_excludes)] if config_excludes else [],
         )
     except (DiscoveryError, CodemodSetupError) as exc:
         raise Fatal(str(exc)) from None
@@ -174,8 +252,9 @@ def _execute(common: _Common, mode: str) -> RunResult:
         if progress is not None:
             click.echo("\r\033[K", nl=False, err=True)
     result.from_version, result.to_version = str(from_v), str(to_v)
-    result.rules = [c.code for c in codemods]
-    return result
+    result.rules = [c.code for c in selection.rules]
+    result.notices = list(selection.dropped)
+    return result, settled
 
 
 def _progress_bar() -> Callable[[int, int], None]:
@@ -192,7 +271,12 @@ def _progress_bar() -> Callable[[int, int], None]:
 
 
 def _finish(
-    result: RunResult, common: _Common, command: str, found: bool, listed: Any = None
+    result: RunResult,
+    common: _Common,
+    settled: _Settled,
+    command: str,
+    found: bool,
+    listed: Any = None,
 ) -> None:
     from migrate_fi.reporting import render, summary
 
@@ -200,14 +284,18 @@ def _finish(
         "from": result.from_version,
         "to": result.to_version,
         "rules": result.rules,
+        "notices": result.notices,
     }
-    report, errors = render(result, common.output_format, command, listed, extra)
-    stream_report_to_stderr = command == "diff"
+    fmt = settled.output_format
+    report, errors = render(result, fmt, command, listed, extra)
+    stream_report_to_stderr = command == "diff" and fmt == "text"
     if report:
         click.echo(report, nl=False, err=stream_report_to_stderr)
     if errors:
         click.echo(errors, nl=False, err=True)
-    if common.output_format == "text":
+    if fmt == "text":
+        for notice in result.notices:
+            click.echo(f"migrate-fi: note: {notice}", err=True)
         click.echo(summary(result, command), nl=False, err=True)
     if result.errors:
         sys.exit(2)
@@ -244,8 +332,8 @@ def check(**kwargs: Any) -> None:
     person must look at. Exits 1 when anything is found: use it as a CI gate.
     """
     common = _common(kwargs)
-    result = _execute(common, "check")
-    _finish(result, common, "check", found=bool(result.diagnostics))
+    result, settled = _execute(common, "check")
+    _finish(result, common, settled, "check", found=bool(result.diagnostics))
 
 
 @cli.command(epilog=EXIT_CODES)
@@ -259,12 +347,12 @@ def diff(**kwargs: Any) -> None:
     from migrate_fi.reporting import unified_diff
 
     common = _common(kwargs)
-    result = _execute(common, "diff")
+    result, settled = _execute(common, "diff")
     for f in result.changed:
         assert f.old_text is not None and f.new_text is not None
         click.echo(unified_diff(f.path, f.old_text, f.new_text), nl=False)
-    listed = result.diagnostics if common.output_format != "text" else result.manual
-    _finish(result, common, "diff", found=bool(result.diagnostics), listed=listed)
+    listed = result.diagnostics if settled.output_format != "text" else result.manual
+    _finish(result, common, settled, "diff", found=bool(result.diagnostics), listed=listed)
 
 
 @cli.command(epilog=EXIT_CODES)
@@ -279,15 +367,15 @@ def apply(**kwargs: Any) -> None:
     from migrate_fi.engine import write_changes
 
     common = _common(kwargs)
-    result = _execute(common, "apply")
+    result, settled = _execute(common, "apply")
     write_changes(result)
-    if common.output_format == "text":
+    if settled.output_format == "text":
         for f in result.changed:
             if f.path in result.written:
                 n = sum(1 for d in f.diagnostics if d.fixable)
                 click.echo(f"{f.path}: rewritten ({n} fix{'es' if n != 1 else ''})")
-    listed = result.manual if common.output_format == "text" else result.diagnostics
-    _finish(result, common, "apply", found=bool(result.manual), listed=listed)
+    listed = result.manual if settled.output_format == "text" else result.diagnostics
+    _finish(result, common, settled, "apply", found=bool(result.manual), listed=listed)
 
 
 @cli.command()
@@ -443,9 +531,9 @@ def plan(
     """Which FlashInfer the project uses now, the target, and the rules that will run."""
     from migrate_fi.api.differ import changed_callables
 
-    from_v, to_v, pins, codemods = _range_and_rules(paths or (".",), from_version, to_version)
+    from_v, to_v, pins, selection = _range_and_rules(paths or (".",), from_version, to_version)
     rules = []
-    for c in codemods:
+    for c in selection.rules:
         entry: dict[str, object] = {
             "code": c.code,
             "id": c.id,

@@ -1,21 +1,37 @@
-"""What a codemod is: declared metadata, a `find` over Python's `ast`, and edits applied with LibCST.
+"""What a codemod is: declared metadata, a `find` over Python's `ast`, and fixes made of edits.
 
 A codemod never reads or writes files and never prints. Given a `FileContext` it calls
-``ctx.report(node, message)`` for a site a person must look at, or ``ctx.fix(node, message, edit)``
-for a site it can rewrite. The edit is a function from the LibCST node at the same source span to
-its replacement; the engine applies it only in `apply`/`diff`, so `check` never loads LibCST, and
-`check` reports exactly the sites that `apply` rewrites.
+``ctx.report(node, message)`` for a site a person must look at, or
+``ctx.fix(node, message, *edits, imports=..., safety=...)`` for a site it can rewrite: one
+diagnostic carrying edits to one or more nodes of the file (see `migrate_fi.edits`) and the imports
+they need. The engine applies a fix only in `apply`/`diff`, only whole (a suppression comment drops
+all of it), and only if its safety allows: `safe` fixes always, `review` fixes with
+``--unsafe-fixes``. So `check` never loads LibCST and reports exactly the sites `apply` rewrites.
+
+What a rule is given for a run (`RuleSettings`): the values of the options it declares, read from
+``[tool.migrate-fi.rules.<id>]``, and the FlashInfer APIs that another rule selected for this run
+owns. A rule never reads the registry or another rule.
 """
 
 from __future__ import annotations
 
 import ast
+import enum
 import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from migrate_fi.names import NameResolver
+from migrate_fi.edits import (
+    AddImport,
+    Edit,
+    InsertStatements,
+    Replace,
+    ReplaceStatements,
+    Span,
+    Transform,
+)
+from migrate_fi.resolver import NameResolver
 from migrate_fi.results import Diagnostic, FixSafety
 
 if TYPE_CHECKING:
@@ -24,42 +40,112 @@ if TYPE_CHECKING:
 __all__ = [
     "Codemod",
     "CodemodSetupError",
-    "Edit",
-    "EditError",
     "FileContext",
+    "Fix",
+    "KeywordStyle",
+    "RuleDefinitionError",
+    "RuleOption",
+    "RuleSettings",
     "RunOptions",
-    "Span",
 ]
-
-# (line, col, end_line, end_col): 1-based lines, 0-based columns counted in characters.
-Span = tuple[int, int, int, int]
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
+class KeywordStyle(str, enum.Enum):
+    """How calls whose positional arguments bind differently are rewritten."""
+
+    TAIL = "tail"  # name only the arguments from the first one that binds differently
+    ALL = "all"  # name every positional argument of such a call
+
+
+@dataclass(frozen=True)
+class RuleOption:
+    """An option a rule declares; set in ``[tool.migrate-fi.rules.<id or code>]``."""
+
+    name: str  # kebab-case, as written in the configuration
+    default: Any  # str, int, float, bool, or a tuple of str (a list in TOML)
+    help: str
+
+    def parse(self, value: Any, where: str) -> Any:
+        """The configured value, checked against the default's type; ValueError says why not."""
+        expected = type(self.default)
+        if isinstance(self.default, tuple):
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ValueError(f"{where}: {self.name} must be a list of strings")
+            return tuple(value)
+        if expected is float and isinstance(value, int) and not isinstance(value, bool):
+            return float(value)
+        if type(value) is not expected:
+            raise ValueError(f"{where}: {self.name} must be a {expected.__name__}")
+        return value
+
+    def show_default(self) -> str:
+        if isinstance(self.default, tuple):
+            return "[" + ", ".join(f'"{v}"' for v in self.default) + "]"
+        if isinstance(self.default, bool):
+            return "true" if self.default else "false"
+        if isinstance(self.default, str):
+            return f'"{self.default}"'
+        return str(self.default)
+
+
+@dataclass(frozen=True)
+class RuleSettings:
+    """What one rule is given for one run. Hashable and picklable (it travels to workers)."""
+
+    options: tuple[tuple[str, Any], ...] = ()  # (name, value) of the options set in the config
+    deferred_apis: frozenset[str] = frozenset()  # APIs another rule selected for this run owns
+
+    def option(self, name: str) -> Any:
+        for key, value in self.options:
+            if key == name:
+                return value
+        raise KeyError(name)
+
+
 @dataclass(frozen=True)
 class RunOptions:
-    """Options every codemod may read. Picklable: it travels to worker processes."""
+    """Options of a run that every codemod may read. Hashable and picklable."""
 
     from_version: Version
     to_version: Version
-    # "tail": turn only the arguments that bind differently into keywords;
-    # "all": turn every positional argument of an affected call into a keyword.
-    keyword_style: str = "tail"
+    keyword_style: KeywordStyle = KeywordStyle.TAIL
+    unsafe_fixes: bool = False  # apply `review` fixes too
+    rules: tuple[tuple[str, RuleSettings], ...] = ()  # (rule id, its settings)
+
+    def settings(self, rule_id: str) -> RuleSettings:
+        for key, value in self.rules:
+            if key == rule_id:
+                return value
+        return RuleSettings()
 
 
-@dataclass(frozen=True)
-class Edit:
-    """Replace the LibCST node of type ``node_type`` that spans ``span`` with ``transform(node)``."""
+class CodemodSetupError(Exception):
+    """A codemod cannot run for these options (e.g. no API data for a release); one line."""
 
-    span: Span
-    node_type: str  # LibCST class name, e.g. "Call" (names, so that `check` never imports LibCST)
-    transform: Callable[[Any], Any]
-    codemod: str
+
+class RuleDefinitionError(Exception):
+    """A rule broke its own declaration (e.g. a report-only rule produced a fix)."""
+
+
+@dataclass
+class Fix:
+    """One diagnostic's fix: every edit it makes and the imports they need."""
+
+    diagnostic: Diagnostic
+    edits: tuple[Edit, ...]
+    imports: tuple[AddImport, ...] = ()
+
+
+@dataclass
+class _Found:
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    fixes: list[Fix] = field(default_factory=list)
 
 
 class FileContext:
-    """One file as a codemod sees it. Collects diagnostics and edits."""
+    """One file as a codemod sees it. Collects diagnostics and fixes."""
 
     def __init__(
         self,
@@ -83,7 +169,7 @@ class FileContext:
         self._lines: list[str] | None = None
         self.codemod: Codemod | None = None  # set by the engine while a codemod runs
         self.diagnostics: list[Diagnostic] = []
-        self.edits: list[Edit] = []
+        self.fixes: list[Fix] = []
 
     @property
     def built_resolver(self) -> NameResolver | None:
@@ -97,6 +183,24 @@ class FileContext:
                 self.tree, self.module_name, self.is_package, self.project_aliases
             )
         return self._resolver
+
+    # ------------------------------------------------------------- settings
+
+    @property
+    def settings(self) -> RuleSettings:
+        assert self.codemod is not None
+        return self.options.settings(self.codemod.id)
+
+    def option(self, name: str) -> Any:
+        """The value of an option the running rule declares (configured, or its default)."""
+        assert self.codemod is not None
+        try:
+            return self.settings.option(name)
+        except KeyError:
+            for declared in self.codemod.options:
+                if declared.name == name:
+                    return declared.default
+        raise RuleDefinitionError(f"rule {self.codemod.code} reads undeclared option {name!r}")
 
     # -------------------------------------------------------------- positions
 
@@ -114,9 +218,25 @@ class FileContext:
         end_line, end_col = node.end_lineno, node.end_col_offset  # type: ignore[attr-defined]
         return (line, self._char_col(line, col), end_line, self._char_col(end_line, end_col))
 
+    # ------------------------------------------------------------------ edits
+
+    def replace(self, node: ast.AST, node_type: str, transform: Transform) -> Replace:
+        """An edit: the LibCST node of ``node_type`` at ``node``'s span becomes
+        ``transform(that node)`` (helpers in `migrate_fi.edits`)."""
+        return Replace(self.span(node), node_type, transform)
+
+    def insert_before(self, statement: ast.stmt, code: str) -> InsertStatements:
+        return InsertStatements(self.span(statement), code)
+
+    def insert_after(self, statement: ast.stmt, code: str) -> InsertStatements:
+        return InsertStatements(self.span(statement), code, after=True)
+
+    def replace_statements(self, first: ast.stmt, last: ast.stmt, code: str) -> ReplaceStatements:
+        return ReplaceStatements(self.span(first), self.span(last), code)
+
     # ------------------------------------------------------------ diagnostics
 
-    def _diagnostic(self, node: ast.AST, message: str, fixable: bool) -> Diagnostic:
+    def _diagnostic(self, node: ast.AST, message: str, fix: FixSafety | None) -> Diagnostic:
         assert self.codemod is not None
         line, col, end_line, end_col = self.span(node)
         return Diagnostic(
@@ -126,31 +246,44 @@ class FileContext:
             code=self.codemod.code,
             codemod=self.codemod.id,
             message=message,
-            fixable=fixable,
+            fix=fix,
             end_line=end_line,
             end_col=end_col + 1,
         )
 
     def report(self, node: ast.AST, message: str) -> None:
         """A site a person must look at; nothing is rewritten."""
-        self.diagnostics.append(self._diagnostic(node, message, fixable=False))
+        self.diagnostics.append(self._diagnostic(node, message, None))
 
     def fix(
-        self, node: ast.AST, message: str, node_type: str, transform: Callable[[Any], Any]
+        self,
+        node: ast.AST,
+        message: str,
+        *edits: Edit,
+        imports: Iterable[AddImport] = (),
+        safety: FixSafety | None = None,
     ) -> None:
-        """A site `apply` rewrites: the LibCST node of ``node_type`` at ``node``'s span becomes
-        ``transform(that node)``."""
+        """A site `apply` rewrites with ``edits`` (and ``imports``). ``safety`` defaults to the
+        rule's; a site may lower it (e.g. a value chosen among several candidates is `review`),
+        never raise it."""
         assert self.codemod is not None
-        self.diagnostics.append(self._diagnostic(node, message, fixable=True))
-        self.edits.append(Edit(self.span(node), node_type, transform, self.codemod.id))
-
-
-class CodemodSetupError(Exception):
-    """A codemod cannot run for these options (e.g. no API data for a release); one line."""
-
-
-class EditError(RuntimeError):
-    """An edit could not be applied where `find` said it would be: the file is left untouched."""
+        declared = self.codemod.fix_safety
+        if declared is FixSafety.NONE:
+            raise RuleDefinitionError(
+                f"rule {self.codemod.code} is declared report-only (fix_safety NONE) but produced"
+                " a fix"
+            )
+        safety = declared if safety is None else safety
+        if safety.rank > declared.rank or safety is FixSafety.NONE:
+            raise RuleDefinitionError(
+                f"rule {self.codemod.code} produced a {safety.value} fix; its declared fix safety"
+                f" is {declared.value}"
+            )
+        if not edits:
+            raise RuleDefinitionError(f"rule {self.codemod.code} produced a fix with no edit")
+        diagnostic = self._diagnostic(node, message, safety)
+        self.diagnostics.append(diagnostic)
+        self.fixes.append(Fix(diagnostic, tuple(edits), tuple(imports)))
 
 
 class Codemod:
@@ -167,14 +300,18 @@ class Codemod:
     # for any --from < --to and reads what changed from the bundled API data).
     introduced_in: ClassVar[str]
     data_driven: ClassVar[bool] = False
+    # The most a fix of this rule may be trusted: SAFE, REVIEW, or NONE (the rule only reports).
     fix_safety: ClassVar[FixSafety]
     # Cheap prefilter: a file that contains none of these strings is never parsed for this codemod.
     # (a tuple ("flashinfer", "fp4_quantize"): "flashinfer" anywhere and the identifier)
     triggers: ClassVar[tuple[str | tuple[str, ...], ...]]
     # Which files it reads; Python sources for now.
     suffixes: ClassVar[tuple[str, ...]] = (".py",)
-    # Public FlashInfer paths this codemod owns: data-driven codemods leave them alone.
-    handles: ClassVar[frozenset[str]] = frozenset()
+    # Public FlashInfer paths whose positional-binding checks this rule takes over from the
+    # data-driven rule when both run (the engine tells that rule, through its settings).
+    owns_apis: ClassVar[frozenset[str]] = frozenset()
+    # Options this rule reads with `FileContext.option`.
+    options: ClassVar[tuple[RuleOption, ...]] = ()
 
     @classmethod
     def prepare(cls, options: RunOptions) -> None:

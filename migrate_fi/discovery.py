@@ -10,7 +10,7 @@ these folders are never entered: version-control folders, virtualenvs (any folde
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import pathspec
@@ -116,11 +116,17 @@ def discover(
     suffixes: tuple[str, ...] = (".py",),
     exclude: Iterable[str] = (),
     respect_gitignore: bool = True,
+    excludes_at: Sequence[tuple[str, Sequence[str]]] = (),
 ) -> Iterator[str]:
-    """Yield the files to look at, as absolute paths, each once, in a stable order."""
-    cwd = os.getcwd()
-    exclude = list(exclude)
-    user = _Ignore(cwd, pathspec.GitIgnoreSpec.from_lines(exclude)) if exclude else None
+    """Yield the files to look at, as absolute paths, each once, in a stable order.
+
+    ``exclude`` patterns are relative to the current folder; ``excludes_at`` gives more
+    patterns with the folder they are relative to (the configuration file's)."""
+    user = [
+        _Ignore(base, pathspec.GitIgnoreSpec.from_lines(list(patterns)))
+        for base, patterns in [(os.getcwd(), list(exclude)), *excludes_at]
+        if patterns
+    ]
     seen: set[str] = set()
     for given in paths:
         path = os.path.abspath(given)
@@ -144,7 +150,7 @@ def _walk(
     folder: str,
     suffixes: tuple[str, ...],
     ignores: list[_Ignore],
-    user: _Ignore | None,
+    user: list[_Ignore],
     respect_gitignore: bool,
 ) -> Iterator[str]:
     if respect_gitignore:
@@ -165,7 +171,7 @@ def _walk(
             subdirs.append(entry)
         elif entry.is_file() and entry.name.endswith(suffixes):
             path = entry.path
-            if user is not None and user.matches(path, False):
+            if any(u.matches(path, False) for u in user):
                 continue
             if any(ig.matches(path, False) for ig in ignores):
                 continue
@@ -174,7 +180,7 @@ def _walk(
         path = entry.path
         if os.path.exists(os.path.join(path, "pyvenv.cfg")):
             continue  # a virtualenv, whatever its name
-        if user is not None and user.matches(path, True):
+        if any(u.matches(path, True) for u in user):
             continue
         if any(ig.matches(path, True) for ig in ignores):
             continue

@@ -11,12 +11,14 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 from packaging.version import Version
 
-from migrate_fi.codemod import Codemod
+from migrate_fi.codemod import Codemod, RuleSettings
 from migrate_fi.results import FixSafety
 from migrate_fi.versions import in_range, parse_version
 
@@ -93,6 +95,11 @@ def _validate(cls: type[Codemod]) -> None:
         raise RuntimeError(f"{where}: triggers must be non-empty strings or tuples of them")
     if not cls.doc():
         raise RuntimeError(f"{where} has no docstring (it is the rule's documentation)")
+    names = [o.name for o in cls.options]
+    if len(set(names)) != len(names):
+        raise RuntimeError(f"{where} declares an option twice")
+    if cls.owns_apis and cls.fix_safety is FixSafety.NONE:
+        raise RuntimeError(f"{where} owns APIs but never fixes them: leave them to FI002")
 
 
 def lookup(name: str) -> type[Codemod]:
@@ -116,28 +123,57 @@ def _check_selectors(selectors: Iterable[str]) -> None:
             )
 
 
+@dataclass(frozen=True)
+class Selection:
+    """The rules that run for a version range and a selection, and what each is given."""
+
+    rules: tuple[type[Codemod], ...]
+    # id -> why a rule the user asked for by name (--select) does not run in this range
+    dropped: tuple[str, ...] = ()
+
+    def settings(
+        self, options: Mapping[str, Mapping[str, Any]] | None = None
+    ) -> tuple[tuple[str, RuleSettings], ...]:
+        """Per rule: its configured option values, and the APIs the other selected rules own
+        (the data-driven rule leaves those to them)."""
+        options = options or {}
+        out = []
+        for cls in self.rules:
+            deferred = frozenset().union(*(c.owns_apis for c in self.rules if c is not cls))
+            values = tuple(sorted(options.get(cls.id, {}).items()))
+            out.append((cls.id, RuleSettings(values, deferred)))
+        return tuple(out)
+
+
 def select(
     from_version: Version,
     to_version: Version,
     select: Iterable[str] = (),
     ignore: Iterable[str] = (),
-) -> list[type[Codemod]]:
+) -> Selection:
     """The codemods that run for ``--from``/``--to`` and ``--select``/``--ignore``.
 
-    ``select`` and ``ignore`` take codes, code prefixes (``FI0``) or ids.
+    ``select`` and ``ignore`` take codes, code prefixes (``FI0``) or ids. A rule selected by
+    name that does not run in this range is named in ``dropped``, with the reason.
     """
     select, ignore = list(select), list(ignore)
     _check_selectors([*select, *ignore])
     chosen = []
+    dropped = []
     for cls in all_codemods():
-        if cls.data_driven:
-            if not from_version < to_version:
-                continue
-        elif not in_range(cls.introduced_in, from_version, to_version):
-            continue
         if select and not any(_matches(cls, s) for s in select):
             continue
         if any(_matches(cls, s) for s in ignore):
             continue
+        if cls.data_driven:
+            if not from_version < to_version:
+                continue
+        elif not in_range(cls.introduced_in, from_version, to_version):
+            if select:
+                dropped.append(
+                    f"{cls.code} ({cls.id}) is selected but does not run for {from_version} ->"
+                    f" {to_version}: it migrates the change of FlashInfer {cls.introduced_in}"
+                )
+            continue
         chosen.append(cls)
-    return chosen
+    return Selection(tuple(chosen), tuple(dropped))

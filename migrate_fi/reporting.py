@@ -12,17 +12,20 @@ import re
 from collections.abc import Sequence
 
 from migrate_fi import __version__
-from migrate_fi.results import Diagnostic, FileError, RunResult
+from migrate_fi.results import Diagnostic, FileError, FixSafety, RunResult
 
-__all__ = ["FORMATS", "format_diagnostic", "render", "summary", "unified_diff"]
-
-FORMATS = ("text", "json", "github")
+__all__ = ["format_diagnostic", "render", "summary", "unified_diff"]
 
 _LINES = re.compile(r"[^\n]*\n|[^\n]+")
 
 
+def _marker(d: Diagnostic) -> str:
+    """Review fixes are marked: `apply` writes them only with --unsafe-fixes."""
+    return "[review fix] " if d.fix is FixSafety.REVIEW else ""
+
+
 def format_diagnostic(d: Diagnostic) -> str:
-    return f"{d.path}:{d.line}:{d.col}: {d.code} {d.message}"
+    return f"{d.path}:{d.line}:{d.col}: {d.code} {_marker(d)}{d.message}"
 
 
 def format_error(e: FileError) -> str:
@@ -47,7 +50,7 @@ def _github(d: Diagnostic) -> str:
         props.append(f"endColumn={d.end_col}")
     props.append(f"title={_gh_escape(f'{d.code} ({d.codemod})', True)}")
     level = "warning" if d.fixable else "error"
-    return f"::{level} {','.join(props)}::{_gh_escape(d.message)}"
+    return f"::{level} {','.join(props)}::{_gh_escape(_marker(d) + d.message)}"
 
 
 def _github_error(e: FileError) -> str:
@@ -101,30 +104,40 @@ def _plural(n: int, word: str) -> str:
 
 def summary(result: RunResult, command: str) -> str:
     """One or two human lines for stderr."""
-    fixable, manual = len(result.fixable), len(result.manual)
+    fixable, held, manual = len(result.fixable), len(result.held_back), 0
+    manual = len(result.manual) - held
     files = len(result.files)
     parsed = result.parsed_count
     scanned = f"{_plural(files, 'file')} scanned, {parsed} parsed"
     errors = len(result.errors)
     err = f"; {_plural(errors, 'file')} could not be processed" if errors else ""
+    held_text = (
+        f"{_plural(held, 'review fix')} held back (read them in `migrate-fi diff"
+        " --unsafe-fixes`, apply them with --unsafe-fixes)"
+    )
     if command == "apply":
         written = set(result.written)
         applied = sum(1 for d in result.fixable if d.path in written)
         head = f"Rewrote {_plural(len(written), 'file')} ({_plural(applied, 'fix')})"
         if applied < fixable:
             head += f"; {fixable - applied} not written (see the errors)"
+        if held:
+            head += f"; {held_text}"
         if manual:
             head += f"; {_plural(manual, 'site')} left for a person (listed above)"
         return f"{head}; {scanned}{err}.\n"
-    if not fixable and not manual:
+    if not fixable and not manual and not held:
         return f"Nothing to migrate: {scanned}{err}.\n"
     parts = []
     if fixable:
         verb = "shown in the diff" if command == "diff" else "fixable with `migrate-fi apply`"
         parts.append(f"{fixable} {verb}")
+    if held:
+        parts.append(f"{_plural(held, 'review fix')} applied only with --unsafe-fixes")
     if manual:
         parts.append(f"{manual} for a person to check")
-    return f"Found {_plural(fixable + manual, 'site')} ({', '.join(parts)}); {scanned}{err}.\n"
+    total = fixable + held + manual
+    return f"Found {_plural(total, 'site')} ({', '.join(parts)}); {scanned}{err}.\n"
 
 
 def unified_diff(path: str, old: str, new: str) -> str:

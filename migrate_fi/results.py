@@ -7,24 +7,31 @@ from dataclasses import dataclass, field
 
 
 class FixSafety(str, enum.Enum):
-    """What `apply` may do with a site a codemod found (Ruff's fix-safety model)."""
+    """How far a fix may be trusted (Ruff's applicability). A rule declares the most its fixes
+    may be; a fix may be less. The engine decides what `apply` writes: `safe` fixes always,
+    `review` fixes only with ``--unsafe-fixes``."""
 
     SAFE = "safe"  # the rewrite keeps the meaning the code had on the old release
-    REVIEW = "review"  # the rewrite is right in the usual case, but a person must read it
+    REVIEW = "review"  # right in the usual case, but a person must read it
     NONE = "none"  # nothing is rewritten: the site is only reported
+
+    @property
+    def rank(self) -> int:
+        return {"none": 0, "review": 1, "safe": 2}[self.value]
 
 
 class Status(str, enum.Enum):
     CHANGED = "changed"  # apply/diff: new content produced
     UNCHANGED = "unchanged"  # read and analysed: nothing to rewrite (there may still be reports)
-    SKIPPED = "skipped"  # never parsed: the cheap text prefilter ruled it out, or a suppression
+    SKIPPED = "skipped"  # never parsed: the cheap text prefilter ruled it out
     FAILED = "failed"  # could not be processed: the file is left untouched
 
 
 @dataclass(frozen=True, order=True)
 class Diagnostic:
-    """One site found by a codemod. ``fixable`` sites are rewritten by `apply`;
-    the others need a person, and ``message`` says why."""
+    """One site found by a codemod. A site with a ``fix`` can be rewritten; ``applies`` says
+    whether this run's `apply` writes it (a `review` fix needs ``--unsafe-fixes``). A site with
+    no fix needs a person, and ``message`` says why."""
 
     path: str
     line: int  # 1-based
@@ -32,9 +39,20 @@ class Diagnostic:
     code: str
     codemod: str
     message: str
-    fixable: bool = False
+    fix: FixSafety | None = None
+    applies: bool = False
     end_line: int | None = None
     end_col: int | None = None
+
+    @property
+    def fixable(self) -> bool:
+        """`apply` rewrites it in this run."""
+        return self.applies
+
+    @property
+    def held_back(self) -> bool:
+        """A `review` fix this run does not apply (no ``--unsafe-fixes``)."""
+        return self.fix is not None and not self.applies
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -46,7 +64,8 @@ class Diagnostic:
             "code": self.code,
             "codemod": self.codemod,
             "message": self.message,
-            "fixable": self.fixable,
+            "fix": self.fix.value if self.fix is not None else None,
+            "fixable": self.applies,
         }
 
 
@@ -66,7 +85,6 @@ class FileResult:
     status: Status
     diagnostics: list[Diagnostic] = field(default_factory=list)
     error: FileError | None = None
-    reason: str | None = None  # why it was skipped
     old_text: str | None = None  # set for CHANGED results
     new_text: str | None = None
     new_bytes: bytes | None = None
@@ -84,6 +102,8 @@ class RunResult:
     from_version: str = ""
     to_version: str = ""
     rules: list[str] = field(default_factory=list)  # codes of the codemods that ran
+    notices: list[str] = field(default_factory=list)  # e.g. a selected rule that does not run
+    unsafe_fixes: bool = False
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
@@ -100,14 +120,16 @@ class RunResult:
 
     @property
     def manual(self) -> list[Diagnostic]:
-        return [d for d in self.diagnostics if not d.fixable]
+        """Sites left for a person: no fix, or a `review` fix this run holds back."""
+        return [d for d in self.diagnostics if not d.applies]
 
     @property
     def fixable(self) -> list[Diagnostic]:
-        return [d for d in self.diagnostics if d.fixable]
+        return [d for d in self.diagnostics if d.applies]
 
-    def count(self, status: Status) -> int:
-        return sum(1 for f in self.files if f.status is status)
+    @property
+    def held_back(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.held_back]
 
     @property
     def parsed_count(self) -> int:

@@ -261,10 +261,38 @@ def test_github_output(tree: Path) -> None:
 # ----------------------------------------------------- selection and versions
 
 
-def test_ignore_and_select(tree: Path) -> None:
-    assert invoke("check", *FROM, "--ignore", "FI001", "src").exit_code == 0
-    assert invoke("check", *FROM, "--select", "fp4_quantize_keywords", "src").exit_code == 1
-    assert invoke("check", *FROM, "--select", "FI0", "src").exit_code == 1
+def _codes(r: Result) -> list[str]:
+    return [line.split(": ")[1].split()[0] for line in r.stdout.splitlines() if ": FI" in line]
+
+
+@pytest.mark.parametrize(
+    ("selection", "code"),
+    [
+        ((), "FI001"),
+        (("--select", "FI001"), "FI001"),
+        (("--select", "fp4_quantize_keywords"), "FI001"),
+        (("--select", "FI0"), "FI001"),
+        # no selection may hide the misbinding: without FI001, FI002 reports it
+        (("--select", "FI002"), "FI002"),
+        (("--ignore", "FI001"), "FI002"),
+        (("--select", "FI002,FI003"), "FI002"),
+    ],
+)
+def test_every_selection_reports_the_misbinding(
+    tree: Path, selection: tuple[str, ...], code: str
+) -> None:
+    r = invoke("check", "--from", "0.6.10", "--to", "0.6.11", *selection, "src")
+    assert r.exit_code == 1
+    assert _codes(r) == [code]
+    assert "enable_pdl=" in r.stdout
+
+
+def test_a_selected_rule_outside_the_range_is_named(tree: Path) -> None:
+    r = invoke("check", "--from", "0.6.11", "--to", "0.7.4", "--select", "FI001", "src")
+    assert r.exit_code == 0
+    assert "FI001 (fp4_quantize_keywords) is selected but does not run for 0.6.11 -> 0.7.4" in (
+        r.stderr
+    )
 
 
 def test_unknown_rule_is_usage_error(tree: Path) -> None:
@@ -419,8 +447,10 @@ def test_plan_shows_pin_target_and_rules(tree: Path) -> None:
 def test_release_without_api_data_is_a_clear_error(tree: Path) -> None:
     r = invoke("check", "--from", "0.6.7", "src")
     assert r.exit_code == 2
-    assert "FI002 needs FlashInfer's API data for 0.6.7, which is not bundled" in r.stderr
-    assert invoke("check", "--from", "0.6.7", "--ignore", "FI002", "src").exit_code == 1
+    assert "needs FlashInfer's API data for 0.6.7, which is not bundled" in r.stderr
+    r = invoke("check", "--from", "0.6.7", "--ignore", "FI002", "src")
+    assert r.exit_code == 2  # FI001 reads the same data
+    assert "FI001 needs FlashInfer's API data for 0.6.7" in r.stderr
 
 
 def test_apply_summary_counts_only_written_fixes(tree: Path) -> None:

@@ -5,9 +5,13 @@ tests/fixtures/<codemod_id>/<case>.after.py    the expected output, byte for byt
                                                (absent for noop_<case>: the input must not change)
 tests/fixtures/<codemod_id>/<case>.report.txt  the sites left for a person, one per line
                                                (absent: there must be none)
-tests/fixtures/<codemod_id>/<case>.toml        optional: from, to, keywords, module, package
+tests/fixtures/<codemod_id>/<case>.toml        optional: from, to, keywords, module, package,
+                                               unsafe_fixes, select (the run's selection, which
+                                               decides what other rules own), options (the
+                                               rule's [tool.migrate-fi.rules.<id>] table)
 
-Each case runs through `migrate_fi.engine.process_source`, the function the CLI uses.
+Each case runs through `migrate_fi.engine.process_source`, the function the CLI uses, with the
+settings the CLI would give the rule for that range and selection.
 """
 
 from __future__ import annotations
@@ -18,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from migrate_fi.codemod import RunOptions
-from migrate_fi.engine import process_source
-from migrate_fi.registry import all_codemods
+from migrate_fi.codemod import KeywordStyle, RunOptions
+from migrate_fi.engine import Mode, process_source
+from migrate_fi.registry import all_codemods, select
 from migrate_fi.reporting import format_diagnostic
 from migrate_fi.results import Status
 from migrate_fi.versions import KNOWN_RELEASES, parse_version
@@ -47,13 +51,19 @@ def _run(cid: str, case: str, data: bytes, mode: str):
     folder = FIXTURES / cid
     settings_file = folder / f"{case}.toml"
     settings = tomllib.loads(settings_file.read_text()) if settings_file.exists() else {}
+    from_v = parse_version(settings.get("from", KNOWN_RELEASES[0]))
+    to_v = parse_version(settings.get("to", KNOWN_RELEASES[-1]))
+    selection = select(from_v, to_v, settings.get("select", ()))
+    assert CODEMODS[cid] in selection.rules, f"{cid} does not run for {from_v} -> {to_v}"
     options = RunOptions(
-        from_version=parse_version(settings.get("from", KNOWN_RELEASES[0])),
-        to_version=parse_version(settings.get("to", KNOWN_RELEASES[-1])),
-        keyword_style=settings.get("keywords", "tail"),
+        from_version=from_v,
+        to_version=to_v,
+        keyword_style=KeywordStyle(settings.get("keywords", "tail")),
+        unsafe_fixes=bool(settings.get("unsafe_fixes", False)),
+        rules=selection.settings({cid: settings.get("options", {})}),
     )
     module = (settings.get("module"), bool(settings.get("package", False)))
-    return process_source(data, f"{case}.before.py", [CODEMODS[cid]], options, mode, module)
+    return process_source(data, f"{case}.before.py", [CODEMODS[cid]], options, Mode(mode), module)
 
 
 @pytest.mark.parametrize(("cid", "case"), _cases())
@@ -80,7 +90,7 @@ def test_fixture(cid: str, case: str) -> None:
     assert checked.diagnostics == result.diagnostics
     assert any(d.fixable for d in checked.diagnostics) == (expected != before)
 
-    # what is left for a person
+    # what is left for a person (review fixes held back included, marked)
     report_file = folder / f"{case}.report.txt"
     manual = "".join(format_diagnostic(d) + "\n" for d in result.diagnostics if not d.fixable)
     if report_file.exists():

@@ -17,12 +17,13 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+from migrate_fi.api.paths import ApiPath
 from migrate_fi.api.store import load_release
 
 __all__ = [
     "Api",
+    "CallSignature",
     "CallableDiff",
-    "Callable_",
     "Change",
     "api_for",
     "changed_callables",
@@ -44,12 +45,11 @@ class Param:
 
 
 @dataclass(frozen=True)
-class Callable_:
-    """A callable as a call site sees it (``self``/``cls`` already dropped)."""
+class CallSignature:
+    """The parameters of a callable as a call site sees them (``self``/``cls`` already dropped),
+    with the deprecation shim the release reads its ``*args`` through, if any."""
 
-    path: (
-        str  # public path the user wrote, e.g. flashinfer.BatchDecodeWithPagedKVCacheWrapper().plan
-    )
+    path: str  # the public path the user wrote, e.g. flashinfer.BatchDecodeWithPagedKVCacheWrapper().plan
     params: tuple[Param, ...]
     shim: dict[str, Any] | None = None  # {"legacy": [...], "forwards": name}
     forward_params: tuple[Param, ...] = ()  # params of the function **kwargs are forwarded to
@@ -100,8 +100,8 @@ class Callable_:
 class CallableDiff:
     """How positional calls written for ``old`` bind on ``new``."""
 
-    old: Callable_
-    new: Callable_
+    old: CallSignature
+    new: CallSignature
     misbinding_index: int | None = None  # first positional index that binds differently
     deprecated_index: int | None = None  # first positional index accepted only through a shim
     renamed: dict[str, str] = field(default_factory=dict)
@@ -173,24 +173,24 @@ class Api:
 
     def key(self, path: str) -> str | None:
         """The definition a public call path reaches: ``canonical`` or ``canonical().method``."""
-        if "()." in path:
-            cls_part, _, method = path.rpartition("().")
-            cls = self.canonical(cls_part)
-            return f"{cls}().{method}" if cls else None
+        api_path = ApiPath(path)
+        if api_path.is_method:
+            cls = self.canonical(api_path.owner)
+            return str(ApiPath.method_of(cls, api_path.name)) if cls else None
         found = self.canonical(path)
         if found is None:  # `Cls.method`
             cls_part, _, method = path.rpartition(".")
             cls = self.canonical(cls_part)
             if cls is not None and self.defs.get(cls, {}).get("k") == "c":
-                return f"{cls}().{method}"
+                return str(ApiPath.method_of(cls, method))
         return found
 
-    def callable(self, path: str) -> Callable_ | None:
+    def callable(self, path: str) -> CallSignature | None:
         """``path`` is a public path; ``X()`` stands for an instance of class X:
         ``flashinfer.Wrapper`` (the constructor), ``flashinfer.Wrapper().plan``, ``flashinfer.f``."""
-        if "()." in path:
-            cls_part, _, method = path.rpartition("().")
-            cls = self.canonical(cls_part)
+        api_path = ApiPath(path)
+        if api_path.is_method:
+            cls, method = self.canonical(api_path.owner), api_path.name
             if cls is None or "." in method:
                 return None
             record = self._method(cls, method)
@@ -213,7 +213,7 @@ class Api:
             return None
         return self._with_shim(path, _params(init["sig"])[1:], init, target)
 
-    def _class_attribute(self, path: str) -> Callable_ | None:
+    def _class_attribute(self, path: str) -> CallSignature | None:
         """``Cls.method`` called on the class: a static method binds as written, a class method
         without ``cls``, an instance method with the instance as its first argument."""
         cls_part, _, method = path.rpartition(".")
@@ -230,14 +230,14 @@ class Api:
 
     def _with_shim(
         self, path: str, params: tuple[Param, ...], record: dict[str, Any], cls: str | None
-    ) -> Callable_:
+    ) -> CallSignature:
         shim = record.get("shim")
         forward: tuple[Param, ...] = ()
         if shim and shim.get("forwards") and cls is not None:
             target = self._method(cls, shim["forwards"])
             if target is not None:
                 forward = _params(target["sig"])[1:]
-        return Callable_(path, params, shim, forward)
+        return CallSignature(path, params, shim, forward)
 
     def public_paths(self) -> dict[str, str]:
         """Every public path (no component starting with `_`) of a def -> its canonical path."""
@@ -275,7 +275,7 @@ def _same_meaning(old: list[Param], new: list[Param], j: int) -> bool:
     return renamed and aligned
 
 
-def compare_callables(old: Callable_, new: Callable_) -> CallableDiff:
+def compare_callables(old: CallSignature, new: CallSignature) -> CallableDiff:
     result = CallableDiff(old, new)
     old_pos = old.positional
     new_pos = new.positional

@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from migrate_fi.names import dotted_name
+from migrate_fi.scopes import dotted_name
 
 __all__ = ["ExtractError", "extract_release", "read_sources"]
 

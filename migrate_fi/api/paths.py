@@ -1,0 +1,64 @@
+"""The public path a call reaches, as one value type.
+
+The resolver names what an expression refers to with dotted paths; a call on an instance is
+written with ``()``: ``flashinfer.BatchDecodeWithPagedKVCacheWrapper().plan`` is the method
+``plan`` of an instance of that class. `ApiPath` parses that notation once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["ApiPath", "is_flashinfer"]
+
+_INSTANCE = "()."
+
+
+def is_flashinfer(path: str | None) -> bool:
+    return path is not None and (path == "flashinfer" or path.startswith("flashinfer."))
+
+
+@dataclass(frozen=True)
+class ApiPath:
+    text: str
+
+    @classmethod
+    def method_of(cls, class_path: str, method: str) -> ApiPath:
+        return cls(f"{class_path}{_INSTANCE}{method}")
+
+    @property
+    def is_method(self) -> bool:
+        """A method called on an instance: ``<class path>().<method>``."""
+        return _INSTANCE in self.text
+
+    @property
+    def owner(self) -> str:
+        """The class of an instance method's path; the enclosing path otherwise."""
+        if self.is_method:
+            return self.text.rpartition(_INSTANCE)[0]
+        return self.text.rpartition(".")[0]
+
+    @property
+    def name(self) -> str:
+        """The last component: the function, class or method name."""
+        if self.is_method:
+            return self.text.rpartition(_INSTANCE)[2]
+        return self.text.rpartition(".")[2]
+
+    @property
+    def dotted(self) -> str:
+        """The path without the instance marker: ``flashinfer.Wrapper.plan``."""
+        return self.text.replace(_INSTANCE, ".")
+
+    def display(self) -> str:
+        """For messages: ``Wrapper.plan`` for a method, ``Cls.static`` for a class attribute,
+        ``f`` for a function."""
+        if self.is_method:
+            return f"{self.owner.rsplit('.', 1)[-1]}.{self.name}"
+        parts = self.text.split(".")
+        if len(parts) >= 2 and parts[-2][:1].isupper():
+            return ".".join(parts[-2:])
+        return parts[-1]
+
+    def __str__(self) -> str:
+        return self.text

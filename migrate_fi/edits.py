@@ -1,0 +1,247 @@
+"""The edits a fix is made of, and the helpers codemods build them with.
+
+A fix (`FileContext.fix`) is one or more edits of one file plus the imports it needs:
+
+- `Replace`: the LibCST node of a given type at a source span becomes ``transform(node)``
+  (the transforms below: name positional arguments, add a keyword to a call or an entry to a
+  dict, drop a keyword, replace an expression);
+- `InsertStatements`: statements inserted before or after a statement;
+- `ReplaceStatements`: a run of statements of one block replaced (or removed);
+- `AddImport`: an import the new code needs, added once at the top of the module, merged into an
+  existing ``from m import ...`` and never duplicated (`migrate_fi.cstedit` applies it).
+
+Everything here is data, so that `check` never imports LibCST: the transforms import it when
+they run, which only `diff` and `apply` do. Spans are ``(line, col, end_line, end_col)`` with
+1-based lines and 0-based columns counted in characters (`FileContext.span` makes them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "AddImport",
+    "Edit",
+    "EditError",
+    "InsertStatements",
+    "Replace",
+    "ReplaceStatements",
+    "Span",
+    "add_dict_entry",
+    "add_keyword",
+    "keywordize",
+    "remove_keyword",
+    "replace_with",
+]
+
+Span = tuple[int, int, int, int]
+Transform = Callable[[Any], Any]
+
+
+class EditError(RuntimeError):
+    """An edit could not be applied where `find` said it would be: the file is left untouched."""
+
+
+@dataclass(frozen=True)
+class Replace:
+    """The LibCST node of type ``node_type`` (a class name, e.g. "Call") spanning ``span``
+    becomes ``transform(node)``."""
+
+    span: Span
+    node_type: str
+    transform: Transform
+
+
+@dataclass(frozen=True)
+class InsertStatements:
+    """``code`` (one or more statements, written without indentation) inserted before (or
+    after) the statement spanning ``anchor``; the block's indentation is applied."""
+
+    anchor: Span
+    code: str
+    after: bool = False
+
+
+@dataclass(frozen=True)
+class ReplaceStatements:
+    """The statements from the one spanning ``first`` to the one spanning ``last`` (one block)
+    become ``code`` (statements written without indentation; empty removes them). Comments
+    above ``first`` stay."""
+
+    first: Span
+    last: Span
+    code: str
+
+
+Edit = Replace | InsertStatements | ReplaceStatements
+
+
+@dataclass(frozen=True, order=True)
+class AddImport:
+    """``import module`` (``name`` None) or ``from module import name`` (``as asname``)."""
+
+    module: str
+    name: str | None = None
+    asname: str | None = None
+
+    @property
+    def bound(self) -> str:
+        """The name the import binds."""
+        if self.asname:
+            return self.asname
+        return self.name if self.name else self.module.split(".")[0]
+
+    def statement(self) -> str:
+        alias = f" as {self.asname}" if self.asname else ""
+        if self.name is None:
+            return f"import {self.module}{alias}"
+        return f"from {self.module} import {self.name}{alias}"
+
+
+# ------------------------------------------------------------------------- transforms
+
+
+def keywordize(names: Mapping[int, str]) -> Transform:
+    """Turn positional arguments of a call into keywords: ``names`` maps argument index to name.
+
+    Only the argument gains ``name=``: its value, comments and the whitespace around it are kept.
+    """
+
+    def transform(call: Any) -> Any:
+        import libcst as cst
+
+        args = list(call.args)
+        for index, name in names.items():
+            arg = args[index]
+            if arg.keyword is not None or arg.star:
+                raise EditError(f"argument {index + 1} of the call is not a plain positional one")
+            args[index] = arg.with_changes(
+                keyword=cst.Name(name),
+                equal=cst.AssignEqual(
+                    whitespace_before=cst.SimpleWhitespace(""),
+                    whitespace_after=cst.SimpleWhitespace(""),
+                ),
+            )
+        return call.with_changes(args=args)
+
+    return transform
+
+
+def _append(items: list[Any], new: Any, opening: Any) -> list[Any]:
+    """Append ``new`` to a comma-separated sequence of LibCST elements (call arguments, dict
+    elements) in the sequence's own layout: one per line stays one per line, a trailing comma
+    stays trailing. ``opening`` is the whitespace after the opening bracket."""
+    import libcst as cst
+
+    if not items:
+        return [new]
+    last = items[-1]
+    trailing = last.comma if isinstance(last.comma, cst.Comma) else None
+    if len(items) >= 2 and isinstance(items[-2].comma, cst.Comma):
+        between = items[-2].comma  # the separator the sequence already uses
+    elif (
+        trailing is not None
+        and isinstance(trailing.whitespace_after, cst.ParenthesizedWhitespace)
+        and isinstance(opening, cst.ParenthesizedWhitespace)
+    ):
+        # one element on its own line, `f(\n    a,\n)`: the next one goes on its own line too
+        between = trailing.with_changes(
+            whitespace_after=trailing.whitespace_after.with_changes(last_line=opening.last_line)
+        )
+    else:
+        between = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    if trailing is not None:
+        # `a,\n)` -> `a,<sep>new,\n)`: the trailing comma's layout moves to the new element
+        return [*items[:-1], last.with_changes(comma=between), new.with_changes(comma=trailing)]
+    return [*items[:-1], last.with_changes(comma=between), new]
+
+
+def add_keyword(name: str, value: str) -> Transform:
+    """Add ``name=value`` as the last argument of a call (``value`` is Python source)."""
+
+    def transform(call: Any) -> Any:
+        import libcst as cst
+
+        if any(a.keyword is not None and a.keyword.value == name for a in call.args):
+            raise EditError(f"the call already passes {name}=")
+        arg = cst.Arg(
+            value=cst.parse_expression(value),
+            keyword=cst.Name(name),
+            equal=cst.AssignEqual(
+                whitespace_before=cst.SimpleWhitespace(""),
+                whitespace_after=cst.SimpleWhitespace(""),
+            ),
+        )
+        return call.with_changes(args=_append(list(call.args), arg, call.whitespace_before_args))
+
+    return transform
+
+
+def remove_keyword(name: str) -> Transform:
+    """Drop the ``name=`` argument of a call, keeping the layout of the others."""
+
+    def transform(call: Any) -> Any:
+        import libcst as cst
+
+        args = list(call.args)
+        index = next(
+            (i for i, a in enumerate(args) if a.keyword is not None and a.keyword.value == name),
+            None,
+        )
+        if index is None:
+            raise EditError(f"the call does not pass {name}=")
+        removed = args.pop(index)
+        if index == len(args) and args:  # it was the last one: the new last takes its comma
+            args[-1] = args[-1].with_changes(comma=removed.comma)
+            if not isinstance(removed.comma, cst.Comma):
+                args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        return call.with_changes(args=args)
+
+    return transform
+
+
+def add_dict_entry(key: str, value: str) -> Transform:
+    """Add ``key`` with ``value`` (Python source) to a ``{...}`` literal, or ``key=value`` to a
+    ``dict(...)`` call, in the container's own layout and quote style."""
+
+    def transform(node: Any) -> Any:
+        import libcst as cst
+
+        if isinstance(node, cst.Call):
+            return add_keyword(key, value)(node)
+        if not isinstance(node, cst.Dict):
+            raise EditError(f"cannot add a key to a {type(node).__name__}")
+        quote = '"'
+        for el in node.elements:
+            if isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString):
+                if el.key.evaluated_value == key:
+                    raise EditError(f"the dict already has the key {key!r}")
+                quote = el.key.quote
+                break
+        element = cst.DictElement(
+            key=cst.SimpleString(f"{quote}{key}{quote}"),
+            value=cst.parse_expression(value),
+            whitespace_before_colon=cst.SimpleWhitespace(""),
+            whitespace_after_colon=cst.SimpleWhitespace(" "),
+        )
+        return node.with_changes(
+            elements=_append(list(node.elements), element, node.lbrace.whitespace_after)
+        )
+
+    return transform
+
+
+def replace_with(code: str) -> Transform:
+    """Replace an expression with ``code`` (Python source), keeping its parentheses."""
+
+    def transform(node: Any) -> Any:
+        import libcst as cst
+
+        new = cst.parse_expression(code)
+        if hasattr(node, "lpar") and node.lpar and hasattr(new, "lpar"):
+            new = new.with_changes(lpar=node.lpar, rpar=node.rpar)
+        return new
+
+    return transform

@@ -1,0 +1,58 @@
+"""Where a file sits: the module name it is imported as, and the path shown to the user."""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+
+__all__ = ["display_path", "in_flashinfer", "module_identity", "module_name_for_path"]
+
+
+def display_path(path: str) -> str:
+    """Relative to the current folder when inside it (so `git apply` takes our diffs)."""
+    cwd = os.getcwd()
+    prefix = cwd.rstrip(os.sep) + os.sep
+    if path.startswith(prefix) and os.sep + ".." + os.sep not in path:
+        return path[len(prefix) :]
+    try:
+        rel = os.path.relpath(path, cwd)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
+
+
+def module_name_for_path(parts: tuple[str, ...]) -> tuple[str | None, bool]:
+    """Module name and whether it is a package, from the path parts that lie inside packages.
+
+    ``parts`` are the path components from the top-most folder that has an ``__init__.py`` down to
+    the file, e.g. ``("flashinfer", "quantization", "fp4_quantization.py")``.
+    """
+    if not parts:
+        return None, False
+    *dirs, filename = parts
+    stem = filename[:-3] if filename.endswith(".py") else filename
+    if stem == "__init__":
+        return (".".join(dirs) or None), True
+    return ".".join([*dirs, stem]), False
+
+
+@lru_cache(maxsize=4096)
+def _package_parts(folder: str) -> tuple[str, ...]:
+    """Names of the packages (folders with `__init__.py`) enclosing ``folder``, outermost first."""
+    if not os.path.isfile(os.path.join(folder, "__init__.py")):
+        return ()
+    parent = os.path.dirname(folder)
+    if parent == folder:
+        return (os.path.basename(folder),)
+    return (*_package_parts(parent), os.path.basename(folder))
+
+
+def module_identity(path: str) -> tuple[str | None, bool]:
+    """``(module name, is a package)`` of a file, counted from its outermost package."""
+    folder, name = os.path.split(os.path.abspath(path))
+    return module_name_for_path((*_package_parts(folder), name))
+
+
+def in_flashinfer(module: str | None) -> bool:
+    """A file of FlashInfer's own source tree: it reaches its API through relative imports."""
+    return module is not None and (module == "flashinfer" or module.startswith("flashinfer."))

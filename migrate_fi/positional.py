@@ -1,0 +1,302 @@
+"""Positional binding: the one mechanism that checks FlashInfer calls against two releases.
+
+For each call that resolves to a FlashInfer function, class constructor or method of a known
+instance, the API data of ``--from`` and ``--to`` says whether its positional arguments still bind
+to the same parameters (`migrate_fi.api.differ.compare_callables`). Rules use it through
+`check_calls` with the APIs they own (FI002: all but those another selected rule owns; FI001:
+``fp4_quantize``) and their own wording (`Wording`), so no site depends on which rule a user
+selected, and no two rules report the same one.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from migrate_fi.api.paths import ApiPath, is_flashinfer
+from migrate_fi.calls import CallArgs
+from migrate_fi.codemod import CodemodSetupError, FileContext, KeywordStyle, RunOptions
+from migrate_fi.edits import keywordize
+
+if TYPE_CHECKING:
+    from migrate_fi.api.differ import Api, CallableDiff
+
+__all__ = ["Site", "Wording", "check_calls", "ordinal", "require_api_data"]
+
+
+def require_api_data(code: str, options: RunOptions) -> None:
+    """Refuse a run for which the API data of ``--from`` or ``--to`` is not bundled."""
+    from migrate_fi.api.store import available_releases
+    from migrate_fi.versions import parse_version
+
+    known = {parse_version(v) for v in available_releases()}
+    for v in (options.from_version, options.to_version):
+        if v not in known:
+            raise CodemodSetupError(
+                f"{code} needs FlashInfer's API data for {v}, which is not bundled"
+                " (see `migrate-fi signatures list`; `migrate-fi signatures build` adds a release)"
+            )
+
+
+def ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+@dataclass(frozen=True)
+class Site:
+    """One call to a FlashInfer callable whose signature changed between the two releases."""
+
+    call: ast.Call
+    args: CallArgs
+    path: ApiPath
+    diff: CallableDiff
+    old_v: str
+    new_v: str
+    since: str  # the first release in the range where positional calls need a rewrite
+
+    @property
+    def name(self) -> str:
+        return self.path.display()
+
+    @property
+    def start(self) -> int:
+        start = self.diff.affected_from
+        assert start is not None
+        return start
+
+
+class Wording:
+    """The messages of positional-binding findings. A rule that owns an API may word them its
+    own way by overriding methods (FI001 does)."""
+
+    def misbinding(self, site: Site, moved: str) -> str:
+        start = site.start
+        new_name = site.diff.new.bound_name(start) or "nothing"
+        old_name = site.diff.old.positional[start].name
+        return (
+            f"{site.name}: positional argument {start + 1} binds to {new_name} instead of"
+            f" {old_name} since {site.since}; pass {moved} by keyword"
+        )
+
+    def deprecated(self, site: Site, moved: str) -> str:
+        return (
+            f"{site.name}: passing arguments from {site.start + 1} on positionally is deprecated"
+            f" since {site.since}; pass {moved} by keyword"
+        )
+
+    def star_args(self, site: Site) -> str:
+        return (
+            f"{site.name} called with *args: whether an argument reaches position"
+            f" {site.start + 1} (which binds differently on {site.new_v}) cannot be known;"
+            " check it by hand"
+        )
+
+    def ambiguous(self, site: Site, others: str) -> str:
+        return (
+            f"this {site.name} may also be {others}; its positional arguments would bind"
+            f" differently on {site.new_v} if it is FlashInfer's: left unchanged"
+        )
+
+    def too_many(self, site: Site, n: int) -> str:
+        return (
+            f"{site.name} called with {n} positional arguments; its {site.old_v} signature takes"
+            f" {len(site.diff.old.positional)}: left unchanged"
+        )
+
+    def clash(self, site: Site, names: list[str]) -> str:
+        return (
+            f"{site.name} gets {', '.join(names)} both by position and by keyword: left unchanged"
+        )
+
+    def not_keyword(self, site: Site, missing: list[str]) -> str:
+        return (
+            f"{site.name}: positional arguments from {site.start + 1} on bind differently since"
+            f" {site.since}, and {', '.join(missing)} cannot be passed by keyword there:"
+            " migrate by hand"
+        )
+
+
+def check_calls(ctx: FileContext, owns: Callable[[str], bool], wording: Wording) -> None:
+    """Report or fix every call (and import) in ``ctx``'s file of an API whose definition key
+    ``owns`` accepts."""
+    from migrate_fi.api.differ import api_for
+
+    old_v, new_v = str(ctx.options.from_version), str(ctx.options.to_version)
+    old_api, new_api = api_for(old_v), api_for(new_v)
+    resolver = ctx.resolver
+    _check_imports(ctx, old_api, new_api, owns)
+    for call, scope in resolver.iter_calls():
+        candidates = resolver.resolve(call.func, scope).candidates
+        paths = sorted({c.qualname for c in candidates if is_flashinfer(c.qualname)})
+        if not paths:
+            continue
+        others = [c for c in candidates if not is_flashinfer(c.qualname)]
+        # several paths to one definition (`from flashinfer import *` and
+        # `from flashinfer.quantization import *`) are one API
+        by_key: dict[str, str] = {}
+        for path in paths:
+            key = old_api.key(path)
+            if key is not None:
+                by_key.setdefault(key, path)
+        args = CallArgs.of(call, resolver, scope)
+        ambiguous = bool(others) or len(by_key) > 1
+        for key, path in by_key.items():
+            if owns(key):
+                _check_call(ctx, call, args, ApiPath(path), ambiguous, candidates, wording)
+
+
+def _check_call(
+    ctx: FileContext,
+    call: ast.Call,
+    args: CallArgs,
+    path: ApiPath,
+    ambiguous: object,
+    candidates: tuple,
+    wording: Wording,
+) -> None:
+    from migrate_fi.api.differ import api_for, compare_callables, first_change
+
+    old_v, new_v = str(ctx.options.from_version), str(ctx.options.to_version)
+    old_api, new_api = api_for(old_v), api_for(new_v)
+    before = old_api.callable(str(path))
+    if before is None:
+        return  # not a callable FlashInfer knew on --from (a module, a constant...)
+    after = new_api.callable(str(path))
+    if after is None:
+        if new_api.surely_missing(str(path)):  # not merely left out of the data
+            ctx.report(
+                call, f"{path.display()} no longer exists in FlashInfer {new_v}: migrate by hand"
+            )
+        return
+    d = compare_callables(before, after)
+    start = d.affected_from
+    n = len(args.positional)
+    affected = start is not None and (n > start or bool(args.starred))
+    since = (first_change(str(path), old_v, new_v) or new_v) if start is not None else new_v
+    site = Site(call, args, path, d, old_v, new_v, since)
+    if ambiguous:
+        if affected:
+            what = ", ".join(c.describe() for c in candidates if c.qualname != str(path))
+            ctx.report(call, wording.ambiguous(site, what))
+        return
+    _keywords(ctx, site)
+    if not affected:
+        _required(ctx, site, n)
+        return
+    if args.starred:
+        ctx.report(call, wording.star_args(site))
+        return
+    _positional(ctx, site, wording)
+
+
+def _check_imports(
+    ctx: FileContext, old_api: Api, new_api: Api, owns: Callable[[str], bool]
+) -> None:
+    """Imports of FlashInfer names or modules that the new release no longer has."""
+    resolver = ctx.resolver
+    new_v = str(ctx.options.to_version)
+    for node in resolver.imports:
+        paths: list[str] = []
+        if isinstance(node, ast.ImportFrom):
+            module = resolver.absolute_module(node.module, node.level)
+            if module is not None:
+                paths = [f"{module}.{a.name}" for a in node.names if a.name != "*"]
+        elif isinstance(node, ast.Import):
+            paths = [a.name for a in node.names]
+        for path in paths:
+            if not is_flashinfer(path):
+                continue
+            key = old_api.key(path) or old_api.canonical(path)
+            if key is None or not owns(key):
+                continue
+            if new_api.canonical(path) is None and new_api.surely_missing(path):
+                ctx.report(
+                    node, f"{path} no longer exists in FlashInfer {new_v}: this import fails there"
+                )
+
+
+def _keywords(ctx: FileContext, site: Site) -> None:
+    """Keywords that no longer exist (renamed or removed parameters)."""
+    for kw in sorted(site.args.keyword_names()):
+        if kw in site.diff.renamed:
+            ctx.report(
+                site.call,
+                f"{site.name}: parameter {kw} is called {site.diff.renamed[kw]} in FlashInfer"
+                f" {site.new_v}: rename the keyword",
+            )
+        elif kw in site.diff.removed:
+            ctx.report(
+                site.call,
+                f"{site.name}: parameter {kw} no longer exists in FlashInfer {site.new_v}",
+            )
+
+
+def _missing_required(site: Site, positional: int) -> list[str]:
+    """Parameters the new release requires that the call does not pass, when its first
+    ``positional`` arguments stay positional (the rest are passed by keyword)."""
+    if site.args.opaque_kwargs:
+        return []  # a `**x` we cannot read may pass anything
+    after_pos = site.diff.new.positional
+    missing = []
+    for req in site.diff.newly_required:
+        index = next((i for i, p in enumerate(after_pos) if p.name == req), None)
+        if req in site.args.keyword_names() or (index is not None and index < positional):
+            continue
+        missing.append(req)
+    return missing
+
+
+def _required(ctx: FileContext, site: Site, positional: int) -> list[str]:
+    missing = _missing_required(site, positional)
+    for req in missing:
+        ctx.report(
+            site.call,
+            f"{site.name}: FlashInfer {site.new_v} requires parameter {req}, not passed here",
+        )
+    return missing
+
+
+def _positional(ctx: FileContext, site: Site, wording: Wording) -> None:
+    """Name the positional arguments from the first affected one, by their old names."""
+    call, args, d = site.call, site.args, site.diff
+    start = site.start
+    n = len(args.positional)
+    old_pos = d.old.positional
+    if n > len(old_pos):
+        ctx.report(call, wording.too_many(site, n))
+        _required(ctx, site, n)
+        return
+
+    def keyword_ok(i: int) -> bool:
+        return old_pos[i].kind != "P" and d.new.accepts_keyword(old_pos[i].name)
+
+    first = start
+    if ctx.options.keyword_style is KeywordStyle.ALL:  # as far back as keywords are accepted
+        while first > 0 and keyword_ok(first - 1):
+            first -= 1
+    names = {i: old_pos[i].name for i in range(first, n)}
+    missing = [old_pos[i].name for i in range(start, n) if not keyword_ok(i)]
+    if missing:
+        ctx.report(call, wording.not_keyword(site, missing))
+        _required(ctx, site, n)
+        return
+    clash = sorted(set(names.values()) & args.keyword_names())
+    if clash:
+        ctx.report(call, wording.clash(site, clash))
+        _required(ctx, site, n)
+        return
+    moved = ", ".join(f"{old_pos[i].name}=" for i in range(start, n))
+    if d.misbinding_index is not None and d.misbinding_index == start:
+        message = wording.misbinding(site, moved)
+    else:
+        message = wording.deprecated(site, moved)
+    still = _required(ctx, site, first)
+    if still:
+        needs = ", ".join(f"{r}=" for r in still)
+        message += (
+            f" (fixed in part: on {site.new_v} the call still needs {needs}, reported here too)"
+        )
+    ctx.fix(call, message, ctx.replace(call, "Call", keywordize(names)))

@@ -1,0 +1,277 @@
+"""What may an expression in a file refer to? Name resolution shared by every codemod.
+
+Built on Python's `ast` (not LibCST) so that `check` never needs LibCST, over the scopes of
+`migrate_fi.scopes`. ``resolve(expr, scope)`` answers with the *candidates* for ``expr``: fully
+qualified names where the binding is an import (or an alias of one), and opaque candidates where it
+is a ``def``, a parameter, an assignment of some other value, and so on.
+
+The rules, chosen so that a codemod never rewrites something that may not be FlashInfer's:
+- Imports in any form: ``import a.b``, ``import a.b as x``, ``from a import b as x``, relative imports
+  (resolved against the file's own module path), imports inside functions and try/except.
+- Aliases: ``x = flashinfer.fp4_quantize`` (also ``a = b = ...`` and ``x = A if c else B``), and
+  modules imported by call: ``fi = pytest.importorskip("flashinfer")``, ``importlib.import_module``.
+- Instances: ``w = Wrapper(...)`` resolves to ``<Wrapper>()``, and ``self.w`` in a method to what
+  the class's methods assign to ``self.w``.
+- A binding to the literal ``None`` (``except ImportError: fp4_quantize = None``) is not an alternative:
+  nothing can be called through it, so it never makes a call ambiguous on its own.
+- ``from m import *`` supplies ``m.<name>`` for names the module does not bind explicitly.
+- The project's own re-exports (``project_aliases``): module B importing a FlashInfer name from
+  the project's module A resolves to FlashInfer's name.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+from migrate_fi.scopes import Binding, DictWrite, Scope, ScopeBuilder
+
+__all__ = ["Candidate", "NameResolver", "Resolution"]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One thing a name may be bound to."""
+
+    qualname: str | None  # fully qualified name for imports and their aliases; None when opaque
+    line: int
+    what: str  # for messages: "import", "def", "parameter", "assignment", ...
+
+    def describe(self) -> str:
+        target = f" of {self.qualname}" if self.qualname else ""
+        return f"{self.what}{target} at line {self.line}"
+
+
+@dataclass(frozen=True)
+class Resolution:
+    candidates: tuple[Candidate, ...] = ()
+
+    @property
+    def qualnames(self) -> frozenset[str]:
+        return frozenset(c.qualname for c in self.candidates if c.qualname is not None)
+
+    def match(self, targets: frozenset[str] | set[str]) -> tuple[str | None, str | None]:
+        """Match against a set of qualified names.
+
+        Returns ``(target, None)`` when every candidate is one of ``targets`` (all the same API),
+        ``(None, reason)`` when some candidate is a target and another is not (ambiguous), and
+        ``(None, None)`` when no candidate is a target.
+        """
+        hits = [c for c in self.candidates if c.qualname in targets]
+        if not hits:
+            return None, None
+        others = [c for c in self.candidates if c.qualname not in targets]
+        if others:
+            return None, "may also be bound to something else: " + ", ".join(
+                c.describe() for c in others
+            )
+        return hits[0].qualname, None
+
+
+# Calls that return a module by name.
+_IMPORTERS = frozenset({"pytest.importorskip", "importlib.import_module"})
+
+
+def _is_importer_call(value: ast.expr) -> bool:
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, (ast.Name, ast.Attribute))
+        and len(value.args) >= 1
+        and isinstance(value.args[0], ast.Constant)
+        and isinstance(value.args[0].value, str)
+    )
+
+
+class NameResolver:
+    """Scopes and bindings of one module, and what names refer to. Build once per file; every
+    codemod shares it."""
+
+    def __init__(
+        self,
+        tree: ast.Module,
+        module_name: str | None = None,
+        is_package: bool = False,
+        project_aliases: Mapping[str, str] | None = None,
+    ) -> None:
+        self.tree = tree
+        self.module_name = module_name
+        self.is_package = is_package
+        # Names other modules of the same project bind to FlashInfer:
+        # {"myproj.quant.q": "flashinfer.fp4_quantize"} (see `exports`).
+        self.project_aliases = project_aliases or {}
+        # name -> [(module, target)], for imports whose module name is longer than the one the
+        # exporting file knows itself by (namespace packages have no `__init__.py` to count from)
+        self._aliases_by_name: dict[str, list[tuple[str, str]]] = {}
+        for key, target in self.project_aliases.items():
+            module, _, name = key.rpartition(".")
+            self._aliases_by_name.setdefault(name, []).append((module, target))
+        self.scopes = ScopeBuilder(tree, module_name, is_package)
+        self.module_scope = self.scopes.module_scope
+        self.calls = self.scopes.calls  # every call with the scope it is evaluated in
+        self.imports = self.scopes.imports  # every import statement, any depth
+        self._resolved: dict[int, tuple[ast.expr, Resolution]] = {}
+        self._names: dict[tuple[int, str], list[Candidate]] = {}
+
+    def lookup(self, name: str, scope: Scope) -> tuple[Scope, list[Binding]] | None:
+        """The scope that binds ``name`` as seen from ``scope``, with its bindings."""
+        return self.scopes.lookup(name, scope)
+
+    def absolute_module(self, module: str | None, level: int) -> str | None:
+        return self.scopes.absolute_module(module, level)
+
+    def dict_writes(self, name: str, owner: Scope) -> list[DictWrite]:
+        """In-place changes of the ``name`` that ``owner`` binds."""
+        out = []
+        for w in self.scopes.dict_writes.get(name, ()):
+            found = self.lookup(name, w.scope)
+            if found is not None and found[0] is owner:
+                out.append(w)
+        return out
+
+    # ----------------------------------------------------------------- queries
+
+    def resolve(self, expr: ast.expr, scope: Scope) -> Resolution:
+        """Cached per node: every codemod asks about the same calls."""
+        key = id(expr)
+        cached = self._resolved.get(key)
+        if cached is None or cached[0] is not expr:
+            cached = (expr, Resolution(tuple(self._resolve(expr, scope, frozenset()))))
+            self._resolved[key] = cached
+        return cached[1]
+
+    def iter_calls(self) -> Iterator[tuple[ast.Call, Scope]]:
+        return iter(self.calls)
+
+    def exports(self, prefix: str = "flashinfer") -> dict[str, str]:
+        """Module-level names of this module that are bound to ``prefix``'s API, and nothing
+        else: ``{"<this module>.<name>": "<qualified name>"}``. Other modules importing them
+        resolve through it (`project_aliases`). A def wrapping FlashInfer is not one of them."""
+        if not self.module_name:
+            return {}
+        out = {}
+        for name in self.module_scope.bindings:
+            quals = self._resolve_name(name, self.module_scope, frozenset())
+            targets = {c.qualname for c in quals}
+            if len(targets) == 1:
+                (target,) = targets
+                if target and (target == prefix or target.startswith(prefix + ".")):
+                    out[f"{self.module_name}.{name}"] = target
+        return out
+
+    def _project(self, qualname: str | None) -> str | None:
+        """Follow the project's own re-exports of FlashInfer names."""
+        for _ in range(8):
+            if qualname is None or not self.project_aliases:
+                return qualname
+            target = self.project_aliases.get(qualname) or self._by_suffix(qualname)
+            if target is None:
+                return qualname
+            qualname = target
+        return qualname
+
+    def _by_suffix(self, qualname: str) -> str | None:
+        """``pkg.sub.mod.name`` matches an export ``mod.name`` (or ``sub.mod.name``) when exactly
+        one target fits."""
+        module, _, name = qualname.rpartition(".")
+        targets = {
+            target
+            for exporting, target in self._aliases_by_name.get(name, ())
+            if module.endswith("." + exporting)
+        }
+        return targets.pop() if len(targets) == 1 else None
+
+    # ------------------------------------------------------------- resolution
+
+    def _resolve(
+        self, expr: ast.expr, scope: Scope, seen: frozenset[tuple[int, str]]
+    ) -> list[Candidate]:
+        if isinstance(expr, ast.Name):
+            return self._resolve_name(expr.id, scope, seen)
+        if isinstance(expr, ast.Attribute):
+            attribute = self._self_attribute(expr, scope, seen)
+            if attribute is not None:
+                return attribute
+            out = []
+            for cand in self._resolve(expr.value, scope, seen):
+                if cand.qualname is None:
+                    out.append(cand)
+                else:
+                    qual = self._project(f"{cand.qualname}.{expr.attr}")
+                    out.append(Candidate(qual, cand.line, cand.what))
+            return out
+        if isinstance(expr, ast.IfExp):
+            return self._resolve(expr.body, scope, seen) + self._resolve(expr.orelse, scope, seen)
+        if isinstance(expr, ast.Call):
+            funcs = self._resolve(expr.func, scope, seen)
+            names = {c.qualname for c in funcs}
+            if names and names <= _IMPORTERS and _is_importer_call(expr):
+                # `pytest.importorskip("flashinfer")`, `importlib.import_module("flashinfer.comm")`
+                return [Candidate(expr.args[0].value, expr.lineno, "import")]  # type: ignore[attr-defined]
+            # what a call returns: `X()` stands for "an instance of X" (or X's result)
+            return [
+                Candidate(f"{c.qualname}()" if c.qualname else None, c.line, c.what) for c in funcs
+            ]
+        line = getattr(expr, "lineno", 0)
+        return [Candidate(None, line, "expression")]
+
+    def _resolve_name(
+        self, name: str, scope: Scope, seen: frozenset[tuple[int, str]]
+    ) -> list[Candidate]:
+        found = self.lookup(name, scope)
+        if found is None:
+            return []  # a builtin or an undefined name: nothing we know
+        owner, bindings = found
+        key = (id(owner), name)
+        if key in seen:
+            return [Candidate(None, bindings[0].line if bindings else 0, "circular alias")]
+        if not seen and key in self._names:  # the scopes are final: a name resolves one way
+            return self._names[key]
+        out = self._resolve_bindings(name, owner, bindings, seen | {key})
+        if not seen:
+            self._names[key] = out
+        return out
+
+    def _resolve_bindings(
+        self, name: str, owner: Scope, bindings: list[Binding], seen: frozenset[tuple[int, str]]
+    ) -> list[Candidate]:
+        out: list[Candidate] = []
+        for b in bindings:
+            if b.what == "None":
+                continue
+            if b.alias_of is not None:
+                assert b.scope is not None
+                out.extend(self._resolve(b.alias_of, b.scope, seen))
+            else:
+                out.append(Candidate(self._project(b.qualname), b.line, b.what))
+        if not bindings and owner.stars:
+            out.extend(Candidate(f"{mod}.{name}", line, "star import") for mod, line in owner.stars)
+        return out
+
+    def _self_attribute(
+        self, expr: ast.Attribute, scope: Scope, seen: frozenset[tuple[int, str]]
+    ) -> list[Candidate] | None:
+        """``self.attr`` inside a method: what the class's methods assign to ``self.attr``."""
+        if not isinstance(expr.value, ast.Name):
+            return None
+        found = self.lookup(expr.value.id, scope)
+        if found is None:
+            return None
+        owner, _ = found
+        if owner.self_name != expr.value.id or owner.owner_class is None:
+            return None
+        bindings = owner.owner_class.attributes.get(expr.attr)
+        if not bindings:
+            return None
+        key = (id(owner.owner_class), "self." + expr.attr)
+        if key in seen:
+            return [Candidate(None, bindings[0].line, "circular alias")]
+        out: list[Candidate] = []
+        for b in bindings:
+            if b.what == "None":
+                continue
+            if b.alias_of is not None and b.scope is not None:
+                out.extend(self._resolve(b.alias_of, b.scope, seen | {key}))
+            else:
+                out.append(Candidate(b.qualname, b.line, b.what))
+        return out

@@ -1,0 +1,118 @@
+"""Processing many files: serially, or in worker processes when there is enough work.
+
+Workers get plain data (bytes, the path, codemod ids, the run's options) and return a
+`FileResult`; a worker that dies takes only its file down, reported as that file's error.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from typing import NamedTuple
+
+from migrate_fi.codemod import RunOptions
+from migrate_fi.modules import display_path, module_identity
+from migrate_fi.results import FileResult
+
+__all__ = ["Batch", "SourceFile"]
+
+# Parse in worker processes only when there is enough work to pay for them.
+_PARALLEL_MIN_FILES = 4
+_PARALLEL_MIN_BYTES = 1_000_000
+
+
+class SourceFile(NamedTuple):
+    data: bytes
+    path: str  # absolute
+    prefiltered: tuple[str, ...]  # ids of the codemods whose prefilter matched
+
+
+def _work(
+    data: bytes,
+    path: str,
+    codemod_ids: tuple[str, ...],
+    options: RunOptions,
+    mode: str,
+    module: tuple[str | None, bool],
+    aliases: Mapping[str, str],
+    prefiltered: tuple[str, ...],
+) -> FileResult:
+    from migrate_fi.engine import Mode, process_source
+    from migrate_fi.registry import all_codemods
+
+    by_id = {c.id: c for c in all_codemods()}
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    codemods = [by_id[i] for i in codemod_ids]
+    return process_source(data, path, codemods, options, Mode(mode), module, aliases, prefiltered)
+
+
+class Batch:
+    """Run the codemods over a list of files; the same options for every file."""
+
+    def __init__(
+        self,
+        ids: tuple[str, ...],
+        options: RunOptions,
+        mode: str,
+        jobs: int | None,
+        progress: Callable[[int, int], None] | None,
+    ) -> None:
+        self.ids, self.options, self.mode = ids, options, mode
+        self.jobs = jobs if jobs and jobs > 0 else (os.cpu_count() or 1)
+        self.progress = progress
+
+    def process(
+        self, files: Sequence[SourceFile], aliases: Mapping[str, str]
+    ) -> dict[str, FileResult]:
+        out: dict[str, FileResult] = {}
+        total_bytes = sum(len(f.data) for f in files)
+        parallel = (
+            self.jobs > 1
+            and len(files) >= _PARALLEL_MIN_FILES
+            and (self.mode != "check" or total_bytes >= _PARALLEL_MIN_BYTES)
+        )
+        args = [
+            (
+                f.data,
+                display_path(f.path),
+                self.ids,
+                self.options,
+                self.mode,
+                module_identity(f.path),
+                aliases,
+                f.prefiltered,
+            )
+            for f in files
+        ]
+        if not parallel:
+            for f, a in zip(files, args, strict=True):
+                out[f.path] = _work(*a)
+                self._tick(len(out), len(files))
+            return out
+        import multiprocessing
+
+        from migrate_fi.engine import failed
+
+        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+        context = multiprocessing.get_context(method)
+        workers = min(self.jobs, len(files))
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            futures = {
+                pool.submit(_work, *a): (f.path, a[1]) for f, a in zip(files, args, strict=True)
+            }
+            for future in as_completed(futures):
+                path, shown = futures[future]
+                try:
+                    out[path] = future.result()
+                except Exception as exc:  # a worker that died (e.g. a crash in a parser)
+                    out[path] = failed(
+                        shown, f"worker process failed ({type(exc).__name__}); untouched"
+                    )
+                self._tick(len(out), len(files))
+        return out
+
+    def _tick(self, done: int, total: int) -> None:
+        if self.progress is not None:
+            self.progress(done, total)
