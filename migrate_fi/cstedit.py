@@ -280,6 +280,13 @@ def _merge_from(body: list[cst.BaseStatement], need: AddImport) -> bool:
     return False
 
 
+def _guarded_import(statement: cst.BaseStatement) -> bool:
+    if not isinstance(statement, (cst.Try, cst.If)):
+        return False
+    body = statement.body.body if isinstance(statement.body, cst.IndentedBlock) else []
+    return bool(body) and all(_import_nodes(s) for s in body)
+
+
 def _import_position(body: Sequence[cst.BaseStatement]) -> tuple[int, bool]:
     """Where a new import goes, and whether it follows the docstring directly."""
     i = 0
@@ -290,11 +297,9 @@ def _import_position(body: Sequence[cst.BaseStatement]) -> tuple[int, bool]:
     after_header = i
     last_import = None
     for j in range(i, len(body)):
-        if _import_nodes(body[j]):
-            last_import = j
-        elif isinstance(body[j], (cst.Try, cst.If)) or _is_docstring(body[j]):
-            continue  # guarded imports (`try: import x`) belong to the import block
-        else:
+        if _import_nodes(body[j]) or _guarded_import(body[j]):
+            last_import = j  # `try: import x except ImportError: ...` belongs to the block
+        elif not _is_docstring(body[j]):
             break
     if last_import is not None:
         return last_import + 1, False

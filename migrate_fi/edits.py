@@ -141,14 +141,10 @@ def _append(items: list[Any], new: Any, opening: Any) -> list[Any]:
     trailing = last.comma if isinstance(last.comma, cst.Comma) else None
     if len(items) >= 2 and isinstance(items[-2].comma, cst.Comma):
         between = items[-2].comma  # the separator the sequence already uses
-    elif (
-        trailing is not None
-        and isinstance(trailing.whitespace_after, cst.ParenthesizedWhitespace)
-        and isinstance(opening, cst.ParenthesizedWhitespace)
-    ):
+    elif isinstance(opening, cst.ParenthesizedWhitespace):
         # one element on its own line, `f(\n    a,\n)`: the next one goes on its own line too
-        between = trailing.with_changes(
-            whitespace_after=trailing.whitespace_after.with_changes(last_line=opening.last_line)
+        between = cst.Comma(
+            whitespace_after=opening.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=[])
         )
     else:
         between = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))

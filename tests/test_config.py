@@ -1,0 +1,132 @@
+"""``[tool.migrate-fi]``: found next to the code, command line over configuration over defaults,
+and every mistake in it a one-line error that names the file and the key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from migrate_fi.cli import cli
+
+LEGACY = (
+    "from flashinfer import fp4_quantize\n"
+    "\n"
+    "\n"
+    "def q(x, gs):\n"
+    "    return fp4_quantize(x, gs[:1], 16, False, True, False, True)\n"
+)
+
+
+def invoke(*args: str) -> Result:
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "src" / "vendored").mkdir(parents=True)
+    (tmp_path / "src" / "legacy.py").write_text(LEGACY)
+    (tmp_path / "src" / "vendored" / "old.py").write_text(LEGACY)
+    return tmp_path
+
+
+def configure(root: Path, table: str) -> None:
+    (root / "pyproject.toml").write_text(
+        '[project]\nname = "x"\ndependencies = ["flashinfer-python==0.6.10"]\n\n' + table
+    )
+
+
+def test_defaults_without_configuration(project: Path) -> None:
+    configure(project, "")
+    r = invoke("check", "--to", "0.6.11", "src")
+    assert r.exit_code == 1
+    assert r.stdout.count("FI001") == 2
+
+
+def test_configuration_sets_target_selection_and_exclusions(project: Path) -> None:
+    configure(
+        project,
+        '[tool.migrate-fi]\nto = "0.6.10.post1"\nexclude = ["src/vendored/"]\n',
+    )
+    assert invoke("check", "src").exit_code == 0  # 0.6.10 -> 0.6.10.post1: nothing for fp4
+    configure(project, '[tool.migrate-fi]\nto = "0.6.11"\nexclude = ["src/vendored/"]\n')
+    r = invoke("check", "src")
+    assert r.exit_code == 1 and r.stdout.count("FI001") == 1
+    # the exclusions are relative to the configuration's folder, wherever the command runs
+    r = invoke("check", str(project / "src"))
+    assert r.stdout.count("FI001") == 1
+
+
+def test_the_command_line_wins(project: Path) -> None:
+    configure(project, '[tool.migrate-fi]\nto = "0.6.10.post1"\nselect = ["FI003"]\n')
+    assert invoke("check", "src").exit_code == 0
+    r = invoke("check", "--to", "0.6.11", "--select", "FI001", "src")
+    assert r.exit_code == 1 and "FI001" in r.stdout
+
+
+def test_output_format_and_keywords_from_the_configuration(project: Path) -> None:
+    configure(project, '[tool.migrate-fi]\nto = "0.6.11"\noutput-format = "github"\n')
+    assert invoke("check", "src").stdout.startswith("::warning file=src/")
+    configure(project, '[tool.migrate-fi]\nto = "0.6.11"\nkeywords = "all"\n')
+    assert "input=x, global_scale=gs[:1]" in invoke("diff", "src").stdout
+
+
+def test_configuration_is_found_from_a_subfolder(project: Path, monkeypatch) -> None:
+    configure(project, '[tool.migrate-fi]\nto = "0.6.10.post1"\n')
+    monkeypatch.chdir(project / "src")
+    assert invoke("check", ".").exit_code == 0
+
+
+def test_explicit_config_file(project: Path) -> None:
+    (project / "other.toml").write_text('[tool.migrate-fi]\nto = "0.6.10.post1"\n')
+    configure(project, "")
+    assert invoke("check", "--config", "other.toml", "src").exit_code == 0
+    r = invoke("check", "--config", "missing.toml", "src")
+    assert r.exit_code == 2 and "missing.toml: no such file" in r.stderr
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ('[tool.migrate-fi]\ntagret = "0.7.4"\n', "unknown key 'tagret'"),
+        ('[tool.migrate-fi]\nselect = "FI001"\n', "select must be a list of strings"),
+        ("[tool.migrate-fi]\nunsafe-fixes = 1\n", "unsafe-fixes must be a boolean"),
+        ('[tool.migrate-fi]\nkeywords = "some"\n', "keywords must be one of tail, all"),
+        ("[tool.migrate-fi.rules.FI999]\nx = 1\n", "unknown rule 'FI999'"),
+        ("[tool.migrate-fi.rules.FI001]\nx = 1\n", "unknown option 'x' of FI001"),
+        ('[tool.migrate-fi]\nto = "0.7.4"\n[tool.migrate-fi\n', "not valid TOML"),
+    ],
+)
+def test_mistakes_are_one_line_errors(project: Path, table: str, message: str) -> None:
+    configure(project, table)
+    r = invoke("check", "src")
+    assert r.exit_code == 2
+    (line,) = r.stderr.splitlines()
+    assert "pyproject.toml" in line and message in line
+    assert "Traceback" not in r.output
+
+
+def test_unsafe_fixes_from_the_configuration_and_overridden(project: Path) -> None:
+    configure(project, '[tool.migrate-fi]\nto = "0.6.11"\nunsafe-fixes = true\n')
+    from migrate_fi.cli import _Common, _settle
+
+    common = _Common(
+        paths=("src",),
+        from_version=None,
+        to_version=None,
+        select=(),
+        ignore=(),
+        exclude=(),
+        output_format=None,
+        jobs=None,
+        exit_zero=False,
+        keywords=None,
+        respect_gitignore=None,
+        unsafe_fixes=None,
+        config=None,
+    )
+    assert _settle(common).unsafe_fixes is True
+    common.unsafe_fixes = False  # --no-unsafe-fixes
+    assert _settle(common).unsafe_fixes is False

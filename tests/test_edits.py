@@ -1,0 +1,291 @@
+"""The edit helpers (`migrate_fi.edits`) and how `migrate_fi.cstedit` applies them."""
+
+from __future__ import annotations
+
+import ast
+
+import libcst as cst
+import pytest
+
+from migrate_fi.cstedit import add_imports, apply_edits, check_overlaps, parse_exact
+from migrate_fi.edits import (
+    AddImport,
+    EditError,
+    InsertStatements,
+    Replace,
+    ReplaceStatements,
+    add_dict_entry,
+    add_keyword,
+    keywordize,
+    remove_keyword,
+    replace_with,
+)
+
+
+def span(node: ast.AST) -> tuple[int, int, int, int]:
+    return (node.lineno, node.col_offset, node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
+
+
+def first(source: str, kind: type) -> ast.AST:
+    return next(n for n in ast.walk(ast.parse(source)) if isinstance(n, kind))
+
+
+def statements(source: str) -> list[ast.stmt]:
+    """Every statement, in source order."""
+    found = [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.stmt)]
+    return sorted(found, key=lambda n: (n.lineno, n.col_offset))
+
+
+def edit(source: str, *edits, imports=()) -> str:
+    module = parse_exact(source)
+    labeled = [(f"edit {i}", e) for i, e in enumerate(edits)]
+    return apply_edits(module, labeled, imports).code
+
+
+def on_call(source: str, transform) -> str:
+    return edit(source, Replace(span(first(source, ast.Call)), "Call", transform))
+
+
+# ----------------------------------------------------------------- call arguments
+
+
+def test_keywordize_keeps_values_and_comments() -> None:
+    src = "f(a,  # first\n  b, c)\n"
+    assert on_call(src, keywordize({1: "y", 2: "z"})) == "f(a,  # first\n  y=b, z=c)\n"
+
+
+def test_keywordize_refuses_a_keyword_argument() -> None:
+    with pytest.raises(EditError):
+        on_call("f(a, k=1)\n", keywordize({1: "k"}))
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("f()\n", "f(group=g)\n"),
+        ("f(a)\n", "f(a, group=g)\n"),
+        ("f(a, b=1)\n", "f(a, b=1, group=g)\n"),
+        ("f(**kw)\n", "f(**kw, group=g)\n"),
+        # one per line, trailing comma: stays so
+        ("f(\n    a,\n    b,\n)\n", "f(\n    a,\n    b,\n    group=g,\n)\n"),
+        ("f(\n    a,\n)\n", "f(\n    a,\n    group=g,\n)\n"),
+        # one per line, no trailing comma
+        ("f(a,\n  b)\n", "f(a,\n  b,\n  group=g)\n"),
+    ],
+)
+def test_add_keyword_follows_the_layout(source: str, expected: str) -> None:
+    assert on_call(source, add_keyword("group", "g")) == expected
+
+
+def test_add_keyword_never_twice() -> None:
+    with pytest.raises(EditError):
+        on_call("f(group=x)\n", add_keyword("group", "g"))
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("f(a, b=1, c=2)\n", "f(a, c=2)\n"),
+        ("f(a, c=2, b=1)\n", "f(a, c=2)\n"),
+        ("f(\n    a,\n    b=1,\n)\n", "f(\n    a,\n)\n"),
+    ],
+)
+def test_remove_keyword(source: str, expected: str) -> None:
+    assert on_call(source, remove_keyword("b")) == expected
+
+
+def test_replace_with_keeps_parentheses() -> None:
+    src = "x = (a + b)\n"
+    # neither ast's nor LibCST's span of a parenthesized expression includes the parentheses
+    node = first(src, ast.BinOp)
+    out = edit(src, Replace(span(node), "BinaryOperation", replace_with("c * d")))
+    assert out == "x = (c * d)\n"
+
+
+# ----------------------------------------------------------------------- dicts
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("d = {}\n", 'd = {"group": g}\n'),
+        ("d = {'a': 1}\n", "d = {'a': 1, 'group': g}\n"),
+        ('d = {\n    "a": 1,\n}\n', 'd = {\n    "a": 1,\n    "group": g,\n}\n'),
+        ("d = dict(a=1)\n", "d = dict(a=1, group=g)\n"),
+        (
+            "d = dict(\n    a=1,\n    b=2,\n)\n",
+            "d = dict(\n    a=1,\n    b=2,\n    group=g,\n)\n",
+        ),
+    ],
+)
+def test_add_dict_entry(source: str, expected: str) -> None:
+    value = ast.parse(source).body[0].value  # type: ignore[attr-defined]
+    kind = "Dict" if isinstance(value, ast.Dict) else "Call"
+    assert edit(source, Replace(span(value), kind, add_dict_entry("group", "g"))) == expected
+
+
+def test_add_dict_entry_never_twice() -> None:
+    source = 'd = {"group": x}\n'
+    value = ast.parse(source).body[0].value  # type: ignore[attr-defined]
+    with pytest.raises(EditError):
+        edit(source, Replace(span(value), "Dict", add_dict_entry("group", "g")))
+
+
+# ------------------------------------------------------------------- statements
+
+
+SOURCE = """\
+def test():
+    # prepare
+    x = 1
+    with ctx():
+        y = run(x)
+    check(y)
+"""
+
+
+def test_insert_before_and_after_statements_take_the_block_indentation() -> None:
+    body = statements(SOURCE)
+    assign, with_ = body[1], body[2]
+    out = edit(
+        SOURCE,
+        InsertStatements(span(assign), "setup()\nwith a:\n    b()\n"),
+        InsertStatements(span(with_), "done()\n", after=True),
+    )
+    assert out == (
+        "def test():\n"
+        "    setup()\n"
+        "    with a:\n"
+        "        b()\n"
+        "    # prepare\n"
+        "    x = 1\n"
+        "    with ctx():\n"
+        "        y = run(x)\n"
+        "    done()\n"
+        "    check(y)\n"
+    )
+
+
+def test_replace_statements_keeps_the_comment_above() -> None:
+    body = statements(SOURCE)
+    assign, with_ = body[1], body[2]
+    out = edit(SOURCE, ReplaceStatements(span(assign), span(with_), "y = run(1)\n"))
+    assert out == "def test():\n    # prepare\n    y = run(1)\n    check(y)\n"
+
+
+def test_replace_statements_with_nothing_removes_them() -> None:
+    body = statements(SOURCE)
+    out = edit(SOURCE, ReplaceStatements(span(body[4]), span(body[4]), ""))
+    assert out == SOURCE.replace("    check(y)\n", "")
+
+
+def test_crlf_and_two_space_indentation_are_kept() -> None:
+    src = "if a:\r\n  x = 1\r\n"
+    assign = statements(src)[1]
+    out = edit(src, InsertStatements(span(assign), "with b:\n    c()\n"))
+    assert out == "if a:\r\n  with b:\r\n    c()\r\n  x = 1\r\n"
+
+
+def test_an_anchor_that_is_not_a_statement_start_fails() -> None:
+    with pytest.raises(EditError, match="could not locate"):
+        edit(SOURCE, InsertStatements((3, 8, 3, 9), "z()\n"))
+
+
+def test_statements_that_do_not_parse_fail() -> None:
+    with pytest.raises(EditError, match="do not parse"):
+        edit(SOURCE, InsertStatements(span(statements(SOURCE)[1]), "def (\n"))
+
+
+# --------------------------------------------------------------------- overlaps
+
+
+def test_overlapping_edits_are_a_bug_of_the_rule() -> None:
+    src = "f(g(x))\n"
+    outer, inner = [n for n in ast.walk(ast.parse(src)) if isinstance(n, ast.Call)]
+    with pytest.raises(EditError, match="overlap"):
+        edit(
+            src,
+            Replace(span(outer), "Call", add_keyword("a", "1")),
+            Replace(span(inner), "Call", add_keyword("b", "2")),
+        )
+
+
+def test_same_node_twice_overlaps() -> None:
+    call = span(first("f(x)\n", ast.Call))
+    with pytest.raises(EditError, match="overlap"):
+        check_overlaps([("a", Replace(call, "Call", str)), ("b", Replace(call, "Call", str))])
+
+
+def test_insertions_at_a_range_edge_do_not_overlap() -> None:
+    body = statements(SOURCE)
+    assign, with_ = body[1], body[2]
+    check_overlaps(
+        [
+            ("a", ReplaceStatements(span(assign), span(with_), "")),
+            ("b", InsertStatements(span(assign), "z()\n")),
+            ("c", InsertStatements(span(assign), "w()\n")),
+            ("d", InsertStatements(span(with_), "v()\n", after=True)),
+        ]
+    )
+    inner = span(statements(SOURCE)[3])  # `y = run(x)`, inside the replaced range
+    assert inner[0] == 5
+    with pytest.raises(EditError):
+        check_overlaps(
+            [
+                ("a", ReplaceStatements(span(assign), span(with_), "")),
+                ("b", InsertStatements(inner, "z()\n")),
+            ]
+        )
+
+
+# ---------------------------------------------------------------------- imports
+
+
+def imports(source: str, *needs: AddImport) -> str:
+    return add_imports(cst.parse_module(source), needs).code
+
+
+def test_import_already_there_is_not_added() -> None:
+    src = "import torch\n\nx = torch.ones(1)\n"
+    assert imports(src, AddImport("torch")) == src
+    assert imports("import torch.cuda\n", AddImport("torch")) == "import torch.cuda\n"
+
+
+def test_import_goes_after_the_import_block() -> None:
+    src = '"""Doc."""\n\nfrom __future__ import annotations\n\nimport os\n\nX = 1\n'
+    assert imports(src, AddImport("torch")) == (
+        '"""Doc."""\n\nfrom __future__ import annotations\n\nimport os\nimport torch\n\nX = 1\n'
+    )
+
+
+def test_import_after_docstring_when_there_is_none() -> None:
+    assert imports('"""Doc."""\nX = 1\n', AddImport("torch")) == (
+        '"""Doc."""\n\nimport torch\nX = 1\n'
+    )
+    assert imports("X = 1\n", AddImport("torch")) == "import torch\nX = 1\n"
+
+
+def test_from_import_is_merged() -> None:
+    assert imports("from torch import nn\n", AddImport("torch", "cuda")) == (
+        "from torch import nn, cuda\n"
+    )
+    src = "from torch import (\n    nn,\n    optim,\n)\n"
+    assert imports(src, AddImport("torch", "cuda")) == (
+        "from torch import (\n    nn,\n    optim,\n    cuda,\n)\n"
+    )
+
+
+def test_imports_are_never_duplicated() -> None:
+    out = imports("import os\n", AddImport("torch"), AddImport("torch"), AddImport("os"))
+    assert out == "import os\nimport torch\n"
+
+
+def test_guarded_imports_belong_to_the_block() -> None:
+    src = "import os\ntry:\n    import x\nexcept ImportError:\n    x = None\n\nY = 1\n"
+    assert imports(src, AddImport("torch")) == (
+        "import os\ntry:\n    import x\nexcept ImportError:\n    x = None\nimport torch\n\nY = 1\n"
+    )
+    src = "import os\nif TYPE_CHECKING:\n    import x\nY = 1\n"
+    assert imports(src, AddImport("torch")) == (
+        "import os\nif TYPE_CHECKING:\n    import x\nimport torch\nY = 1\n"
+    )

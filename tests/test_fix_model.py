@@ -1,0 +1,154 @@
+"""The fix model as the engine enforces it: several edits and imports per fix, per-fix safety,
+suppression of whole fixes, overlapping edits, and rules that break their own declaration.
+
+The rules here are test doubles defined in this file (never registered), run through
+`process_source`, the function the CLI uses for every file.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from migrate_fi.codemod import Codemod, FileContext, RunOptions
+from migrate_fi.edits import AddImport, add_keyword
+from migrate_fi.engine import Mode, process_source
+from migrate_fi.reporting import format_diagnostic, summary
+from migrate_fi.results import FileResult, FixSafety, RunResult, Status
+from migrate_fi.versions import parse_version
+
+SOURCE = """\
+import flashinfer
+
+
+def build(group):
+    ws = flashinfer.make(8)
+    return ws
+"""
+
+
+def calls(ctx: FileContext) -> list[ast.Call]:
+    """The calls of `flashinfer.make`."""
+    return [c for c, _ in ctx.resolver.iter_calls() if ast.unparse(c.func) == "flashinfer.make"]
+
+
+class _Rule(Codemod):
+    """A test double."""
+
+    code = "FI900"
+    summary = "test"
+    introduced_in = "0.6.11"
+    triggers = ("flashinfer",)
+    fix_safety = FixSafety.SAFE
+    site_safety: FixSafety | None = None
+
+    def find(self, ctx: FileContext) -> None:
+        (call,) = calls(ctx)
+        function = next(s for s in ctx.tree.body if isinstance(s, ast.FunctionDef))
+        statement = function.body[0]
+        ctx.fix(
+            call,
+            "pass the group",
+            ctx.replace(call, "Call", add_keyword("group", "group")),
+            ctx.insert_before(statement, "torch.cuda.synchronize()\n"),
+            imports=[AddImport("torch")],
+            safety=self.site_safety,
+        )
+
+
+def make(name: str, **attrs: object) -> type[Codemod]:
+    cls = type(name, (_Rule,), {"__doc__": "A test double.", **attrs})
+    cls.id = name.lower()
+    return cls
+
+
+def run(rule: type[Codemod], source: str = SOURCE, mode: Mode = Mode.APPLY, unsafe: bool = False):
+    options = RunOptions(parse_version("0.6.10"), parse_version("0.6.11"), unsafe_fixes=unsafe)
+    return process_source(source.encode(), "m.py", [rule], options, mode)
+
+
+MIGRATED = """\
+import flashinfer
+import torch
+
+
+def build(group):
+    torch.cuda.synchronize()
+    ws = flashinfer.make(8, group=group)
+    return ws
+"""
+
+
+def test_a_fix_of_several_edits_and_an_import() -> None:
+    result = run(make("Several"))
+    assert result.error is None, result.error
+    assert result.new_text == MIGRATED
+    (d,) = result.diagnostics
+    assert d.fix is FixSafety.SAFE and d.applies
+    # the import is there already: not added again
+    with_torch = "import torch\n" + SOURCE
+    again = run(make("Several"), with_torch)
+    assert again.new_text is not None and again.new_text.count("import torch") == 1
+
+
+def test_check_finds_the_same_site_without_libcst() -> None:
+    result = run(make("Several"), mode=Mode.CHECK)
+    assert result.status is Status.UNCHANGED
+    assert [d.applies for d in result.diagnostics] == [True]
+
+
+def test_review_fixes_are_held_back_unless_unsafe_fixes() -> None:
+    rule = make("Review", fix_safety=FixSafety.REVIEW)
+    held = run(rule)
+    assert held.status is Status.UNCHANGED
+    (d,) = held.diagnostics
+    assert d.fix is FixSafety.REVIEW and not d.applies and d.held_back
+    assert "FI900 [review fix] pass the group" in format_diagnostic(d)
+    applied = run(rule, unsafe=True)
+    assert applied.new_text == MIGRATED
+    assert applied.diagnostics[0].applies
+
+
+def test_a_site_may_lower_the_safety_never_raise_it() -> None:
+    lowered = run(make("Lowered", site_safety=FixSafety.REVIEW))
+    assert lowered.status is Status.UNCHANGED and lowered.diagnostics[0].held_back
+    raised = run(make("Raised", fix_safety=FixSafety.REVIEW, site_safety=FixSafety.SAFE))
+    assert raised.status is Status.FAILED
+    assert raised.error is not None
+    assert "produced a safe fix; its declared fix safety is review" in raised.error.reason
+
+
+def test_a_report_only_rule_that_fixes_is_a_rule_error() -> None:
+    result = run(make("ReportOnly", fix_safety=FixSafety.NONE))
+    assert result.status is Status.FAILED
+    assert result.error is not None
+    assert "declared report-only (fix_safety NONE) but produced a fix" in result.error.reason
+    assert result.new_text is None
+
+
+def test_suppression_drops_the_whole_fix() -> None:
+    source = SOURCE.replace("(8)", "(8)  # migrate-fi: ignore[FI900]")
+    result = run(make("Suppressed"), source)
+    assert result.status is Status.UNCHANGED and result.diagnostics == []
+
+
+def test_overlapping_edits_fail_the_file_and_write_nothing() -> None:
+    class Overlapping(_Rule):
+        """A test double whose two fixes edit the same call."""
+
+        def find(self, ctx: FileContext) -> None:
+            (call,) = calls(ctx)
+            for name in ("a", "b"):
+                ctx.fix(call, name, ctx.replace(call, "Call", add_keyword(name, "1")))
+
+    Overlapping.id = "overlapping"
+    result = run(Overlapping)
+    assert result.status is Status.FAILED and result.new_text is None
+    assert result.error is not None and "two edits overlap" in result.error.reason
+
+
+def test_summary_says_how_many_review_fixes_were_held_back() -> None:
+    held = run(make("Review2", fix_safety=FixSafety.REVIEW))
+    result = RunResult(files=[held, FileResult("n.py", Status.SKIPPED)])
+    text = summary(result, "apply")
+    assert "1 review fix held back" in text and "--unsafe-fixes" in text
+    assert "1 review fix applied only with --unsafe-fixes" in summary(result, "check")

@@ -1,0 +1,209 @@
+"""The shared analysis, tested directly: scopes, name resolution, reading values and dicts."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+
+from migrate_fi.resolver import NameResolver
+from migrate_fi.values import assigned_values, read_dict
+
+
+def resolver_for(source: str, module: str | None = None, package: bool = False, aliases=None):
+    return NameResolver(ast.parse(textwrap.dedent(source)), module, package, aliases)
+
+
+def resolve_call(source: str, index: int = -1, **kw) -> set[str | None]:
+    """Qualified names the ``index``-th call's callee may refer to (None for opaque ones)."""
+    r = resolver_for(source, **kw)
+    call, scope = r.calls[index]
+    return {c.qualname for c in r.resolve(call.func, scope).candidates}
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("import flashinfer\nflashinfer.fp4_quantize(x)", {"flashinfer.fp4_quantize"}),
+        ("import flashinfer as fi\nfi.fp4_quantize(x)", {"flashinfer.fp4_quantize"}),
+        ("import flashinfer.comm\nflashinfer.comm.f(x)", {"flashinfer.comm.f"}),
+        ("from flashinfer import comm as c\nc.f(x)", {"flashinfer.comm.f"}),
+        ("from flashinfer import fp4_quantize as q\nq(x)", {"flashinfer.fp4_quantize"}),
+        ("import flashinfer\nq = flashinfer.fp4_quantize\nq(x)", {"flashinfer.fp4_quantize"}),
+        (
+            "import pytest\nfi = pytest.importorskip('flashinfer')\nfi.f(x)",
+            {"flashinfer.f"},
+        ),
+        ("from flashinfer import *\nfp4_quantize(x)", {"flashinfer.fp4_quantize"}),
+        ("print(x)", set()),  # a builtin: nothing known
+    ],
+)
+def test_import_forms(source: str, expected: set[str]) -> None:
+    assert resolve_call(source) == expected
+
+
+def test_relative_imports_use_the_module_path() -> None:
+    src = "from ..quantization import fp4_quantize\nfp4_quantize(x)"
+    assert resolve_call(src, module="flashinfer.fused_moe.core") == {
+        "flashinfer.quantization.fp4_quantize"
+    }
+    src = "from . import comm\ncomm.f(x)"
+    assert resolve_call(src, module="flashinfer", package=True) == {"flashinfer.comm.f"}
+
+
+def test_function_scope_shadows_the_module() -> None:
+    src = """
+    from flashinfer import fp4_quantize
+    def f(fp4_quantize):
+        return fp4_quantize(x)
+    def g():
+        return fp4_quantize(x)
+    """
+    assert resolve_call(src, 0) == {None}  # the parameter
+    assert resolve_call(src, 1) == {"flashinfer.fp4_quantize"}
+
+
+def test_class_body_is_invisible_from_methods() -> None:
+    src = """
+    import flashinfer
+    q = flashinfer.fp4_quantize
+    class A:
+        q = other
+        def m(self):
+            return q(x)
+    """
+    assert resolve_call(src) == {"flashinfer.fp4_quantize"}
+
+
+def test_try_except_fallbacks_are_alternatives() -> None:
+    src = """
+    try:
+        from flashinfer import fp4_quantize
+    except ImportError:
+        from sgl_kernel import fp4_quantize
+    fp4_quantize(x)
+    """
+    assert resolve_call(src) == {"flashinfer.fp4_quantize", "sgl_kernel.fp4_quantize"}
+
+
+def test_a_none_fallback_is_no_alternative() -> None:
+    src = """
+    try:
+        from flashinfer import fp4_quantize
+    except ImportError:
+        fp4_quantize = None
+    fp4_quantize(x)
+    """
+    assert resolve_call(src) == {"flashinfer.fp4_quantize"}
+
+
+def test_global_and_nonlocal() -> None:
+    src = """
+    q = None
+    def setup():
+        global q
+        from flashinfer import fp4_quantize as q
+    def use():
+        return q(x)
+    """
+    assert resolve_call(src) == {"flashinfer.fp4_quantize"}
+
+
+def test_instances_and_self_attributes() -> None:
+    src = """
+    import flashinfer
+    class Layer:
+        def __init__(self):
+            self.w = flashinfer.Wrapper(buf)
+        def forward(self):
+            return self.w.plan(x)
+    """
+    assert resolve_call(src) == {"flashinfer.Wrapper().plan"}
+
+
+def test_project_reexports() -> None:
+    aliases = {"proj.ops.quant": "flashinfer.fp4_quantize"}
+    src = "from proj.ops import quant\nquant(x)"
+    assert resolve_call(src, aliases=aliases) == {"flashinfer.fp4_quantize"}
+    # a module name longer than the one the exporting file knows (namespace packages)
+    src = "from src.proj.ops import quant\nquant(x)"
+    assert resolve_call(src, aliases=aliases) == {"flashinfer.fp4_quantize"}
+
+
+def test_exports_only_flashinfer_bindings() -> None:
+    r = resolver_for(
+        "from flashinfer import fp4_quantize as q\nimport os\ndef wrap(x):\n    return q(x)\n",
+        module="proj.ops",
+    )
+    assert r.exports() == {"proj.ops.q": "flashinfer.fp4_quantize"}
+
+
+# ------------------------------------------------------------------------ values
+
+
+def call_and_scope(source: str):
+    """The resolver, the call of `f` and its scope."""
+    r = resolver_for(source)
+    call, scope = next((c, s) for c, s in r.calls if ast.unparse(c.func) in ("f", "g"))
+    return r, call, scope
+
+
+def test_assigned_values_of_a_local() -> None:
+    r, call, scope = call_and_scope("def f(s):\n    a = s[:1]\n    g(a)\n")
+    values = assigned_values(r, "a", scope)
+    assert values is not None and ast.unparse(values[0][0]) == "s[:1]"
+    assert assigned_values(r, "s", scope) is None  # a parameter
+    r, call, scope = call_and_scope("def f():\n    for a in x:\n        g(a)\n")
+    assert assigned_values(r, "a", scope) is None  # a loop variable
+
+
+@pytest.mark.parametrize(
+    ("source", "keys"),
+    [
+        ("f(**{'a': 1, 'b': 2})", {"a", "b"}),
+        ("f(**dict(a=1, **{'b': 2}))", {"a", "b"}),
+        ("kw = dict(a=1)\nf(**kw)", {"a"}),
+        ("kw = {'a': 1}\nkw['group'] = g\nf(**kw)", {"a", "group"}),
+        ("kw = {'a': 1}\nif c:\n    kw['group'] = g\nf(**kw)", {"a", "group"}),
+        ("kw = {'a': 1}\nkw.update(group=g)\nf(**kw)", {"a", "group"}),
+        ("kw = {'a': 1}\nkw.setdefault('group', g)\nf(**kw)", {"a", "group"}),
+    ],
+)
+def test_dicts_built_in_plain_sight(source: str, keys: set[str]) -> None:
+    r, call, scope = call_and_scope(source)
+    source_dict = read_dict(r, call.keywords[-1].value, scope)
+    assert source_dict is not None and set(source_dict.keys) == keys
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "kw = make()\nf(**kw)",
+        "kw = {'a': 1}\nkw.update(other)\nf(**kw)",
+        "kw = {'a': 1}\nkw[name] = 1\nf(**kw)",
+        "kw = {'a': 1}\ndel kw['a']\nf(**kw)",
+        "kw = {'a': 1}\nkw.pop('a')\nf(**kw)",
+        "def dict(**k): ...\nf(**dict(a=1))",  # not the builtin
+        "kw = {'a': 1}\nkw = {'b': 2}\nf(**kw)",  # bound twice
+    ],
+)
+def test_dicts_that_cannot_be_read(source: str) -> None:
+    r, call, scope = call_and_scope(source)
+    assert read_dict(r, call.keywords[-1].value, scope) is None
+
+
+def test_a_write_in_another_scope_is_another_dict() -> None:
+    src = "kw = {'a': 1}\ndef g():\n    kw = {}\n    kw['b'] = 2\nf(**kw)"
+    r, call, scope = call_and_scope(src)
+    source_dict = read_dict(r, call.keywords[-1].value, scope)
+    assert source_dict is not None and set(source_dict.keys) == {"a"}
+
+
+def test_where_the_dict_is_built_and_written() -> None:
+    src = "def m(self, g):\n    kw = dict(a=1)\n    kw['b'] = 2\n    f(**kw)\n"
+    r, call, scope = call_and_scope(src)
+    source_dict = read_dict(r, call.keywords[-1].value, scope)
+    assert source_dict is not None
+    assert isinstance(source_dict.built, ast.Call) and source_dict.built.lineno == 2
+    assert [w.key for w in source_dict.writes] == ["b"]
