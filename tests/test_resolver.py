@@ -150,11 +150,11 @@ def call_and_scope(source: str):
 
 
 def test_assigned_values_of_a_local() -> None:
-    r, call, scope = call_and_scope("def f(s):\n    a = s[:1]\n    g(a)\n")
+    r, _call, scope = call_and_scope("def f(s):\n    a = s[:1]\n    g(a)\n")
     values = assigned_values(r, "a", scope)
     assert values is not None and ast.unparse(values[0][0]) == "s[:1]"
     assert assigned_values(r, "s", scope) is None  # a parameter
-    r, call, scope = call_and_scope("def f():\n    for a in x:\n        g(a)\n")
+    r, _call, scope = call_and_scope("def f():\n    for a in x:\n        g(a)\n")
     assert assigned_values(r, "a", scope) is None  # a loop variable
 
 
