@@ -24,53 +24,196 @@ TARGETS: dict[str, tuple[str, int]] = {
     "flashinfer.quantization.fp4_quantization.nvfp4_quantize": _NVFP4,
     "flashinfer.fp4_quantization.nvfp4_quantize": _NVFP4,
 }
-# torch constructors whose size argument we can read
+
+# torch constructors whose first argument is the size
 _SIZED = frozenset({"ones", "zeros", "empty", "full", "rand", "randn"})
-_ONE_ELEMENT_SIZES = ("1", "(1,)", "[1]", "(1)")
+_ONE_ELEMENT_SIZES = frozenset({"1", "(1,)", "[1]", "(1)"})
+# methods that keep the number of elements (dtype, device, layout, elementwise maths)
+_SAME_SIZE = frozenset(
+    {
+        "to",
+        "cuda",
+        "cpu",
+        "float",
+        "half",
+        "bfloat16",
+        "double",
+        "contiguous",
+        "clone",
+        "detach",
+        "type",
+        "abs",
+        "reciprocal",
+        "sqrt",
+        "rsqrt",
+        "exp",
+        "log",
+        "clamp",
+        "clamp_min",
+        "clamp_max",
+        "neg",
+        "squeeze",
+        "flatten",
+        "requires_grad_",
+    }
+)
+# reductions that give one element when no dimension is named
+_REDUCTIONS = frozenset({"max", "min", "amax", "amin", "sum", "mean", "norm", "prod", "median"})
+_DIM_KEYWORDS = frozenset({"dim", "axis"})
+# functions of torch that keep the number of elements of their first argument
+_TORCH_ELEMENTWISE = frozenset({"abs", "reciprocal", "sqrt", "rsqrt", "exp", "log", "clamp"})
+_DEPTH = 6
 
 
-def _single_element(expr: ast.expr, resolver: NameResolver, scope: Scope, depth: int = 0) -> bool:
-    """Is ``expr`` obviously a tensor with one element (or None)?"""
-    if isinstance(expr, ast.Constant):
-        return True  # None (no global scale) or a Python scalar
-    if isinstance(expr, ast.Subscript):
-        s = expr.slice
-        if isinstance(s, ast.Slice) and s.step is None:
-            lo = (
-                s.lower.value
-                if isinstance(s.lower, ast.Constant)
-                else (0 if s.lower is None else None)
-            )
-            hi = s.upper.value if isinstance(s.upper, ast.Constant) else None
-            if isinstance(lo, int) and isinstance(hi, int) and hi - lo == 1 and lo >= 0:
-                return True  # x[:1], x[0:1], x[3:4]
-            if lo == -1 and s.upper is None:
-                return True  # x[-1:]
-        # x[0]: one element of a 1-D tensor
-        return isinstance(s, ast.Constant) and isinstance(s.value, int)
-    if isinstance(expr, ast.Call):
-        quals = resolver.resolve(expr.func, scope).qualnames
-        if len(quals) != 1:
+class _Shape:
+    """Is an expression certainly one element (a Python number, a one-element tensor)? And if
+    not, why it may be more, in words a person can act on."""
+
+    def __init__(self, resolver: NameResolver) -> None:
+        self.resolver = resolver
+
+    def qualname(self, func: ast.expr, scope: Scope) -> str | None:
+        quals = self.resolver.resolve(func, scope).qualnames
+        return next(iter(quals)) if len(quals) == 1 else None
+
+    def one(self, expr: ast.expr, scope: Scope, depth: int = 0) -> bool:
+        if depth > _DEPTH:
             return False
-        (qual,) = quals
-        if qual == "torch.tensor" and expr.args:
-            data = expr.args[0]
-            if isinstance(data, (ast.List, ast.Tuple)):
-                return len(data.elts) == 1 and not isinstance(data.elts[0], (ast.List, ast.Tuple))
-            return isinstance(data, (ast.Constant, ast.Name, ast.Attribute, ast.BinOp, ast.UnaryOp))
-        if qual.startswith("torch.") and qual.rsplit(".", 1)[-1] in _SIZED and expr.args:
-            size = ast.unparse(expr.args[0]).replace(" ", "")
-            return size in _ONE_ELEMENT_SIZES and (
-                qual.rsplit(".", 1)[-1] == "full" or len(expr.args) == 1
+        if isinstance(expr, ast.Constant):
+            return isinstance(expr.value, (int, float, bool)) or expr.value is None
+        if isinstance(expr, ast.UnaryOp):
+            return self.one(expr.operand, scope, depth + 1)
+        if isinstance(expr, ast.BinOp):  # `1.0 / scale[:1]`: broadcasting keeps one element
+            return self.one(expr.left, scope, depth + 1) and self.one(expr.right, scope, depth + 1)
+        if isinstance(expr, ast.IfExp):
+            return self.one(expr.body, scope, depth + 1) and self.one(expr.orelse, scope, depth + 1)
+        if isinstance(expr, ast.Subscript):
+            return _one_element_subscript(expr.slice)
+        if isinstance(expr, ast.Attribute):
+            # `torch.finfo(dtype).max` and friends are Python numbers
+            return (
+                isinstance(expr.value, ast.Call)
+                and self.qualname(expr.value.func, scope) in ("torch.finfo", "torch.iinfo")
+            )
+        if isinstance(expr, ast.Call):
+            return self._call(expr, scope, depth)
+        if isinstance(expr, ast.Name):
+            assigned = assigned_values(self.resolver, expr.id, scope)
+            return assigned is not None and all(
+                self.one(value, value_scope, depth + 1) for value, value_scope in assigned
             )
         return False
-    if isinstance(expr, ast.Name) and depth < 3:
-        # a local built obviously with one element: `gs = torch.tensor([1.0], ...)`
-        assigned = assigned_values(resolver, expr.id, scope, only_in=scope)
-        return assigned is not None and all(
-            _single_element(v, resolver, scope, depth + 1) for v, _ in assigned
+
+    def _call(self, call: ast.Call, scope: Scope, depth: int) -> bool:
+        func = call.func
+        named_dim = any(k.arg in _DIM_KEYWORDS for k in call.keywords)
+        if isinstance(func, ast.Attribute):
+            method, receiver = func.attr, func.value
+            if method == "item":
+                return True
+            if method in ("reshape", "view", "expand") and len(call.args) == 1:
+                return ast.unparse(call.args[0]).replace(" ", "") in _ONE_ELEMENT_SIZES
+            if method in _REDUCTIONS and not call.args and not named_dim:
+                qual = self.qualname(func, scope)
+                if qual is None or not qual.startswith("torch."):
+                    return True  # `x.abs().max()`: a tensor method, no dimension: 0-d
+            if method in _SAME_SIZE and self.qualname(func, scope) is None:
+                return self.one(receiver, scope, depth + 1)
+        if (
+            isinstance(func, ast.Name)
+            and func.id in ("float", "int")
+            and self.resolver.lookup(func.id, scope) is None
+        ):
+            return True  # the builtins give Python numbers
+        qual = self.qualname(func, scope)
+        if qual is None:
+            return False
+        if qual.startswith("math."):
+            return True
+        if not qual.startswith("torch."):
+            return False
+        name = qual.rsplit(".", 1)[-1]
+        if qual in ("torch.tensor", "torch.scalar_tensor") and call.args:
+            data = call.args[0]
+            if isinstance(data, (ast.List, ast.Tuple)):
+                return len(data.elts) == 1 and not isinstance(data.elts[0], (ast.List, ast.Tuple))
+            return self.one(data, scope, depth + 1)
+        if name in _SIZED and qual == f"torch.{name}" and call.args:
+            size = ast.unparse(call.args[0]).replace(" ", "")
+            return size in _ONE_ELEMENT_SIZES and (name == "full" or len(call.args) == 1)
+        if name in _REDUCTIONS and len(call.args) == 1 and not named_dim:
+            return True  # `torch.amax(x)`: 0-d
+        if name in _TORCH_ELEMENTWISE and call.args:
+            return self.one(call.args[0], scope, depth + 1)
+        return False
+
+    def why(self, expr: ast.expr, scope: Scope) -> str:
+        """Why ``expr`` may hold more than one element, as a person can check it."""
+        if isinstance(expr, ast.Name):
+            found = self.resolver.lookup(expr.id, scope)
+            if found is not None:
+                owner, bindings = found
+                kinds = {b.what for b in bindings}
+                if "parameter" in kinds:
+                    where = getattr(owner.node, "name", "the function")
+                    return f"a parameter of `{where}`: its callers decide"
+                if kinds == {"import"}:
+                    return "imported from another module"
+                assigned = [b for b in bindings if b.value is not None]
+                if assigned:
+                    b = assigned[0]
+                    return f"assigned `{_short(b.value)}` at line {b.line}"
+            return "its size cannot be read here"
+        if isinstance(expr, ast.Attribute):
+            return "an attribute, set elsewhere"
+        if isinstance(expr, ast.Subscript):
+            return "an element at a computed index: one element only if the tensor is 1-D"
+        if isinstance(expr, ast.BinOp):
+            parts = [p for p in (expr.left, expr.right) if not self.one(p, scope)]
+            return self.why(parts[0], scope) if parts else "its size cannot be read here"
+        if isinstance(expr, ast.Call):
+            return f"the result of `{_short(expr.func)}(...)`"
+        return "its size cannot be read here"
+
+
+def _short(node: ast.AST | None, limit: int = 50) -> str:
+    text = ast.unparse(node) if node is not None else ""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _int(node: ast.expr) -> int | None:
+    """An integer literal, negative ones included."""
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _one_element_subscript(s: ast.expr) -> bool:
+    """``x[:1]``, ``x[0:1]``, ``x[3:4]``, ``x[i:i + 1]``, ``x[-1:]``, ``x[0]``."""
+    if isinstance(s, ast.Slice):
+        if s.step is not None:
+            return False
+        lower = s.lower
+        lo = 0 if lower is None else _int(lower)
+        hi = None if s.upper is None else _int(s.upper)
+        if lo is not None and hi is not None and 0 <= lo and hi - lo == 1:
+            return True
+        if lo == -1 and s.upper is None:
+            return True
+        # `x[i:i + 1]`
+        upper = s.upper
+        return (
+            lower is not None
+            and isinstance(upper, ast.BinOp)
+            and isinstance(upper.op, ast.Add)
+            and isinstance(upper.right, ast.Constant)
+            and upper.right.value == 1
+            and ast.dump(upper.left) == ast.dump(lower)
         )
-    return False
+    # `x[0]`: one element of a 1-D tensor (global scales are 1-D)
+    return _int(s) is not None
 
 
 class Fp4GlobalScaleShape(Codemod):
@@ -83,11 +226,22 @@ class Fp4GlobalScaleShape(Codemod):
     tensor ran fine on 0.6.10 and now fails, or silently scales each row differently. The SGLang
     upgrade had to pass `input_global_scale[:1]`.
 
-    Which tensor a call passes cannot be known statically, so nothing is rewritten: calls whose
-    global scale is not obviously a single element are pointed out. Obviously single: `None`,
-    a slice of length one (`x[:1]`, `x[0:1]`, `x[-1:]`), an integer index (`x[0]`),
-    `torch.tensor([v])`/`torch.tensor(v)`, `torch.ones(1)`, `torch.full((1,), v)`, and a local
-    variable assigned only such values. A line a person has checked can be left as it is.
+    Which tensor a call passes cannot always be known statically, so nothing is rewritten: calls
+    whose global scale is not certainly one element are pointed out, each with why (a parameter
+    whose callers decide, an attribute set elsewhere, a computed index) and what to do.
+    Certainly one element, and never reported:
+    - `None`, Python numbers and constant arithmetic (`1.0 / (448.0 * 6.0)`), `float(...)`,
+      `math.*`, `torch.finfo(...).max`, `.item()`;
+    - a slice of length one (`x[:1]`, `x[0:1]`, `x[i:i + 1]`, `x[-1:]`) or a constant index
+      (`x[0]`, of a 1-D scale);
+    - `torch.tensor(v)`, `torch.tensor([v])`, `torch.ones(1)`, `torch.full((1,), v)`,
+      `.reshape(1)`, `.view(1)`;
+    - a reduction with no dimension (`x.abs().max()`, `torch.amax(x)`);
+    - any of these through `.to(...)`, `.float()`, `.cuda()`, `.contiguous()`, `.clone()` and
+      other size-keeping methods, arithmetic of one-element operands (`1.0 / scale[:1]`), and a
+      variable assigned only such values, in any scope.
+
+    A line a person has checked can be marked `# migrate-fi: ignore[FI003]`.
     """
 
     code = "FI003"
@@ -98,10 +252,11 @@ class Fp4GlobalScaleShape(Codemod):
 
     def find(self, ctx: FileContext) -> None:
         resolver = ctx.resolver
+        shape = _Shape(resolver)
         for call, scope in resolver.iter_calls():
             target, _ambiguity = resolver.resolve(call.func, scope).match(frozenset(TARGETS))
             if target is None:
-                continue  # FI001 reports names that may not be FlashInfer's
+                continue  # names that may not be FlashInfer's are the positional rules' business
             param, index = TARGETS[target]
             args = CallArgs.of(call, resolver, scope)
             passed = args.passed(param)
@@ -111,12 +266,15 @@ class Fp4GlobalScaleShape(Codemod):
                 value = args.positional[index]
             else:
                 continue  # not passed (or hidden in *args/**kwargs): nothing to point at
-            if _single_element(value, resolver, scope):
+            if shape.one(value, scope):
                 continue
             name = target.rsplit(".", 1)[-1]
+            text = _short(value)
+            one = f"{text}[:1]" if isinstance(value, (ast.Name, ast.Attribute)) else f"({text})[:1]"
             ctx.report(
                 value,
-                f"{name}: {param} `{ast.unparse(value)}` may hold more than one element; since"
-                " 0.6.11 that means one scale per row (num_tokens elements, float32) instead of"
-                " element 0: pass a one-element scale (e.g. `[:1]`) if that is what was meant",
+                f"{name}: {param} `{text}` may hold more than one element ({shape.why(value, scope)});"
+                f" since 0.6.11 num_tokens elements mean one scale per row and other sizes fail,"
+                f" where before only element 0 was read: pass `{one}` if one global scale is"
+                f" meant, else mark the line `# migrate-fi: ignore[{self.code}]` once checked",
             )
