@@ -198,7 +198,7 @@ def _one_element_subscript(s: ast.expr) -> bool:
         lower = s.lower
         lo = 0 if lower is None else _int(lower)
         hi = None if s.upper is None else _int(s.upper)
-        if lo is not None and hi is not None and 0 <= lo and hi - lo == 1:
+        if lo is not None and hi is not None and lo >= 0 and hi - lo == 1:
             return True
         if lo == -1 and s.upper is None:
             return True
