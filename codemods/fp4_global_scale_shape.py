@@ -91,9 +91,9 @@ class _Shape:
             return _one_element_subscript(expr.slice)
         if isinstance(expr, ast.Attribute):
             # `torch.finfo(dtype).max` and friends are Python numbers
-            return (
-                isinstance(expr.value, ast.Call)
-                and self.qualname(expr.value.func, scope) in ("torch.finfo", "torch.iinfo")
+            return isinstance(expr.value, ast.Call) and self.qualname(expr.value.func, scope) in (
+                "torch.finfo",
+                "torch.iinfo",
             )
         if isinstance(expr, ast.Call):
             return self._call(expr, scope, depth)

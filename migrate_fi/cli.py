@@ -438,25 +438,32 @@ def signatures() -> None:
     default=None,
     help="Where to write <version>.json.gz (default: the bundled data folder).",
 )
-def signatures_build(sources: tuple[str, ...], output_dir: str | None) -> None:
+@click.option(
+    "-j", "--jobs", type=click.IntRange(min=1), default=None, help="Releases read in parallel."
+)
+def signatures_build(sources: tuple[str, ...], output_dir: str | None, jobs: int | None) -> None:
     """Extract the API of releases from wheels or installed copies, without importing them.
 
     SOURCES are `flashinfer-python` wheel files, or folders holding the `flashinfer` package
     (such as a site-packages folder).
     """
-    from migrate_fi.api.extract import ExtractError, extract_release
-    from migrate_fi.api.store import DATA_DIR, write_release
+    from migrate_fi.api.extract import ExtractError, extract_to
+    from migrate_fi.api.store import DATA_DIR
 
-    for source in sources:
-        try:
-            record = extract_release(source)
-        except ExtractError as exc:
-            raise Fatal(str(exc)) from None
-        path = write_release(record, output_dir or DATA_DIR)
-        click.echo(
-            f"{source}: {record['provenance']['version']}: {len(record['defs'])} definitions,"
-            f" {len(record['exports'])} re-exports -> {path}"
-        )
+    folder = output_dir or DATA_DIR
+    workers = min(jobs or os.cpu_count() or 1, len(sources))
+    try:
+        if workers > 1:
+            from concurrent.futures import ProcessPoolExecutor
+
+            with ProcessPoolExecutor(max_workers=workers) as pool:
+                done = list(pool.map(extract_to, sources, [folder] * len(sources)))
+        else:
+            done = [extract_to(source, folder) for source in sources]
+    except ExtractError as exc:
+        raise Fatal(str(exc)) from None
+    for source, line in zip(sources, done, strict=True):
+        click.echo(f"{source}: {line}")
     if output_dir is None:
         from migrate_fi.api.index import write_index
 

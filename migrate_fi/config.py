@@ -33,7 +33,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["Config", "ConfigError", "find_config", "load_config"]
+__all__ = ["Config", "ConfigError", "find_config", "load_config", "rule_options"]
 
 TABLE = "migrate-fi"
 _CHOICES = {
@@ -123,7 +123,7 @@ def load_config(path: str | None) -> Config:
             raise ConfigError(f"{where}: {key} must be a list of strings")
         if key in _CHOICES and value not in _CHOICES[key]:
             raise ConfigError(f"{where}: {key} must be one of {', '.join(_CHOICES[key])}")
-    rules = _rule_options(table.get("rules", {}), f"{path}: [tool.{TABLE}.rules]")
+    rules = rule_options(table.get("rules", {}), f"{path}: [tool.{TABLE}.rules]")
     values = {k: (tuple(v) if isinstance(v, list) else v) for k, v in table.items() if k != "rules"}
     return Config(path, values, rules)
 
@@ -134,7 +134,7 @@ def _type_name(t: type) -> str:
     ]
 
 
-def _rule_options(table: Mapping[str, Any], where: str) -> dict[str, dict[str, Any]]:
+def rule_options(table: Mapping[str, Any], where: str) -> dict[str, dict[str, Any]]:
     """Each rule's table, checked against the options the rule declares."""
     from migrate_fi.registry import SelectionError, lookup
 

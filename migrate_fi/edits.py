@@ -33,6 +33,7 @@ __all__ = [
     "add_keyword",
     "keywordize",
     "remove_keyword",
+    "rename_keyword",
     "replace_with",
 ]
 
@@ -144,10 +145,16 @@ def _append(items: list[Any], new: Any, opening: Any) -> list[Any]:
     elif isinstance(opening, cst.ParenthesizedWhitespace):
         # one element on its own line, `f(\n    a,\n)`: the next one goes on its own line too
         between = cst.Comma(
-            whitespace_after=opening.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=[])
+            whitespace_after=opening.with_changes(
+                first_line=cst.TrailingWhitespace(), empty_lines=[]
+            )
         )
     else:
         between = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    if hasattr(last, "whitespace_after_arg"):
+        # call arguments keep the whitespace before `)` on the last one: it moves to the new one
+        new = new.with_changes(whitespace_after_arg=last.whitespace_after_arg)
+        last = last.with_changes(whitespace_after_arg=cst.SimpleWhitespace(""))
     if trailing is not None:
         # `a,\n)` -> `a,<sep>new,\n)`: the trailing comma's layout moves to the new element
         return [*items[:-1], last.with_changes(comma=between), new.with_changes(comma=trailing)]
@@ -171,6 +178,22 @@ def add_keyword(name: str, value: str) -> Transform:
             ),
         )
         return call.with_changes(args=_append(list(call.args), arg, call.whitespace_before_args))
+
+    return transform
+
+
+def rename_keyword(old: str, new: str) -> Transform:
+    """``old=value`` becomes ``new=value`` in a call; the value and layout are kept."""
+
+    def transform(call: Any) -> Any:
+        import libcst as cst
+
+        args = list(call.args)
+        for i, a in enumerate(args):
+            if a.keyword is not None and a.keyword.value == old:
+                args[i] = a.with_changes(keyword=cst.Name(new))
+                return call.with_changes(args=args)
+        raise EditError(f"the call does not pass {old}=")
 
     return transform
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from migrate_fi.api.paths import ApiPath, is_flashinfer
 from migrate_fi.calls import CallArgs
 from migrate_fi.codemod import CodemodSetupError, FileContext, KeywordStyle, RunOptions
-from migrate_fi.edits import keywordize
+from migrate_fi.edits import Transform, keywordize, rename_keyword
 
 if TYPE_CHECKING:
     from migrate_fi.api.differ import Api, CallableDiff
@@ -168,7 +168,9 @@ def _check_call(
     if after is None:
         if new_api.surely_missing(str(path)):  # not merely left out of the data
             ctx.report(
-                call, f"{path.display()} no longer exists in FlashInfer {new_v}: migrate by hand"
+                call,
+                f"{path.display()} ({path.dotted}) no longer exists in FlashInfer {new_v}:"
+                " migrate by hand",
             )
         return
     d = compare_callables(before, after)
@@ -182,14 +184,16 @@ def _check_call(
             what = ", ".join(c.describe() for c in candidates if c.qualname != str(path))
             ctx.report(call, wording.ambiguous(site, what))
         return
-    _keywords(ctx, site)
+    renames = _keywords(ctx, site)
     if not affected:
         _required(ctx, site, n)
+        _fix_renames(ctx, site, renames)
         return
     if args.starred:
         ctx.report(call, wording.star_args(site))
+        _fix_renames(ctx, site, renames)
         return
-    _positional(ctx, site, wording)
+    _positional(ctx, site, wording, renames)
 
 
 def _check_imports(
@@ -218,10 +222,16 @@ def _check_imports(
                 )
 
 
-def _keywords(ctx: FileContext, site: Site) -> None:
-    """Keywords that no longer exist (renamed or removed parameters)."""
+def _keywords(ctx: FileContext, site: Site) -> dict[str, str]:
+    """Keywords that no longer exist (renamed or removed parameters) are reported; renames the
+    release declares itself (the old keyword still works there, deprecated) are returned, for a
+    fix, when the call writes the keyword itself."""
+    declared: dict[str, str] = {}
     for kw in sorted(site.args.keyword_names()):
-        if kw in site.diff.renamed:
+        new_name = site.diff.declared_renames.get(kw)
+        if new_name is not None and kw in site.args.keywords and new_name not in site.args.keywords:
+            declared[kw] = new_name
+        elif kw in site.diff.renamed:
             ctx.report(
                 site.call,
                 f"{site.name}: parameter {kw} is called {site.diff.renamed[kw]} in FlashInfer"
@@ -232,6 +242,31 @@ def _keywords(ctx: FileContext, site: Site) -> None:
                 site.call,
                 f"{site.name}: parameter {kw} no longer exists in FlashInfer {site.new_v}",
             )
+    return declared
+
+
+def _rename_message(site: Site, renames: dict[str, str]) -> str:
+    names = ", ".join(f"{old}= to {new}=" for old, new in renames.items())
+    return f"rename {names} (the old names are deprecated in FlashInfer {site.new_v})"
+
+
+def _with_renames(transform: Transform, renames: dict[str, str]) -> Transform:
+    def both(call: Any) -> Any:
+        call = transform(call)
+        for old, new in renames.items():
+            call = rename_keyword(old, new)(call)
+        return call
+
+    return both
+
+
+def _fix_renames(ctx: FileContext, site: Site, renames: dict[str, str]) -> None:
+    if renames:
+        ctx.fix(
+            site.call,
+            f"{site.name}: {_rename_message(site, renames)}",
+            ctx.replace(site.call, "Call", _with_renames(lambda call: call, renames)),
+        )
 
 
 def _missing_required(site: Site, positional: int) -> list[str]:
@@ -259,8 +294,9 @@ def _required(ctx: FileContext, site: Site, positional: int) -> list[str]:
     return missing
 
 
-def _positional(ctx: FileContext, site: Site, wording: Wording) -> None:
-    """Name the positional arguments from the first affected one, by their old names."""
+def _positional(ctx: FileContext, site: Site, wording: Wording, renames: dict[str, str]) -> None:
+    """Name the positional arguments from the first affected one, by their old names (and
+    rename the keywords the release renamed, in the same fix)."""
     call, args, d = site.call, site.args, site.diff
     start = site.start
     n = len(args.positional)
@@ -268,6 +304,7 @@ def _positional(ctx: FileContext, site: Site, wording: Wording) -> None:
     if n > len(old_pos):
         ctx.report(call, wording.too_many(site, n))
         _required(ctx, site, n)
+        _fix_renames(ctx, site, renames)
         return
 
     def keyword_ok(i: int) -> bool:
@@ -282,11 +319,13 @@ def _positional(ctx: FileContext, site: Site, wording: Wording) -> None:
     if missing:
         ctx.report(call, wording.not_keyword(site, missing))
         _required(ctx, site, n)
+        _fix_renames(ctx, site, renames)
         return
     clash = sorted(set(names.values()) & args.keyword_names())
     if clash:
         ctx.report(call, wording.clash(site, clash))
         _required(ctx, site, n)
+        _fix_renames(ctx, site, renames)
         return
     moved = ", ".join(f"{old_pos[i].name}=" for i in range(start, n))
     if d.misbinding_index is not None and d.misbinding_index == start:
@@ -299,4 +338,6 @@ def _positional(ctx: FileContext, site: Site, wording: Wording) -> None:
         message += (
             f" (fixed in part: on {site.new_v} the call still needs {needs}, reported here too)"
         )
-    ctx.fix(call, message, ctx.replace(call, "Call", keywordize(names)))
+    if renames:
+        message += f"; also {_rename_message(site, renames)}"
+    ctx.fix(call, message, ctx.replace(call, "Call", _with_renames(keywordize(names), renames)))

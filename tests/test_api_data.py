@@ -132,7 +132,7 @@ def test_deprecation_shim_is_read_from_the_release() -> None:
 
 
 def test_silent_positional_changes_match_the_facts() -> None:
-    """flashinfer-facts.md section 2: first index that binds differently."""
+    """Known silent insertions (read in the wheels by hand): first index that binds differently."""
     expected = {
         ("0.6.10", "0.6.11", "flashinfer.trtllm_fp4_block_scale_routed_moe"): 28,
         ("0.6.10", "0.6.11", "flashinfer.prefill.trtllm_ragged_attention_deepseek"): 21,

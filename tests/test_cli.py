@@ -237,7 +237,7 @@ def test_json_output(tree: Path) -> None:
     doc = json.loads(r.stdout)
     assert doc["command"] == "check"
     assert doc["from"] == "0.6.10" and doc["to"] == "0.7.4"
-    assert doc["rules"] == ["FI001", "FI003", "FI002"]
+    assert doc["rules"] == ["FI004", "FI001", "FI003", "FI002"]  # release order, data-driven last
     (d,) = doc["diagnostics"]
     assert (d["path"], d["line"], d["col"], d["code"], d["fixable"]) == (
         "src/legacy.py",
@@ -389,6 +389,7 @@ def test_rules_and_explain() -> None:
         "flashinfer_version": "0.6.11",
         "fix": "safe",
         "summary": rows[0]["summary"],
+        "options": [],
     }
     for name in ("FI001", "fi001", "fp4_quantize_keywords"):
         e = invoke("explain", name)
@@ -418,11 +419,13 @@ def test_python_dash_m() -> None:
 
 
 def test_docs_are_current() -> None:
-    from migrate_fi.docs import rules_markdown
+    from migrate_fi.docs import readme_rules_table, rules_markdown
 
-    docs = Path(__file__).parents[1] / "docs" / "rules.md"
-    assert docs.read_text() == rules_markdown(), (
-        "docs/rules.md is stale: run `migrate-fi rules --output-format markdown > docs/rules.md`"
+    root = Path(__file__).parents[1]
+    stale = "is stale: run `python scripts/update_docs.py`"
+    assert (root / "docs" / "rules.md").read_text() == rules_markdown(), f"docs/rules.md {stale}"
+    assert readme_rules_table() in (root / "README.md").read_text(), (
+        f"README.md's rules table {stale}"
     )
 
 
@@ -439,18 +442,19 @@ def test_plan_shows_pin_target_and_rules(tree: Path) -> None:
     doc = json.loads(invoke("plan", "--to", "0.6.11", "--output-format", "json", "src").stdout)
     assert doc["from"] == "0.6.10" and doc["to"] == "0.6.11"
     fi002 = next(x for x in doc["rules"] if x["code"] == "FI002")
-    assert (
-        fi002["apis_changed"] >= 6
-    )  # fp4_quantize, trtllm_fp4_block_scale_moe, ... (facts, section 2)
+    assert fi002["apis_changed"] >= 6  # fp4_quantize, trtllm_fp4_block_scale_moe, ...
 
 
 def test_release_without_api_data_is_a_clear_error(tree: Path) -> None:
     r = invoke("check", "--from", "0.6.7", "src")
     assert r.exit_code == 2
     assert "needs FlashInfer's API data for 0.6.7, which is not bundled" in r.stderr
-    r = invoke("check", "--from", "0.6.7", "--ignore", "FI002", "src")
+    r = invoke("check", "--from", "0.6.7", "--select", "FI001", "src")
     assert r.exit_code == 2  # FI001 reads the same data
     assert "FI001 needs FlashInfer's API data for 0.6.7" in r.stderr
+    assert (
+        invoke("check", "--from", "0.6.7", "--select", "FI003", "src").exit_code == 0
+    )  # no data needed
 
 
 def test_apply_summary_counts_only_written_fixes(tree: Path) -> None:

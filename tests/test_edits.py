@@ -71,6 +71,9 @@ def test_keywordize_refuses_a_keyword_argument() -> None:
         ("f(\n    a,\n)\n", "f(\n    a,\n    group=g,\n)\n"),
         # one per line, no trailing comma
         ("f(a,\n  b)\n", "f(a,\n  b,\n  group=g)\n"),
+        # on their own line, the closing parenthesis on the next
+        ("f(\n    a, b=1\n)\n", "f(\n    a, b=1, group=g\n)\n"),
+        ("f(\n    a\n)\n", "f(\n    a,\n    group=g\n)\n"),
     ],
 )
 def test_add_keyword_follows_the_layout(source: str, expected: str) -> None:

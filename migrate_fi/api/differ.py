@@ -14,7 +14,7 @@ the release's own legacy-name table, with ``**kwargs`` forwarded to the implemen
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from migrate_fi.api.paths import ApiPath
@@ -53,6 +53,9 @@ class CallSignature:
     params: tuple[Param, ...]
     shim: dict[str, Any] | None = None  # {"legacy": [...], "forwards": name}
     forward_params: tuple[Param, ...] = ()  # params of the function **kwargs are forwarded to
+    # old keyword -> new name, declared by the release (`@deprecated_aliases(old="new")`):
+    # the old keyword is still taken, with a warning
+    aliases: tuple[tuple[str, str], ...] = ()
 
     @property
     def positional(self) -> list[Param]:
@@ -68,6 +71,7 @@ class CallSignature:
 
     def keyword_names(self) -> set[str]:
         names = {p.name for p in self.params if p.kind in ("A", "K")}
+        names |= {old for old, _ in self.aliases}
         if self.shim:
             names |= set(self.shim.get("legacy", ()))
             names |= {p.name for p in self.forward_params if p.kind in ("A", "K")}
@@ -105,6 +109,8 @@ class CallableDiff:
     misbinding_index: int | None = None  # first positional index that binds differently
     deprecated_index: int | None = None  # first positional index accepted only through a shim
     renamed: dict[str, str] = field(default_factory=dict)
+    # renames the new release declares itself (the old keyword still works, deprecated)
+    declared_renames: dict[str, str] = field(default_factory=dict)
     removed: list[str] = field(default_factory=list)
     newly_required: list[str] = field(default_factory=list)
 
@@ -116,19 +122,30 @@ class CallableDiff:
 
 
 class Api:
-    """One release's API record, with lookups by public path."""
+    """One release's API record (`migrate_fi.api.extract`), with lookups by public path."""
 
     def __init__(self, version: str, record: dict[str, Any]) -> None:
         self.version = version
         self.defs: dict[str, Any] = record["defs"]
         self.exports: dict[str, str] = record["exports"]
-        self.modules = set(record["modules"])
-        self.complete = set(record.get("complete", []))  # modules with every definition recorded
+        self.modules: dict[str, Any] = record["modules"]
+        self._names: dict[str, frozenset[str]] = {}
 
     def canonical(self, path: str) -> str | None:
-        if path in self.defs or path in self.modules:
+        """The definition (or module) a public path reaches. A name a package binds shadows its
+        submodule of the same name (``flashinfer.mamba.checkpointing_ssu`` is the function)."""
+        if path in self.defs:
             return path
-        return self.exports.get(path)
+        if path in self.exports:
+            return self.exports[path]
+        return path if path in self.modules else None
+
+    def names(self, module: str) -> frozenset[str]:
+        found = self._names.get(module)
+        if found is None:
+            found = frozenset(self.modules.get(module, {}).get("names", ()))
+            self._names[module] = found
+        return found
 
     def _method(self, cls_path: str, name: str, seen: frozenset[str] = frozenset()) -> Any | None:
         if cls_path in seen:
@@ -145,21 +162,71 @@ class Api:
                 return found
         return None
 
-    def surely_missing(self, path: str) -> bool:
-        """True when ``path`` certainly does not exist in this release (not merely unrecorded):
-        the nearest part of it that exists is a module whose definitions are all recorded, or a
-        class (all of whose methods are)."""
-        if self.key(path) is not None and self.callable(path) is not None:
-            return False
-        parts = path.replace("().", ".").split(".")
-        for i in range(len(parts) - 1, 0, -1):
-            prefix = ".".join(parts[:i])
-            if prefix in self.modules:
-                return prefix in self.complete
+    def exists(self, path: str) -> bool | None:
+        """Does ``path`` exist in this release? True, False (certainly not: gone from the module
+        that would hold it, from its ``__getattr__`` and star imports, or from the class and all
+        its bases), or None when that cannot be known (an attribute of a value, a class with a
+        base from another package, a module that binds names dynamically)."""
+        parts = ApiPath(path).dotted.split(".")
+        if parts[0] != "flashinfer" or "flashinfer" not in self.modules:
+            return None
+        current, kind = "flashinfer", "module"
+        for i in range(1, len(parts)):
+            name, prefix, last = parts[i], ".".join(parts[: i + 1]), i == len(parts) - 1
+            if kind == "module":
+                found = self._module_member(current, name, prefix)
+                if found is None or found is False:
+                    return found
+            else:
+                found = self._class_member(current, name)
+                if found is not True:
+                    return found
+                return True if last else None  # an attribute of a method or value
+            if found is True:
+                return True if last else None
+            current, kind = found
+        return True
+
+    def _module_member(self, module: str, name: str, prefix: str) -> Any:
+        """(path, kind) of ``module.name``; True for a value; False if surely not there; None
+        when unknowable."""
+        entry = self.modules.get(module)
+        if entry is None:
+            return None
+        if name in self.names(module) or any(name in self.names(s) for s in entry.get("stars", ())):
             target = self.canonical(prefix)
-            if target is not None:
-                return self.defs.get(target, {}).get("k") == "c"
+            if target is None or (target not in self.defs and target not in self.modules):
+                return True  # a value, or something of another package
+            if target in self.modules:
+                return target, "module"
+            return target, ("class" if self.defs[target].get("k") == "c" else "function")
+        if prefix in self.modules:
+            return prefix, "module"
+        if entry.get("open"):
+            return None
         return False
+
+    def _class_member(self, cls: str, name: str, seen: frozenset[str] = frozenset()) -> bool | None:
+        record = self.defs.get(cls)
+        if record is None or record.get("k") != "c" or cls in seen:
+            return None
+        if name in record["methods"] or name in record.get("attrs", ()):
+            return True
+        unknown = False
+        for base in record.get("bases", []):
+            target = self.canonical(base) or base
+            if target not in self.defs:
+                unknown = True  # a base of another package (torch.nn.Module, Enum...)
+                continue
+            found = self._class_member(target, name, seen | {cls})
+            if found is True:
+                return True
+            unknown = unknown or found is None
+        return None if unknown else False
+
+    def surely_missing(self, path: str) -> bool:
+        """True when ``path`` certainly does not exist in this release."""
+        return self.exists(path) is False
 
     def method_names(self, cls_path: str, seen: frozenset[str] = frozenset()) -> list[str]:
         """Methods of a class, its bases' included (nearest first)."""
@@ -237,7 +304,8 @@ class Api:
             target = self._method(cls, shim["forwards"])
             if target is not None:
                 forward = _params(target["sig"])[1:]
-        return CallSignature(path, params, shim, forward)
+        aliases = tuple(sorted(record.get("aliases", {}).items()))
+        return CallSignature(path, params, shim, forward, aliases)
 
     def public_paths(self) -> dict[str, str]:
         """Every public path (no component starting with `_`) of a def -> its canonical path."""
@@ -255,7 +323,7 @@ def _params(sig: list[list[Any]]) -> tuple[Param, ...]:
     return tuple(Param(n, k, d) for n, k, d in sig)
 
 
-@cache
+@lru_cache(maxsize=6)  # a release's record is large: keep the few a run compares
 def api_for(version: str) -> Api:
     return Api(version, load_release(version))
 
@@ -306,6 +374,10 @@ def compare_callables(old: CallSignature, new: CallSignature) -> CallableDiff:
             and new_pos[j].name != p.name
         ):
             result.renamed[p.name] = new_pos[j].name
+    for old_name, new_name in new.aliases:
+        if old_name in old_names and old_name not in new_names:
+            result.renamed[old_name] = new_name
+            result.declared_renames[old_name] = new_name
     for name in sorted(old_names):
         if name not in result.renamed and not new.may_accept_keyword(name):
             result.removed.append(name)
@@ -340,7 +412,7 @@ def _callable_paths(api: Api) -> dict[str, str]:
         if record["k"] == "c":
             for name in api.method_names(target):
                 if not name.startswith("_"):
-                    out[f"{path}().{name}"] = f"{target}().{name}"
+                    out[str(ApiPath.method_of(path, name))] = str(ApiPath.method_of(target, name))
     return out
 
 
@@ -372,7 +444,8 @@ def diff_releases(old_version: str, new_version: str) -> list[Change]:
     new_public = new.public_paths()
     for path in sorted(old_paths):
         before = old.callable(path)
-        if "()." not in path and path not in new_public and new.canonical(path) is None:
+        is_method = ApiPath(path).is_method
+        if not is_method and path not in new_public and new.canonical(path) is None:
             name = path.rsplit(".", 1)[-1]
             moved = sorted(p for p in new_public if p.rsplit(".", 1)[-1] == name)
             detail = f"moved to {', '.join(moved[:3])}" if moved else "no longer exists"
@@ -382,7 +455,7 @@ def diff_releases(old_version: str, new_version: str) -> list[Change]:
         if before is None:
             continue
         if after is None:
-            if "()." in path:
+            if is_method:
                 changes.append(Change(path, "removed", "method no longer exists"))
             continue
         d = compare_callables(before, after)
@@ -450,6 +523,7 @@ def diff_releases(old_version: str, new_version: str) -> list[Change]:
 def first_change(path: str, old_version: str, new_version: str) -> str | None:
     """The first bundled release after ``old_version`` (up to ``new_version``) on which positional
     calls to ``path`` written for ``old_version`` need a rewrite."""
+    from migrate_fi.api.index import changed_in
     from migrate_fi.api.store import available_releases
     from migrate_fi.versions import parse_version
 
@@ -457,9 +531,15 @@ def first_change(path: str, old_version: str, new_version: str) -> str | None:
     if before is None:
         return None
     lo, hi = parse_version(old_version), parse_version(new_version)
+    api_path = ApiPath(path)
+    named = api_path.owner if api_path.is_method else path
+    # only the releases whose predecessor differs for this path (the prefilter index says
+    # which); a path the index does not name (a private one) is compared in every release
+    candidates = changed_in(named)
     for v in available_releases():
-        if lo < parse_version(v) <= hi:
-            after = api_for(v).callable(path)
-            if after is not None and compare_callables(before, after).affected_from is not None:
-                return v
+        if not lo < parse_version(v) <= hi or (candidates is not None and v not in candidates):
+            continue
+        after = api_for(v).callable(path)
+        if after is not None and compare_callables(before, after).affected_from is not None:
+            return v
     return None

@@ -3,21 +3,30 @@
 The input is a `flashinfer-python` wheel (a zip of `.py` files) or a folder holding the
 `flashinfer` package (an installed copy, found without importing it). Nothing is imported or run.
 
-What is recorded, per release:
-- ``defs``: every module-level function and class, by its defining path
-  (``flashinfer.quantization.fp4_quantization.fp4_quantize``). A function's signature is a list of
-  ``[name, kind, default]`` with kind ``P`` positional-only, ``A`` positional-or-keyword,
-  ``V`` ``*args``, ``K`` keyword-only, ``W`` ``**kwargs``; default is its source text, or None when
-  the parameter is required. A class records its bases, its ``__init__``/``__call__``/public
-  methods (with ``static``/``class``/``property`` decorators) and, for enums, member values.
+What is recorded, per release (format 2):
+- ``modules``: every module, public or private, with every name it binds at import time
+  (definitions, imports, assignments, names bound through ``global`` in a function, names its
+  ``__getattr__`` serves), its star imports, and ``open`` when it may bind names that cannot be
+  listed (``globals()[...] = ...``, a ``__getattr__`` that answers any name, a star import from
+  another package). ``if TYPE_CHECKING:`` blocks never run and bind nothing. So "no longer exists"
+  is said only when a name is gone from every way a release serves it.
+- ``defs``: every function and class of every public module (no ``_``-prefixed component), at any
+  depth, by its defining path, plus definitions of private modules that a public path re-exports
+  and the bases of kept classes. A function's signature is a list of ``[name, kind, default]``
+  with kind ``P`` positional-only, ``A`` positional-or-keyword, ``V`` ``*args``, ``K``
+  keyword-only, ``W`` ``**kwargs``; default is its source text, or None when required. A class
+  records its bases, its ``__init__``/``__call__``/public methods (``static``/``class``/
+  ``property``), the other names its body binds, enum member values, and the ``__init__``
+  Python synthesizes for ``@dataclass``, ``NamedTuple`` and ``attrs`` classes
+  (`migrate_fi.api.synthesized`).
 - Deprecation shims: a function taking ``*args`` and ``**kwargs`` whose body maps the ``*args`` onto
   a module-level tuple of parameter names (as ``BatchDecodeWithPagedKVCacheWrapper.plan`` does from
-  0.6.15) records those legacy names, and the function it forwards ``**kwargs`` to.
-- Which definitions: every public one of packages and of modules down to ``flashinfer.a.b``
-  (listed as ``complete``: a name missing there is really gone), and those that such a module
-  re-exports from deeper kernel modules. ``modules`` lists every public module.
-- ``exports``: every other path under which a definition is reachable: re-exports through
-  ``__init__`` files, aliases, ``from x import *`` (honouring ``__all__``), imports in try/except.
+  0.6.15) records those legacy names and the function it forwards ``**kwargs`` to; a
+  ``@deprecated_aliases(old="new")`` decorator records the keywords still taken under an old name.
+- ``exports``: every public path bound to a FlashInfer definition or module defined elsewhere:
+  re-exports through ``__init__`` files (conditional ones and ``try`` imports included),
+  aliases, ``from x import *`` (honouring ``__all__``), names served by a module ``__getattr__``
+  (`migrate_fi.api.lazy`). A package attribute shadows its submodule of the same name.
 """
 
 from __future__ import annotations
@@ -27,16 +36,17 @@ import hashlib
 import os
 import warnings
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from migrate_fi.api.lazy import Served, served_names
+from migrate_fi.api.synthesized import SynthesizedInit, synthesized_kind
 from migrate_fi.scopes import dotted_name
 
-__all__ = ["ExtractError", "extract_release", "read_sources"]
+__all__ = ["ExtractError", "extract_release", "extract_to", "read_sources"]
 
 _DEFAULT_MAX = 60  # characters of a default's source kept
-_COMPLETE_DEPTH = 2  # modules down to flashinfer.a.b have all their public definitions recorded
 
 
 class ExtractError(Exception):
@@ -186,11 +196,15 @@ class _Module:
     is_package: bool
     tree: ast.Module
     bindings: dict[str, str] = field(default_factory=dict)  # name -> absolute qualified target
+    local: set[str] = field(default_factory=set)  # names bound here (defs, classes, values)
     stars: list[str] = field(default_factory=list)
     all_names: list[str] | None = None
     functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=dict)
     classes: dict[str, ast.ClassDef] = field(default_factory=dict)
     constants: dict[str, list[str]] = field(default_factory=dict)  # tuples of strings
+    values: dict[str, ast.expr] = field(default_factory=dict)  # every `name = value`
+    served: Served | None = None  # names served by a module-level __getattr__
+    dynamic: bool = False  # binds names we cannot list (`globals()[...] = ...`)
 
     def absolute(self, module: str | None, level: int) -> str | None:
         if level == 0:
@@ -203,16 +217,36 @@ class _Module:
         parts = parts[: len(parts) - (level - 1)]
         return ".".join([*parts, module] if module else parts) or None
 
+    def names(self) -> set[str]:
+        """Every name the module binds at import time (and serves through ``__getattr__``)."""
+        out = set(self.local) | set(self.bindings)
+        if self.served is not None:
+            out |= set(self.served.names)
+        return out
+
+    @property
+    def open(self) -> bool:
+        """Whether it may have names we cannot list."""
+        return self.dynamic or (self.served is not None and self.served.open)
+
 
 _TRY: tuple[type, ...] = (ast.Try, *([ast.TryStar] if hasattr(ast, "TryStar") else []))
 
 
+def _type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
 def _module_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
-    """Statements that run at import time, through if/try/with blocks (not into defs)."""
+    """Statements that run at import time, through if/try/with/for blocks (not into defs);
+    ``if TYPE_CHECKING:`` bodies never run."""
     for stmt in body:
         yield stmt
         if isinstance(stmt, ast.If):
-            yield from _module_statements(stmt.body)
+            if not _type_checking(stmt.test):
+                yield from _module_statements(stmt.body)
             yield from _module_statements(stmt.orelse)
         elif isinstance(stmt, _TRY):
             yield from _module_statements(stmt.body)
@@ -220,7 +254,7 @@ def _module_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
                 yield from _module_statements(handler.body)
             yield from _module_statements(stmt.orelse)
             yield from _module_statements(stmt.finalbody)
-        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+        elif isinstance(stmt, (ast.With, ast.AsyncWith, ast.For, ast.While)):
             yield from _module_statements(stmt.body)
 
 
@@ -232,22 +266,53 @@ def _string_tuple(node: ast.expr) -> list[str] | None:
     return None
 
 
+def _target_names(target: ast.expr) -> Iterator[str]:
+    if isinstance(target, ast.Name):
+        yield target.id
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for e in target.elts:
+            yield from _target_names(e.value if isinstance(e, ast.Starred) else e)
+
+
+def _is_globals_write(node: ast.AST) -> bool:
+    """``globals()[k] = v`` or ``globals().update(...)``: names we cannot list."""
+    if isinstance(node, ast.Subscript) or (
+        isinstance(node, ast.Attribute) and node.attr in ("update", "setdefault")
+    ):
+        node = node.value
+    else:
+        return False
+    return (
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "globals"
+    )
+
+
 def _index(module: str, source: str, is_package: bool) -> _Module | None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             tree = ast.parse(source)
-    except SyntaxError:
+    except (SyntaxError, ValueError):
         return None
     m = _Module(module, is_package, tree)
+    getattr_fn: ast.FunctionDef | None = None
+    has_global = "global " in source
     for stmt in _module_statements(tree.body):
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            m.local.add(stmt.name)
+            if stmt.name == "__getattr__" and isinstance(stmt, ast.FunctionDef):
+                getattr_fn = stmt
             if "overload" in " ".join(_decorator_names(stmt)) and stmt.name in m.functions:
                 continue
             m.functions[stmt.name] = stmt
             m.classes.pop(stmt.name, None)
             m.bindings.pop(stmt.name, None)
+            if has_global:  # `global x` in a function binds a module name
+                for node in ast.walk(stmt):
+                    if isinstance(node, ast.Global):
+                        m.local.update(node.names)
         elif isinstance(stmt, ast.ClassDef):
+            m.local.add(stmt.name)
             m.classes[stmt.name] = stmt
             m.functions.pop(stmt.name, None)
             m.bindings.pop(stmt.name, None)
@@ -268,12 +333,17 @@ def _index(module: str, source: str, is_package: bool) -> _Module | None:
                 else:
                     # the first binding wins: in try/except ImportError the `try` one is the API
                     m.bindings.setdefault(alias.asname or alias.name, f"{base}.{alias.name}")
-        elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             value = stmt.value
             for t in targets:
-                if not isinstance(t, ast.Name) or value is None:
+                if _is_globals_write(t):
+                    m.dynamic = True
+                names = list(_target_names(t))
+                m.local.update(names)
+                if not isinstance(t, ast.Name) or value is None or isinstance(stmt, ast.AugAssign):
                     continue
+                m.values.setdefault(t.id, value)
                 if t.id == "__all__":
                     m.all_names = _string_tuple(value)
                 elif isinstance(value, (ast.Name, ast.Attribute)):
@@ -287,10 +357,35 @@ def _index(module: str, source: str, is_package: bool) -> _Module | None:
                         elif head in m.functions or head in m.classes:
                             m.bindings.setdefault(t.id, f"{module}.{dotted}")
                 else:
-                    names = _string_tuple(value)
-                    if names is not None:
-                        m.constants[t.id] = names
+                    names_ = _string_tuple(value)
+                    if names_ is not None:
+                        m.constants[t.id] = names_
+        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+            m.local.update(_target_names(stmt.target))
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            for item in stmt.items:
+                if item.optional_vars is not None:
+                    m.local.update(_target_names(item.optional_vars))
+        elif (
+            isinstance(stmt, ast.Expr)
+            and isinstance(stmt.value, ast.Call)
+            and _is_globals_write(stmt.value.func)
+        ):
+            m.dynamic = True
+    if getattr_fn is not None:
+        m.served = served_names(
+            getattr_fn, m.values, m.absolute, lambda name: _module_binding(m, name)
+        )
     return m
+
+
+def _module_binding(m: _Module, name: str) -> str | None:
+    """The qualified target of a module-level name: an import's target or a local def."""
+    if name in m.bindings:
+        return m.bindings[name]
+    if name in m.functions or name in m.classes:
+        return f"{m.name}.{name}"
+    return None
 
 
 # ------------------------------------------------------------------------- the model
@@ -323,32 +418,50 @@ class _LazyModules:
         return m
 
 
+def _public(path: str) -> bool:
+    return not any(p.startswith("_") for p in path.split(".")[1:])
+
+
 class _Release:
     def __init__(self, sources: Sources) -> None:
         self.modules = _LazyModules(sources)
-
-    def sources_is_package(self, name: str) -> bool:
-        entry = self.modules.sources.get(name)
-        return bool(entry and entry[1])
+        self.synthesized = SynthesizedInit(self._base_class)
 
     def canonical(self, path: str, seen: frozenset[str] = frozenset()) -> str | None:
-        """The defining path of ``path``, a module's name for a module, or None."""
+        """The defining path of ``path`` (a def or class), a module's name for a module, the
+        path itself for another value bound in a module, or None.
+
+        A package attribute shadows its submodule of the same name: ``from .x import x`` in
+        ``pkg/__init__.py`` makes ``pkg.x`` the function, as Python does."""
         if path in seen:
             return None
         seen = seen | {path}
+        module, _, name = path.rpartition(".")
+        m = self.modules.get(module) if module else None
+        if m is not None:
+            if name in m.functions or name in m.classes:
+                return path
+            if name in m.bindings:
+                target = m.bindings[name]
+                if target == path:  # `from . import sub` in the package itself
+                    return path if path in self.modules else None
+                found = self.canonical(target, seen)
+                if found is not None:
+                    return found
+                if not target.startswith("flashinfer"):
+                    return None  # something of another package
+            if m.served is not None and name in m.served.names:
+                target = m.served.names[name]
+                found = self.canonical(target, seen) if target else None
+                return found or path
         if path in self.modules:
             return path
-        module, _, name = path.rpartition(".")
-        m = self.modules.get(module)
         if m is None:
             return None
-        if name in m.functions or name in m.classes:
-            return path
-        if name in m.bindings:
-            return self.canonical(m.bindings[name], seen)
+        if name in m.local:
+            return path  # a value bound here (a constant, an instance)
         for star in m.stars:
-            s = self.modules.get(star)
-            if s is not None and name in self.public_names(star):
+            if star in self.modules and name in self.public_names(star):
                 found = self.canonical(f"{star}.{name}", seen)
                 if found:
                     return found
@@ -358,27 +471,55 @@ class _Release:
         m = self.modules[module]
         if m.all_names is not None:
             return list(m.all_names)
-        names = [*m.functions, *m.classes, *m.bindings]
+        names = [*m.functions, *m.classes, *m.bindings, *sorted(m.local)]
         if module not in seen:
             for star in m.stars:
                 if star in self.modules:
                     names += self.public_names(star, seen | {module})
         return [n for n in dict.fromkeys(names) if not n.startswith("_")]
 
-    def class_record(self, m: _Module, cls: ast.ClassDef) -> dict[str, Any]:
-        bases = []
-        for b in cls.bases:
-            dotted = dotted_name(b)
+    def _resolver(self, m: _Module) -> Callable[[ast.expr], str | None]:
+        def resolve(node: ast.expr) -> str | None:
+            dotted = dotted_name(node)
             if not dotted:
-                continue
+                return None
             head, _, rest = dotted.partition(".")
             if head in m.bindings:
-                target = m.bindings[head] + (f".{rest}" if rest else "")
-                bases.append(self.canonical(target) or target)
-            elif head in m.classes:
-                bases.append(f"{m.name}.{dotted}")
-            else:
-                bases.append(dotted)
+                return m.bindings[head] + (f".{rest}" if rest else "")
+            if head in m.classes or head in m.functions:
+                return f"{m.name}.{dotted}"
+            return dotted
+
+        return resolve
+
+    def _base_class(
+        self, cls: ast.ClassDef, base: ast.expr
+    ) -> tuple[Callable[[ast.expr], str | None], ast.ClassDef] | None:
+        """A base class defined in this release: its module's resolver and its ClassDef."""
+        owner = self._owner.get(id(cls))
+        if owner is None:
+            return None
+        target = self._resolver(owner)(base)
+        target = self.canonical(target) if target else None
+        if target is None:
+            return None
+        module, _, name = target.rpartition(".")
+        m = self.modules.get(module)
+        if m is None or name not in m.classes:
+            return None
+        self._owner[id(m.classes[name])] = m
+        return self._resolver(m), m.classes[name]
+
+    _owner: dict[int, _Module]
+
+    def class_record(self, m: _Module, cls: ast.ClassDef) -> dict[str, Any]:
+        resolve = self._resolver(m)
+        bases = []
+        for b in cls.bases:
+            target = resolve(b)
+            if target is None:
+                continue
+            bases.append(self.canonical(target) or target)
         methods: dict[str, Any] = {}
         for stmt in _module_statements(cls.body):
             if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -386,7 +527,7 @@ class _Release:
             # private helpers matter only as targets of a deprecation shim
             if (
                 stmt.name.startswith("_")
-                and stmt.name not in ("__init__", "__call__")
+                and stmt.name not in ("__init__", "__call__", "__new__")
                 and not any(
                     isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
                     and _forwards_to(s) == stmt.name
@@ -407,7 +548,19 @@ class _Release:
             if shim:
                 record["shim"] = shim
             methods[stmt.name] = record
+        aliases = _declared_aliases(cls)
+        if "__init__" not in methods:
+            self._owner[id(cls)] = m
+            kind = synthesized_kind(cls, resolve)
+            sig = self.synthesized.signature(cls, resolve)
+            if sig is not None and kind is not None:
+                methods["__init__"] = {"sig": sig, "synth": kind[0]}
+        if aliases and "__init__" in methods:
+            methods["__init__"]["aliases"] = aliases
         out: dict[str, Any] = {"k": "c", "bases": bases, "methods": methods}
+        attrs = sorted(_class_attributes(cls) - set(methods))
+        if attrs:
+            out["attrs"] = attrs
         if any(b.split(".")[-1].endswith(("Enum", "Flag")) for b in bases) or any(
             "Enum" in b for b in bases
         ):
@@ -449,71 +602,106 @@ class _Release:
         return out
 
     def to_json(self) -> dict[str, Any]:
-        """The public API only: what a project can reach without a leading underscore, defined in
-        a top-level module (``flashinfer.x``) or re-exported by a package; plus the bases of
-        kept classes. Deep kernel internals that no package re-exports are left out."""
-        public_modules = {
-            n for n in self.modules if not any(p.startswith("_") for p in n.split(".")[1:])
-        }
-        # Where users import from: packages and modules down to `flashinfer.a.b`. Their public
-        # definitions are all recorded ("complete"); deeper modules are parsed only when one of
-        # these re-exports from them, and only the re-exported definitions are kept.
-        entry_points = sorted(
-            n
-            for n in public_modules
-            if n.count(".") <= _COMPLETE_DEPTH or self.sources_is_package(n)
-        )
-        exported: dict[str, str] = {}
-        for name in entry_points:
-            for public in self.public_names(name):
-                path = f"{name}.{public}"
-                target = self.canonical(path)
-                if target and target != path:
-                    exported[path] = target
-        reexported_by_package = {
-            t for p, t in exported.items() if self.modules[p.rpartition(".")[0]].is_package
-        }
+        """Every module with the names it binds (so that "no longer exists" is said only when
+        a name is gone from every way a release serves it); the public API with signatures: every
+        def and class of a public module (no `_` component), at any depth, those re-exported
+        from private modules, and the bases of kept classes; and every public path that is bound
+        to a FlashInfer definition or module defined elsewhere."""
+        self._owner = {}
+        modules: dict[str, Any] = {}
         defs: dict[str, Any] = {}
-        defining = sorted(set(entry_points) | {t.rpartition(".")[0] for t in reexported_by_package})
-        for name in defining:
+        exports: dict[str, str] = {}
+        for name in self.modules:
             m = self.modules.get(name)
             if m is None:
+                modules[name] = {"open": 1}  # does not parse: say nothing about its names
                 continue
-            shallow = name.count(".") <= _COMPLETE_DEPTH or m.is_package
+            entry: dict[str, Any] = {"names": sorted(m.names())}
+            if m.is_package:
+                entry["p"] = 1
+            if m.open or any(not s.startswith("flashinfer") for s in m.stars):
+                entry["open"] = 1
+            if m.stars:
+                entry["stars"] = sorted(set(m.stars))
+            modules[name] = entry
+        for name in self.modules:
+            m = self.modules.get(name)
+            if m is None or not _public(name):
+                continue
             for fname, fn in m.functions.items():
-                path = f"{name}.{fname}"
-                if fname.startswith("_") or not (shallow or path in reexported_by_package):
-                    continue
-                record: dict[str, Any] = {"k": "f", "sig": signature_of(fn)}
-                shim = self.shim(m, fn)
-                if shim:
-                    record["shim"] = shim
-                defs[path] = record
+                if not fname.startswith("_"):
+                    defs[f"{name}.{fname}"] = self._function_record(m, fn)
             for cname, cls in m.classes.items():
-                path = f"{name}.{cname}"
-                if cname.startswith("_") or not (shallow or path in reexported_by_package):
+                if not cname.startswith("_"):
+                    defs[f"{name}.{cname}"] = self.class_record(m, cls)
+            served = list(m.served.names) if m.served is not None else []
+            for public in dict.fromkeys([*self.public_names(name), *served]):
+                path = f"{name}.{public}"
+                if public in m.functions or public in m.classes:
                     continue
-                defs[path] = self.class_record(m, cls)
-        # bases of kept classes, wherever they live, so that inherited methods resolve
-        pending = [b for d in defs.values() for b in d.get("bases", [])]
+                target = self.canonical(path)
+                if target and target != path and target.startswith("flashinfer"):
+                    exports[path] = target
+        # re-exported private definitions and the bases of kept classes
+        pending = [t for t in exports.values() if t not in defs] + [
+            b for d in defs.values() for b in d.get("bases", [])
+        ]
         while pending:
-            base = pending.pop()
-            module, _, cname = base.rpartition(".")
+            path = pending.pop()
+            module, _, name = path.rpartition(".")
             m = self.modules.get(module)
-            if base in defs or m is None or cname not in m.classes:
+            if path in defs or m is None:
                 continue
-            defs[base] = self.class_record(m, m.classes[cname])
-            pending.extend(defs[base]["bases"])
-        exports = {
-            p: t for p, t in exported.items() if t in defs or (t in public_modules and t != p)
-        }
-        complete = [n for n in entry_points if self.modules.get(n) is not None]
-        return {
-            "modules": sorted(public_modules),
-            "complete": complete,
-            "defs": defs,
-            "exports": exports,
-        }
+            if name in m.classes:
+                defs[path] = self.class_record(m, m.classes[name])
+                pending.extend(defs[path]["bases"])
+            elif name in m.functions:
+                defs[path] = self._function_record(m, m.functions[name])
+        return {"modules": modules, "defs": defs, "exports": exports}
+
+    def _function_record(
+        self, m: _Module, fn: ast.FunctionDef | ast.AsyncFunctionDef
+    ) -> dict[str, Any]:
+        record: dict[str, Any] = {"k": "f", "sig": signature_of(fn)}
+        shim = self.shim(m, fn)
+        if shim:
+            record["shim"] = shim
+        aliases = _declared_aliases(fn)
+        if aliases:
+            record["aliases"] = aliases
+        return record
+
+
+def _declared_aliases(
+    node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef,
+) -> dict[str, str]:
+    """``@deprecated_aliases(old="new")`` and the like: keywords the release still takes under
+    an old name, mapped to the new one."""
+    out: dict[str, str] = {}
+    for deco in node.decorator_list:
+        if not isinstance(deco, ast.Call) or deco.args:
+            continue
+        name = (dotted_name(deco.func) or "").rsplit(".", 1)[-1].lower()
+        if "alias" not in name:
+            continue
+        for kw in deco.keywords:
+            if kw.arg and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
+                out[kw.arg] = kw.value.value
+    return out
+
+
+def _class_attributes(cls: ast.ClassDef) -> set[str]:
+    """Names a class body binds: methods, nested classes, class attributes, annotated fields."""
+    names: set[str] = set()
+    for stmt in _module_statements(cls.body):
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(stmt.name)
+        elif isinstance(stmt, ast.Assign):
+            for t in stmt.targets:
+                names.update(_target_names(t))
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            names.add(stmt.target.id)
+    return names
 
 
 def _forwards_to(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
@@ -563,3 +751,15 @@ def extract_release(path: str) -> dict[str, Any]:
         "sha256": digest,
     }
     return record
+
+
+def extract_to(path: str, folder: str) -> str:
+    """Extract one release and write its record into ``folder``; a line saying what was done."""
+    from migrate_fi.api.store import write_release
+
+    record = extract_release(path)
+    written = write_release(record, folder)
+    return (
+        f"{record['provenance']['version']}: {len(record['modules'])} modules,"
+        f" {len(record['defs'])} definitions, {len(record['exports'])} re-exports -> {written}"
+    )

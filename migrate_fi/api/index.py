@@ -13,6 +13,7 @@ import json
 import os
 from functools import cache
 
+from migrate_fi.api.paths import ApiPath
 from migrate_fi.api.store import DATA_DIR, available_releases
 from migrate_fi.versions import parse_version
 
@@ -35,7 +36,8 @@ def build_index() -> dict[str, object]:
         for key in changed_callables(old, new):
             # a call to a changed method needs its instance built in the same file (or in the
             # same class): the class's path is there
-            target = key.rpartition("().")[0] if "()." in key else key
+            api_key = ApiPath(key)
+            target = api_key.owner if api_key.is_method else key
             paths.update(by_target.get(target, [target]))
         pairs[f"{old}..{new}"] = sorted(paths)
     return {"releases": releases, "pairs": pairs}
@@ -47,19 +49,40 @@ def write_index(folder: str = DATA_DIR) -> str:
         json.dump(build_index(), fh, indent=1, sort_keys=True)
         fh.write("\n")
     os.replace(path + ".tmp", path)
-    trigger_paths.cache_clear()
+    for cached in (_index, trigger_paths, _releases_by_path):
+        cached.cache_clear()
     return path
+
+
+@cache
+def _index() -> dict[str, list[str]]:
+    with open(INDEX_FILE, encoding="utf-8") as fh:
+        return json.load(fh)["pairs"]
 
 
 @cache
 def trigger_paths(from_version: str, to_version: str) -> tuple[str, ...]:
     """Public paths of the functions and classes whose calls may change in (from, to]."""
-    with open(INDEX_FILE, encoding="utf-8") as fh:
-        index = json.load(fh)
     lo, hi = parse_version(from_version), parse_version(to_version)
     paths: set[str] = set()
-    for pair, names in index["pairs"].items():
+    for pair, names in _index().items():
         old, new = pair.split("..")
         if lo <= parse_version(old) and parse_version(new) <= hi:
             paths.update(names)
     return tuple(sorted(paths))
+
+
+@cache
+def _releases_by_path() -> dict[str, frozenset[str]]:
+    out: dict[str, set[str]] = {}
+    for pair, names in _index().items():
+        new = pair.split("..")[1]
+        for name in names:
+            out.setdefault(name, set()).add(new)
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+def changed_in(path: str) -> frozenset[str] | None:
+    """The releases whose calls of public ``path`` (a function or class) may bind differently
+    from the release before; None when the index does not know the path."""
+    return _releases_by_path().get(path)

@@ -13,7 +13,7 @@ from migrate_fi.versions import parse_version
 __all__ = ["DATA_DIR", "available_releases", "load_release", "write_release"]
 
 DATA_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "api")
-FORMAT = 1
+FORMAT = 2  # 2: every module with its names; defs at any depth; synthesized constructors
 
 
 def _file(version: str, folder: str = DATA_DIR) -> str:
@@ -36,7 +36,10 @@ def load_release(version: str) -> dict[str, Any]:
     for v in available_releases():
         if str(parse_version(v)) == canonical:
             with gzip.open(_file(v), "rt", encoding="utf-8") as fh:
-                return json.load(fh)
+                record = json.load(fh)
+            if record.get("format") != FORMAT:
+                raise KeyError(f"{version} (data of format {record.get('format')}, not {FORMAT})")
+            return record
     raise KeyError(version)
 
 

@@ -1,0 +1,371 @@
+"""FI004: pass the process group to all-reduce workspace creation (FlashInfer 0.6.10.post1)."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from migrate_fi.api.paths import is_flashinfer
+from migrate_fi.calls import CallArgs
+from migrate_fi.codemod import Codemod, FileContext, RuleOption, RunOptions
+from migrate_fi.edits import add_dict_entry, add_keyword
+from migrate_fi.positional import require_api_data
+from migrate_fi.resolver import NameResolver
+from migrate_fi.results import FixSafety
+from migrate_fi.scopes import Binding, Scope
+from migrate_fi.values import read_dict
+
+# The public paths of the functions that create an all-reduce fusion workspace.
+TARGETS = (
+    "flashinfer.comm.create_allreduce_fusion_workspace",
+    "flashinfer.comm.trtllm_create_ipc_workspace_for_all_reduce_fusion",
+)
+DEFAULT_GROUP_NAMES = (
+    "device_group",
+    "group",
+    "process_group",
+    "pg",
+    "tp_group",
+    "ep_group",
+    "cp_group",
+    "dp_group",
+)
+# keywords through which a communicator object is given its group
+_COMMUNICATOR_KEYWORDS = ("group", "device_group", "process_group", "pg")
+_CPU_HINTS = ("cpu", "gloo")
+
+
+def _is_cpu(text: str) -> bool:
+    lowered = text.lower()
+    return any(hint in lowered for hint in _CPU_HINTS)
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    expr: str  # what to pass: `device_group`, `self.tp_group`
+    why: str  # where it comes from, for the message
+
+
+class AllreduceWorkspaceGroup(Codemod):
+    """All-reduce fusion workspaces must be given the process group of the ranks that share them.
+
+    Since FlashInfer 0.6.10.post1, `flashinfer.comm.create_allreduce_fusion_workspace(...,
+    group=None)` rendezvouses (torch.distributed symmetric memory) on `group`, and on WORLD when
+    it is not given; `comm_backend` no longer picks the group. A server whose tensor-, expert- or
+    context-parallel ranks form a sub-group then hangs in CUDA-graph warm-up or addresses the
+    wrong peers. Small tests on one group of all ranks pass, so nothing fails until production.
+    The older `trtllm_create_ipc_workspace_for_all_reduce_fusion(..., group=None)` has the same
+    trap.
+
+    The fix passes the group the surrounding code already has, chosen in this order:
+    1. the group the call already gives its communicator (`comm_backend=TorchDistBackend(
+       group=X)`, `device_group=X`, directly or through a local set to such a call);
+    2. a parameter or local of the enclosing function named in the option `group-names`
+       (by default `device_group`, `group`, `process_group`, `pg`, `tp_group`, `ep_group`,
+       `cp_group`, `dp_group`), in that order;
+    3. an attribute of `self` with such a name, assigned in the class.
+    A CPU group (`cpu_group`, a name or value mentioning `cpu` or `gloo`) is never chosen for a
+    CUDA workspace. One candidate at the first step that has any: a safe fix. Several: a review
+    fix that takes the first and names the others. None: no fix (a made-up name would be a
+    NameError); the call is reported with what to pass.
+
+    Where the call's keywords come from a dict built in the same function (`kw = dict(...)`,
+    `kw = {...}`, then `create(**kw)`), `group=` goes into that dict, next to the other arguments.
+    A call that already passes the group (by keyword, positionally, or in the dict, even
+    conditionally after a signature check) is left alone, except when the group is `None`:
+    `group=None`, or a variable set to `None` on some path (`device_group = None` when the
+    sub-group is the whole TP group), re-creates the WORLD fallback, and each such line is
+    reported. Keywords the new release no longer takes are FI002's to report.
+    """
+
+    code = "FI004"
+    summary = "create_allreduce_fusion_workspace: pass group= (the WORLD fallback hangs sub-groups since 0.6.10.post1)"
+    introduced_in = "0.6.10.post1"
+    fix_safety = FixSafety.SAFE
+    triggers = tuple(("flashinfer", path.rsplit(".", 1)[-1]) for path in TARGETS)
+    options = (
+        RuleOption(
+            "group-names",
+            DEFAULT_GROUP_NAMES,
+            "Names of parameters, locals and `self` attributes that hold a device process group,"
+            " in order of preference.",
+        ),
+    )
+
+    @classmethod
+    def prepare(cls, options: RunOptions) -> None:
+        require_api_data(cls.code, options)
+
+    def find(self, ctx: FileContext) -> None:
+        from migrate_fi.api.differ import api_for
+
+        old_api, new_api = (
+            api_for(str(ctx.options.from_version)),
+            api_for(str(ctx.options.to_version)),
+        )
+        keys = {old_api.key(p) for p in TARGETS} | {new_api.key(p) for p in TARGETS}
+        keys.discard(None)
+        resolver = ctx.resolver
+        names = [n for n in ctx.option("group-names") if not _is_cpu(n)]
+        for call, scope in resolver.iter_calls():
+            candidates = resolver.resolve(call.func, scope).candidates
+            paths = {c.qualname for c in candidates if is_flashinfer(c.qualname)}
+            hits = [p for p in paths if (old_api.key(p) or new_api.key(p)) in keys]
+            if not hits:
+                continue
+            name = hits[0].rsplit(".", 1)[-1]
+            others = [c for c in candidates if c.qualname not in hits]
+            if others:
+                ctx.report(
+                    call,
+                    f"this {name} may also be {', '.join(c.describe() for c in others)}; if it is"
+                    f" FlashInfer's, pass group= (the WORLD fallback since"
+                    f" {self.introduced_in}): left unchanged",
+                )
+                continue
+            signature = new_api.callable(hits[0])
+            group_index = (
+                next((i for i, p in enumerate(signature.positional) if p.name == "group"), None)
+                if signature
+                else None
+            )
+            _Site(ctx, resolver, call, scope, name, group_index, names).check()
+
+
+class _Site:
+    def __init__(
+        self,
+        ctx: FileContext,
+        resolver: NameResolver,
+        call: ast.Call,
+        scope: Scope,
+        name: str,
+        group_index: int | None,
+        names: list[str],
+    ) -> None:
+        self.ctx, self.resolver, self.call, self.scope = ctx, resolver, call, scope
+        self.name, self.group_index, self.names = name, group_index, names
+        self.args = CallArgs.of(call, resolver, scope)
+        self.since = AllreduceWorkspaceGroup.introduced_in
+
+    def check(self) -> None:
+        passed = self.args.passed("group")
+        index = self.group_index
+        if passed is None and index is not None and len(self.args.positional) > index:
+            passed = self.args.positional[index]
+        if passed is not None:
+            self._none_paths(passed, passed)
+            return
+        if self.args.opaque_kwargs or self.args.starred:
+            self.ctx.report(
+                self.call,
+                f"{self.name}: whether the arguments unpacked here include group= cannot be"
+                f" known; since {self.since} a workspace without it rendezvouses on WORLD:"
+                " check that it is passed",
+            )
+            return
+        chosen, safety, note = self._choose()
+        problem = (
+            f"{self.name} without group=: since {self.since} its workspace rendezvouses on WORLD,"
+            " so a TP/EP/CP sub-group hangs in CUDA-graph warm-up or addresses the wrong peers"
+        )
+        if chosen is None:
+            looked = ", ".join(self.names)
+            self.ctx.report(
+                self.call,
+                f"{problem}; no process group is in scope here (looked for the communicator's"
+                f" group, and parameters, locals and self attributes named {looked}): pass"
+                " group=<the device process group of the ranks that share this workspace>",
+            )
+            return
+        self.ctx.fix(
+            self.call,
+            f"{problem}: pass group={chosen.expr} ({chosen.why}{note})",
+            self._edit(chosen.expr),
+            safety=safety,
+        )
+        value = ast.parse(chosen.expr, mode="eval").body
+        self._none_paths(value, self.call)
+
+    # ----------------------------------------------------------- choosing
+
+    def _choose(self) -> tuple[_Candidate | None, FixSafety, str]:
+        for level in (self._from_communicator(), self._from_function(), self._from_self()):
+            if not level:
+                continue
+            first, rest = level[0], level[1:]
+            if not rest:
+                return first, FixSafety.SAFE, ""
+            others = ", ".join(c.expr for c in rest)
+            return (
+                first,
+                FixSafety.REVIEW,
+                f"; also in scope: {others}: check which is the device group of the ranks"
+                " that share this workspace",
+            )
+        return None, FixSafety.SAFE, ""
+
+    def _from_communicator(self) -> list[_Candidate]:
+        """The group the call already gives its communicator (`comm_backend=...`)."""
+        values = [v for k, v in [*self._keyword_values()] if k in ("comm_backend", "communicator")]
+        found: dict[str, _Candidate] = {}
+        for value in values:
+            for expr in self._constructions(value):
+                for kw in expr.keywords:
+                    if kw.arg in _COMMUNICATOR_KEYWORDS:
+                        text = ast.unparse(kw.value)
+                        if not _is_cpu(text) and not _is_none(kw.value):
+                            found.setdefault(
+                                text, _Candidate(text, "the group its comm_backend is built with")
+                            )
+        return list(found.values())
+
+    def _keyword_values(self) -> list[tuple[str, ast.expr]]:
+        return [(k, kw.value) for k, kw in self.args.keywords.items()] + list(
+            self.args.unpacked.items()
+        )
+
+    def _constructions(self, value: ast.expr, depth: int = 0) -> list[ast.Call]:
+        """The calls that may have built ``value`` (through locals assigned such calls)."""
+        if isinstance(value, ast.Call):
+            return [value]
+        if isinstance(value, ast.Name) and depth < 3:
+            found = self.resolver.lookup(value.id, self.scope)
+            if found is None:
+                return []
+            out: list[ast.Call] = []
+            for b in found[1]:
+                if b.value is not None:
+                    out += self._constructions(b.value, depth + 1)
+            return out
+        return []
+
+    def _from_function(self) -> list[_Candidate]:
+        """Parameters and locals of the enclosing function(s) with a group's name."""
+        out = []
+        for name in self.names:
+            found = self.resolver.lookup(name, self.scope)
+            if found is None or found[0].kind not in ("function",):
+                continue
+            owner, bindings = found
+            if any(b.what == "parameter" for b in bindings):
+                where = f"a parameter of `{getattr(owner.node, 'name', 'the function')}`"
+            elif bindings and all(
+                b.line < self.call.lineno
+                and b.value is not None
+                and not (_is_cpu(ast.unparse(b.value)) and not _is_none(b.value))
+                for b in bindings
+                if b.what != "None"
+            ):
+                where = f"a local of `{getattr(owner.node, 'name', 'the function')}`"
+            else:
+                continue
+            out.append(_Candidate(name, where))
+        return out
+
+    def _from_self(self) -> list[_Candidate]:
+        """`self.<name>` assigned in the class of the enclosing method."""
+        s: Scope | None = self.scope
+        while s is not None and s.owner_class is None:
+            s = s.parent if s.kind != "class" else None
+        if s is None or s.owner_class is None or s.self_name is None:
+            return []
+        out = []
+        for name in self.names:
+            bindings = s.owner_class.attributes.get(name)
+            if not bindings:
+                continue
+            values = [
+                ast.unparse(b.value) for b in bindings if b.value is not None and b.what != "None"
+            ]
+            if values and all(_is_cpu(v) for v in values):
+                continue
+            out.append(_Candidate(f"{s.self_name}.{name}", "an attribute set in the class"))
+        return out
+
+    # -------------------------------------------------------------- editing
+
+    def _edit(self, expr: str):  # -> Edit
+        """Into the dict the call unpacks when it is built in the same function; else the call."""
+        for unpacked in (kw.value for kw in self.call.keywords if kw.arg is None):
+            if not isinstance(unpacked, ast.Name):
+                continue
+            found = self.resolver.lookup(unpacked.id, self.scope)
+            source = read_dict(self.resolver, unpacked, self.scope)
+            if found is None or source is None or source.built is None:
+                continue
+            if found[0] is _function_scope(self.scope):
+                kind = "Dict" if isinstance(source.built, ast.Dict) else "Call"
+                return self.ctx.replace(source.built, kind, add_dict_entry("group", expr))
+        return self.ctx.replace(self.call, "Call", add_keyword("group", expr))
+
+    # ---------------------------------------------------------------- None
+
+    def _none_paths(self, value: ast.expr, at: ast.AST) -> None:
+        """`group=None`, or a group variable that is None on some path: the WORLD fallback."""
+        tail = (
+            f"since {self.since} a workspace given group=None rendezvouses on WORLD, so a TP/EP/CP"
+            " sub-group hangs or addresses the wrong peers: pass the sub-group's device group on"
+            " every path"
+        )
+        if _is_none(value):
+            self.ctx.report(value, f"{self.name} gets group=None: {tail}")
+            return
+        for binding, described in self._none_bindings(value):
+            where = (
+                f"the parameter `{described}` defaults to None"
+                if binding.what == "parameter"
+                else f"`{described}` is set to None at line {binding.line}"
+            )
+            self.ctx.report(at, f"{self.name}: {where}; {tail}")
+
+    def _none_bindings(self, value: ast.expr) -> list[tuple[Binding, str]]:
+        if isinstance(value, ast.Name):
+            found = self.resolver.lookup(value.id, self.scope)
+            if found is None:
+                return []
+            owner, bindings = found
+            out = [(b, value.id) for b in bindings if b.what == "None"]
+            node = owner.node
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _defaults_to_none(
+                node, value.id
+            ):
+                param = next(b for b in bindings if b.what == "parameter")
+                out.append((param, value.id))
+            return out
+        if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name):
+            s: Scope | None = self.scope
+            while s is not None and s.owner_class is None:
+                s = s.parent if s.kind != "class" else None
+            if s is None or s.owner_class is None or value.value.id != s.self_name:
+                return []
+            return [
+                (b, f"{value.value.id}.{value.attr}")
+                for b in s.owner_class.attributes.get(value.attr, ())
+                if b.what == "None"
+            ]
+        return []
+
+
+def _is_none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _defaults_to_none(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
+    a = fn.args
+    positional = [*a.posonlyargs, *a.args]
+    defaults = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
+    for arg, default in [
+        *zip(positional, defaults, strict=True),
+        *zip(a.kwonlyargs, a.kw_defaults, strict=True),
+    ]:
+        if arg.arg == name:
+            return default is not None and _is_none(default)
+    return False
+
+
+def _function_scope(scope: Scope) -> Scope:
+    s = scope
+    while s.kind == "comprehension" and s.parent is not None:
+        s = s.parent
+    return s

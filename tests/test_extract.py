@@ -1,0 +1,213 @@
+"""The extractor on a small synthetic `flashinfer` package: what Python synthesizes, what a
+release serves lazily or under a condition, and when a name is surely gone."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from migrate_fi.api.differ import Api, compare_callables
+from migrate_fi.api.extract import extract_release
+
+FILES = {
+    "__init__.py": """
+        from .core import kernel
+        from . import ops
+        from .mamba import checkpointing_ssu
+        try:
+            from .fast import fast_kernel
+        except ImportError:
+            fast_kernel = None
+        if is_cute_dsl_available():
+            from .cute.deep.kernels import CuteOp
+        with contextlib.suppress(ImportError):
+            from .cute.deep.kernels import cute_fn
+        if TYPE_CHECKING:
+            from .core import OnlyForTypes
+        __version__ = "9.9.9"
+
+        _LAZY = frozenset({"lazy_fn"})
+
+        def __getattr__(name):
+            if name == "OldRunner":
+                warnings.warn("deprecated")
+                return Runner
+            if name not in _LAZY:
+                raise AttributeError(name)
+            from .core import lazy_fn as _impl
+            return getattr(_impl_module, name)
+        from .core import Runner
+    """,
+    "core.py": """
+        from dataclasses import KW_ONLY, InitVar, dataclass, field
+        from typing import ClassVar, NamedTuple
+
+        def kernel(x, scale=1.0): ...
+        def lazy_fn(a, b): ...
+        class Runner:
+            def __init__(self, n): ...
+
+        @dataclass
+        class Base:
+            a: int
+            b: int = 2
+
+        @dataclass(frozen=True)
+        class Config(Base):
+            c: float = 1.0
+            d: list = field(default_factory=list)
+            counter: ClassVar[int] = 0
+            hidden: int = field(default=0, init=False)
+            extra: InitVar[int] = 3
+            _: KW_ONLY
+            flag: bool = False
+
+        @dataclass(kw_only=True)
+        class KwOnly:
+            x: int
+
+        @dataclass
+        class Written:
+            a: int
+            def __init__(self, z): ...
+
+        class Point(NamedTuple):
+            x: int
+            y: int = 0
+
+        @deprecated_aliases(old_name="new_name")
+        def renamed(new_name=1): ...
+    """,
+    "mamba/__init__.py": """
+        from .checkpointing_ssu import checkpointing_ssu, scratch
+    """,
+    "mamba/checkpointing_ssu.py": """
+        def checkpointing_ssu(state, x, dt): ...
+        def scratch(n): ...
+    """,
+    "ops.py": """
+        from .core import kernel as k
+        from ._private import hidden_helper
+        import torch
+        def op(a): ...
+    """,
+    "_private.py": """
+        def hidden_helper(): ...
+        CONSTANT = 3
+    """,
+    "cute/__init__.py": "",
+    "cute/deep/__init__.py": "",
+    "cute/deep/kernels.py": """
+        class CuteOp:
+            def __init__(self, m, n): ...
+            def run(self, x): ...
+        def cute_fn(a, b, c): ...
+    """,
+    "dyn.py": """
+        for _name in ("a", "b"):
+            globals()[_name] = 1
+    """,
+}
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory: pytest.TempPathFactory) -> Api:
+    root: Path = tmp_path_factory.mktemp("release")
+    for name, text in FILES.items():
+        path = root / "flashinfer" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return Api("9.9.9", extract_release(str(root)))
+
+
+def params(api: Api, path: str) -> list[tuple[str, str, str | None]]:
+    c = api.callable(path)
+    assert c is not None, path
+    return [(p.name, p.kind, p.default) for p in c.params]
+
+
+def test_dataclass_constructor_with_inheritance_and_fields(api: Api) -> None:
+    assert params(api, "flashinfer.core.Config") == [
+        ("a", "A", None),
+        ("b", "A", "2"),
+        ("c", "A", "1.0"),
+        ("d", "A", "<factory list>"),
+        ("extra", "A", "3"),
+        ("flag", "K", "False"),
+    ]
+    assert params(api, "flashinfer.core.KwOnly") == [("x", "K", None)]
+    assert params(api, "flashinfer.core.Written") == [("z", "A", None)]  # written __init__ wins
+
+
+def test_namedtuple_constructor(api: Api) -> None:
+    assert params(api, "flashinfer.core.Point") == [("x", "A", None), ("y", "A", "0")]
+
+
+def test_a_field_inserted_in_the_middle_misbinds() -> None:
+    from migrate_fi.api.differ import CallSignature, Param
+
+    old = CallSignature("x", (Param("a", "A", None), Param("b", "A", None)))
+    new = CallSignature("x", (Param("a", "A", None), Param("n", "A", "0"), Param("b", "A", None)))
+    assert compare_callables(old, new).misbinding_index == 1
+
+
+def test_conditional_and_try_reexports(api: Api) -> None:
+    assert api.canonical("flashinfer.CuteOp") == "flashinfer.cute.deep.kernels.CuteOp"
+    assert api.canonical("flashinfer.cute_fn") == "flashinfer.cute.deep.kernels.cute_fn"
+    assert api.canonical("flashinfer.fast_kernel") is None  # from a module that is not there
+    assert api.exists("flashinfer.fast_kernel") is True  # bound (to None) all the same
+    assert params(api, "flashinfer.CuteOp().run") == [("x", "A", None)]
+
+
+def test_type_checking_imports_do_not_exist(api: Api) -> None:
+    assert api.exists("flashinfer.OnlyForTypes") is False
+
+
+def test_a_package_attribute_shadows_its_submodule(api: Api) -> None:
+    assert params(api, "flashinfer.mamba.checkpointing_ssu") == [
+        ("state", "A", None),
+        ("x", "A", None),
+        ("dt", "A", None),
+    ]
+    assert params(api, "flashinfer.checkpointing_ssu") == params(
+        api, "flashinfer.mamba.checkpointing_ssu"
+    )
+
+
+def test_names_served_by_module_getattr(api: Api) -> None:
+    assert api.canonical("flashinfer.OldRunner") == "flashinfer.core.Runner"
+    assert params(api, "flashinfer.OldRunner") == [("n", "A", None)]
+    assert api.exists("flashinfer.lazy_fn") is True
+    assert api.exists("flashinfer.not_served") is False  # the hook raises for other names
+
+
+def test_deep_public_modules_are_recorded(api: Api) -> None:
+    assert params(api, "flashinfer.cute.deep.kernels.cute_fn") == [
+        ("a", "A", None),
+        ("b", "A", None),
+        ("c", "A", None),
+    ]
+
+
+def test_names_imported_into_a_module_exist(api: Api) -> None:
+    assert api.exists("flashinfer.ops.hidden_helper") is True
+    assert api.exists("flashinfer.ops.k") is True
+    assert api.exists("flashinfer.ops.torch") is True
+    assert api.exists("flashinfer._private.CONSTANT") is True  # private modules: names only
+    assert api.exists("flashinfer.ops.gone") is False
+    assert api.exists("flashinfer.nowhere.thing") is False
+    assert api.exists("flashinfer.dyn.anything") is None  # globals()[...]: cannot say
+
+
+def test_methods_and_class_attributes(api: Api) -> None:
+    assert api.exists("flashinfer.cute.deep.kernels.CuteOp.run") is True
+    assert api.exists("flashinfer.cute.deep.kernels.CuteOp().run") is True
+    assert api.exists("flashinfer.cute.deep.kernels.CuteOp().gone") is False
+
+
+def test_renames_declared_by_the_release(api: Api) -> None:
+    c = api.callable("flashinfer.core.renamed")
+    assert c is not None and c.aliases == (("old_name", "new_name"),)
+    assert c.accepts_keyword("old_name")
