@@ -313,7 +313,8 @@ class _Site:
             return
         for binding, described in self._none_bindings(value):
             where = (
-                f"the parameter `{described}` defaults to None"
+                f"the parameter `{described}` defaults to None, so a caller that omits it gets"
+                " the fallback (make it required, or check that every caller passes it)"
                 if binding.what == "parameter"
                 else f"`{described}` is set to None at line {binding.line}"
             )

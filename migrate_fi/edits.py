@@ -202,7 +202,6 @@ def remove_keyword(name: str) -> Transform:
     """Drop the ``name=`` argument of a call, keeping the layout of the others."""
 
     def transform(call: Any) -> Any:
-        import libcst as cst
 
         args = list(call.args)
         index = next(
@@ -212,10 +211,11 @@ def remove_keyword(name: str) -> Transform:
         if index is None:
             raise EditError(f"the call does not pass {name}=")
         removed = args.pop(index)
-        if index == len(args) and args:  # it was the last one: the new last takes its comma
-            args[-1] = args[-1].with_changes(comma=removed.comma)
-            if not isinstance(removed.comma, cst.Comma):
-                args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        if index == len(args) and args:  # it was the last: the new last takes its comma and
+            # the whitespace before the closing parenthesis
+            args[-1] = args[-1].with_changes(
+                comma=removed.comma, whitespace_after_arg=removed.whitespace_after_arg
+            )
         return call.with_changes(args=args)
 
     return transform

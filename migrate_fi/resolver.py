@@ -120,6 +120,22 @@ class NameResolver:
     def absolute_module(self, module: str | None, level: int) -> str | None:
         return self.scopes.absolute_module(module, level)
 
+    def scope_of(self, node: ast.AST) -> Scope | None:
+        """The scope a def, lambda or class statement opens."""
+        return self.scopes.opened.get(id(node))
+
+    def scope_at(self, node: ast.AST) -> Scope:
+        """The innermost def or class scope whose source contains ``node`` (else the module)."""
+        best, best_start = self.module_scope, (0, 0)
+        where = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
+        end = (node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
+        for scope in self.scopes.opened.values():
+            n = scope.node
+            start = (n.lineno, n.col_offset)  # type: ignore[attr-defined]
+            if start <= where and end <= (n.end_lineno, n.end_col_offset) and start > best_start:  # type: ignore[attr-defined]
+                best, best_start = scope, start
+        return best
+
     def dict_writes(self, name: str, owner: Scope) -> list[DictWrite]:
         """In-place changes of the ``name`` that ``owner`` binds."""
         out = []

@@ -118,6 +118,8 @@ class ScopeBuilder(ast.NodeVisitor):
         self.imports: list[ast.Import | ast.ImportFrom] = []  # every import statement, any depth
         # in-place changes by name: `kw["k"] = v`, `kw.update(...)`, `del kw[k]`
         self.dict_writes: dict[str, list[DictWrite]] = {}
+        # the scope each def, lambda and class opens, by id of its node
+        self.opened: dict[int, Scope] = {}
         self._assigning = False  # visiting the target of a recorded `d["k"] = v`
         self.visit(tree)
         self.calls.sort(key=lambda item: (item[0].lineno, item[0].col_offset))
@@ -247,6 +249,7 @@ class ScopeBuilder(ast.NodeVisitor):
             self._bind(node.name, Binding("def", node.lineno, self._own_qualname(node.name)))
         outer = self._scope
         self._scope = Scope("function", outer, node)
+        self.opened[id(node)] = self._scope
         first = [*args.posonlyargs, *args.args]
         if (
             outer.kind == "class"
@@ -276,6 +279,7 @@ class ScopeBuilder(ast.NodeVisitor):
         self._bind(node.name, Binding("class", node.lineno, self._own_qualname(node.name)))
         outer = self._scope
         self._scope = Scope("class", outer, node)
+        self.opened[id(node)] = self._scope
         for stmt in node.body:
             self.visit(stmt)
         self._scope = outer

@@ -237,7 +237,7 @@ def test_json_output(tree: Path) -> None:
     doc = json.loads(r.stdout)
     assert doc["command"] == "check"
     assert doc["from"] == "0.6.10" and doc["to"] == "0.7.4"
-    assert doc["rules"] == ["FI004", "FI001", "FI003", "FI002"]  # release order, data-driven last
+    assert doc["rules"] == ["FI004", "FI001", "FI003", "FI005", "FI002"]  # release order, data last
     (d,) = doc["diagnostics"]
     assert (d["path"], d["line"], d["col"], d["code"], d["fixable"]) == (
         "src/legacy.py",

@@ -91,6 +91,7 @@ def test_add_keyword_never_twice() -> None:
         ("f(a, b=1, c=2)\n", "f(a, c=2)\n"),
         ("f(a, c=2, b=1)\n", "f(a, c=2)\n"),
         ("f(\n    a,\n    b=1,\n)\n", "f(\n    a,\n)\n"),
+        ("f(\n    a, b=1\n)\n", "f(\n    a\n)\n"),
     ],
 )
 def test_remove_keyword(source: str, expected: str) -> None:

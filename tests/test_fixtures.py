@@ -6,7 +6,8 @@ tests/fixtures/<codemod_id>/<case>.after.py    the expected output, byte for byt
 tests/fixtures/<codemod_id>/<case>.report.txt  the sites left for a person, one per line
                                                (absent: there must be none)
 tests/fixtures/<codemod_id>/<case>.toml        optional: from, to, keywords, module, package,
-                                               unsafe_fixes, select (the run's selection, which
+                                               unsafe_fixes, path (the file name the rule
+                                               sees), select (the run's selection, which
                                                decides what other rules own), options (the
                                                rule's [tool.migrate-fi.rules.<id>] table)
 
@@ -67,7 +68,8 @@ def _run(cid: str, case: str, data: bytes, mode: str):
     )
     module = (settings.get("module"), bool(settings.get("package", False)))
     codemods = [CODEMODS[cid]] if selected else []
-    return process_source(data, f"{case}.before.py", codemods, options, Mode(mode), module)
+    path = settings.get("path", f"{case}.before.py")  # e.g. a test file's name, for test rules
+    return process_source(data, path, codemods, options, Mode(mode), module)
 
 
 @pytest.mark.parametrize(("cid", "case"), _cases())

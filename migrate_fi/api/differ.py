@@ -210,7 +210,11 @@ class Api:
         record = self.defs.get(cls)
         if record is None or record.get("k") != "c" or cls in seen:
             return None
-        if name in record["methods"] or name in record.get("attrs", ()):
+        if (
+            name in record["methods"]
+            or name in record.get("attrs", ())
+            or name in record.get("iattrs", ())
+        ):
             return True
         unknown = False
         for base in record.get("bases", []):

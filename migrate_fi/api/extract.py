@@ -561,6 +561,9 @@ class _Release:
         attrs = sorted(_class_attributes(cls) - set(methods))
         if attrs:
             out["attrs"] = attrs
+        instance = sorted(_instance_attributes(cls))
+        if instance:
+            out["iattrs"] = instance
         if any(b.split(".")[-1].endswith(("Enum", "Flag")) for b in bases) or any(
             "Enum" in b for b in bases
         ):
@@ -688,6 +691,30 @@ def _declared_aliases(
             if kw.arg and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
                 out[kw.arg] = kw.value.value
     return out
+
+
+def _instance_attributes(cls: ast.ClassDef) -> set[str]:
+    """``self.<name> = ...`` in the class's methods: the attributes its instances carry (the
+    private buffers a wrapper preallocates included)."""
+    names: set[str] = set()
+    for stmt in cls.body:
+        if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) or not stmt.args.args:
+            continue
+        self_name = stmt.args.args[0].arg
+        for node in ast.walk(stmt):
+            targets: list[ast.expr] = []
+            if isinstance(node, ast.Assign):
+                targets = node.targets
+            elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+                targets = [node.target]
+            for t in targets:
+                if (
+                    isinstance(t, ast.Attribute)
+                    and isinstance(t.value, ast.Name)
+                    and t.value.id == self_name
+                ):
+                    names.add(t.attr)
+    return names
 
 
 def _class_attributes(cls: ast.ClassDef) -> set[str]:
