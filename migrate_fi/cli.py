@@ -369,6 +369,8 @@ def apply(**kwargs: Any) -> None:
     common = _common(kwargs)
     result, settled = _execute(common, "apply")
     write_changes(result)
+    if result.written:
+        _record_apply(settled.paths, result)
     if settled.output_format == "text":
         for f in result.changed:
             if f.path in result.written:
@@ -376,6 +378,110 @@ def apply(**kwargs: Any) -> None:
                 click.echo(f"{f.path}: rewritten ({n} fix{'es' if n != 1 else ''})")
     listed = result.manual if settled.output_format == "text" else result.diagnostics
     _finish(result, common, settled, "apply", found=bool(result.manual), listed=listed)
+
+
+def _record_apply(paths: tuple[str, ...], result: RunResult) -> None:
+    """Keep what apply wrote for `verify` (a warning, never a failure, when it cannot)."""
+    from migrate_fi.project import project_root
+    from migrate_fi.record import write_record
+    from migrate_fi.sources import SourceError
+
+    root = project_root(paths[0])
+    try:
+        write_record(root, result.from_version, result.to_version, result.written)
+    except (OSError, SourceError) as exc:
+        click.echo(f"migrate-fi: warning: cannot record this apply for verify: {exc}", err=True)
+
+
+VERIFY_EXIT_CODES = """\b
+Exit codes:
+  0  the selected tests passed, and at least one ran (or everything skipped, with --allow-skips)
+  1  a test failed
+  2  an error: a test errored, pytest could not run, or the installed FlashInfer is not the
+     migration's target (see --allow-version-mismatch)
+  3  nothing verified: every selected test was skipped (no GPU, wrong architecture), or none
+     was found"""
+
+
+class _PassThrough(click.Command):
+    """Arguments after `--` go to pytest untouched."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if "--" in args:
+            i = args.index("--")
+            ctx.meta["pytest_args"] = args[i + 1 :]
+            args = args[:i]
+        return super().parse_args(ctx, args)
+
+
+@cli.command(cls=_PassThrough, epilog=VERIFY_EXIT_CODES)
+@click.argument("paths", nargs=-1, type=click.Path(), metavar="[PATH]...")
+@click.option(
+    "--tests",
+    "tests",
+    multiple=True,
+    type=click.Path(),
+    help="Run these tests (files or pytest node ids) instead of the ones the last apply touched.",
+)
+@click.option(
+    "--to",
+    "to_version",
+    metavar="VERSION",
+    help="The FlashInfer version the tests must run on (default: the last apply's target).",
+)
+@click.option(
+    "--python", "python", metavar="PATH", help="The Python that runs the tests (default: this one)."
+)
+@click.option(
+    "--allow-version-mismatch",
+    is_flag=True,
+    help="Run even when the installed FlashInfer is not the target.",
+)
+@click.option("--allow-skips", is_flag=True, help="Exit 0 when every test was skipped.")
+@click.option(
+    "--baseline",
+    metavar="REF",
+    help="Also run the tests on git REF, to tell new failures from old ones.",
+)
+@click.option(
+    "--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+def verify(
+    paths: tuple[str, ...],
+    tests: tuple[str, ...],
+    to_version: str | None,
+    python: str | None,
+    allow_version_mismatch: bool,
+    allow_skips: bool,
+    baseline: str | None,
+    output_format: str,
+) -> None:
+    """Run the migrated GPU tests and say what passed, failed or was skipped, and why.
+
+    Without --tests: the test files the last `migrate-fi apply` rewrote, plus the project's test
+    files that import a module it rewrote (`apply` keeps that list in .migrate-fi/last-apply.json
+    at the project root). Arguments after `--` go to pytest. torch and flashinfer-python are
+    imported only by the tests, in a subprocess.
+    """
+    from migrate_fi.verify import VerifyError, verify_command
+
+    extra = click.get_current_context().meta.get("pytest_args", [])
+    try:
+        code, text = verify_command(
+            paths or (".",),
+            tests,
+            to_version,
+            python,
+            allow_version_mismatch,
+            allow_skips,
+            baseline,
+            output_format,
+            extra,
+        )
+    except VerifyError as exc:
+        raise Fatal(str(exc)) from None
+    click.echo(text, nl=False)
+    sys.exit(code)
 
 
 @cli.command()

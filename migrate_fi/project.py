@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from migrate_fi.discovery import find_upward
 from migrate_fi.versions import VersionError, parse_version
 
-__all__ = ["Pin", "ProjectVersionError", "detect_current_version", "find_pins"]
+__all__ = ["Pin", "ProjectVersionError", "detect_current_version", "find_pins", "project_root"]
 
 # flashinfer-python / flashinfer_python / the old name flashinfer, with optional extras.
 # `flashinfer-cubin` and `flashinfer-jit-cache` never match: the operator must follow the name.
@@ -36,6 +36,11 @@ class Pin:
     line: int
     operator: str
     version: str
+
+
+def project_root(path: str) -> str:
+    """The project a path belongs to: the nearest folder above it with a pin file or `.git`."""
+    return _project_root(path)
 
 
 def _project_root(path: str) -> str:
