@@ -14,7 +14,7 @@ import warnings
 import pytest
 
 from migrate_fi.codemod import RunOptions
-from migrate_fi.engine import process_source
+from migrate_fi.engine import Mode, process_source
 from migrate_fi.registry import select
 from migrate_fi.results import Status
 from migrate_fi.versions import parse_version
@@ -32,10 +32,9 @@ INSTALLED = parse_version(flashinfer.__version__.split("+")[0])
 def migrate(source: str, from_version: str) -> str:
     """Run every codemod of (from_version, installed] over ``source``, as `migrate-fi apply`."""
     from_v = parse_version(from_version)
-    codemods = select(from_v, INSTALLED)
-    result = process_source(
-        source.encode(), "snippet.py", codemods, RunOptions(from_v, INSTALLED), "apply"
-    )
+    selection = select(from_v, INSTALLED)
+    options = RunOptions(from_v, INSTALLED, rules=selection.settings())
+    result = process_source(source.encode(), "snippet.py", selection.rules, options, Mode.APPLY)
     assert result.error is None, result.error
     assert result.status is Status.CHANGED, f"nothing migrated: {result.diagnostics}"
     assert result.new_text is not None
