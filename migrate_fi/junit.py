@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
@@ -36,6 +37,8 @@ class TestResult:
 
 def _test_id(case: ET.Element) -> str:
     classname, name = case.get("classname", ""), case.get("name", "")
+    if not classname and case.get("file"):  # a whole module skipped or failing at collection
+        return case.get("file", name)
     parts = classname.split(".")
     # pytest writes "tests.test_fp4" (module path) or "tests.test_moe.TestMoE" (a class in it)
     module_parts = [p for p in parts if p and not p[:1].isupper()]
@@ -47,6 +50,21 @@ def _test_id(case: ET.Element) -> str:
 def _first_lines(text: str) -> str:
     lines = [line.rstrip() for line in (text or "").strip().splitlines() if line.strip()]
     return "\n".join(lines[:_FIRST_LINES])
+
+
+def _skip_reason(message: str, text: str) -> str:
+    """pytest writes a module-level skip as message "collection skipped" and the reason in the
+    text, as ``('path', line, 'Skipped: reason')``; a test's skip as the message itself."""
+    if message and message != "collection skipped":
+        reason = message
+    else:
+        found = re.search(r"'Skipped: (.*)'\)\s*$", text.strip()) or re.search(
+            r":\d+: (.*)$", text.strip()
+        )
+        reason = found.group(1) if found else _first_lines(text) or message
+    if reason.startswith(("Skipped: ", "skipped: ")):
+        reason = reason.split(": ", 1)[1]
+    return reason
 
 
 def parse_junit(xml_text: str) -> list[TestResult]:
@@ -63,9 +81,7 @@ def parse_junit(xml_text: str) -> list[TestResult]:
             message = child.get("message", "")
             if child.tag == "skipped":
                 outcome = Outcome.SKIPPED
-                detail = message or _first_lines(child.text or "")
-                if detail.startswith(("Skipped: ", "skipped: ")):
-                    detail = detail.split(": ", 1)[1]
+                detail = _skip_reason(message, child.text or "")
             elif child.tag == "failure":
                 outcome, detail = Outcome.FAILED, _first_lines(message + "\n" + (child.text or ""))
             elif child.tag == "error":

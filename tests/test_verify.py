@@ -221,6 +221,9 @@ def test_junit_parsing() -> None:
       <testcase classname="tests.test_b" name="test_skip" time="0">
         <skipped type="pytest.skip" message="needs SM100">tests/test_b.py:3: needs SM100</skipped>
       </testcase>
+      <testcase classname="" name="tests.test_c" file="tests/test_c.py" time="0.000">
+        <skipped message="collection skipped">('/x/tests/test_c.py', 11, 'Skipped: needs an SM100-family GPU')</skipped>
+      </testcase>
       <testcase classname="tests.test_b" name="test_err" time="0">
         <error message="failed on setup with &quot;RuntimeError: boom&quot;">RuntimeError: boom</error>
       </testcase>
@@ -230,8 +233,10 @@ def test_junit_parsing() -> None:
         ("tests/test_a.py::test_ok", Outcome.PASSED),
         ("tests/test_a.py::TestX::test_bad", Outcome.FAILED),
         ("tests/test_b.py::test_skip", Outcome.SKIPPED),
+        ("tests/test_c.py", Outcome.SKIPPED),
         ("tests/test_b.py::test_err", Outcome.ERROR),
     ]
+    assert results[3].detail == "needs an SM100-family GPU"
     assert results[1].detail.startswith("assert 1 == 2")
     assert results[2].detail == "needs SM100"
     with pytest.raises(ValueError):
