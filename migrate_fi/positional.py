@@ -28,6 +28,7 @@ __all__ = ["Site", "Wording", "check_calls", "ordinal", "require_api_data"]
 
 def require_api_data(code: str, options: RunOptions) -> None:
     """Refuse a run for which the API data of ``--from`` or ``--to`` is not bundled."""
+    from migrate_fi.api.differ import api_for
     from migrate_fi.api.store import available_releases
     from migrate_fi.versions import parse_version
 
@@ -38,6 +39,9 @@ def require_api_data(code: str, options: RunOptions) -> None:
                 f"{code} needs FlashInfer's API data for {v}, which is not bundled"
                 " (see `migrate-fi signatures list`; `migrate-fi signatures build` adds a release)"
             )
+        # loaded once, before the engine forks its workers: they share it instead of each
+        # reading it again
+        api_for(str(v))
 
 
 def ordinal(n: int) -> str:

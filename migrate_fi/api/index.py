@@ -49,7 +49,7 @@ def write_index(folder: str = DATA_DIR) -> str:
         json.dump(build_index(), fh, indent=1, sort_keys=True)
         fh.write("\n")
     os.replace(path + ".tmp", path)
-    for cached in (_index, trigger_paths, _releases_by_path):
+    for cached in (_index, trigger_paths, _pair_sets, changed_in):
         cached.cache_clear()
     return path
 
@@ -73,16 +73,13 @@ def trigger_paths(from_version: str, to_version: str) -> tuple[str, ...]:
 
 
 @cache
-def _releases_by_path() -> dict[str, frozenset[str]]:
-    out: dict[str, set[str]] = {}
-    for pair, names in _index().items():
-        new = pair.split("..")[1]
-        for name in names:
-            out.setdefault(name, set()).add(new)
-    return {k: frozenset(v) for k, v in out.items()}
+def _pair_sets() -> tuple[tuple[str, frozenset[str]], ...]:
+    return tuple((pair.split("..")[1], frozenset(names)) for pair, names in _index().items())
 
 
+@cache
 def changed_in(path: str) -> frozenset[str] | None:
     """The releases whose calls of public ``path`` (a function or class) may bind differently
     from the release before; None when the index does not know the path."""
-    return _releases_by_path().get(path)
+    found = frozenset(new for new, names in _pair_sets() if path in names)
+    return found or None
