@@ -462,3 +462,13 @@ def test_apply_summary_counts_only_written_fixes(tree: Path) -> None:
     r = invoke("apply", *FROM, "src")
     assert r.exit_code == 2
     assert "Rewrote 0 files (0 fixes); 1 not written (see the errors)" in r.stderr
+
+
+def test_readme_output_sample_is_current(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README shows `migrate-fi check` on the demo: it must be what the command prints."""
+    root = Path(__file__).parents[1]
+    monkeypatch.chdir(root)
+    r = invoke("check", "tests/fixtures/projects/demo")
+    readme = (root / "README.md").read_text()
+    block = readme.split("$ migrate-fi check tests/fixtures/projects/demo\n", 1)[1].split("$ ", 1)[0]
+    assert block == r.stdout + r.stderr, "README's sample output is stale: paste the new output"
