@@ -641,10 +641,24 @@ def api_diff(
 def plan(
     paths: tuple[str, ...], from_version: str | None, to_version: str | None, output_format: str
 ) -> None:
-    """Which FlashInfer the project uses now, the target, and the rules that will run."""
-    from migrate_fi.api.differ import changed_callables
+    """Which FlashInfer the project uses now, the target, and the rules that will run.
 
-    from_v, to_v, pins, selection = _range_and_rules(paths or (".",), from_version, to_version)
+    Lists every pin found and where (pyproject.toml, requirements, setup files, Dockerfiles, CI
+    scripts, version files), and says when they disagree."""
+    from migrate_fi.api.differ import changed_callables
+    from migrate_fi.project import find_pins
+
+    paths = paths or (".",)
+    all_pins = find_pins(paths)
+    versions = sorted({p.version.split("+", 1)[0] for p in all_pins if not p.marker})
+    if len(versions) > 1 and from_version is None:
+        for p in all_pins:
+            click.echo(f"  {os.path.relpath(p.path)}:{p.line} {p.describe()} ({p.kind})")
+        raise Fatal(
+            f"the project's FlashInfer pins disagree ({', '.join(versions)}, listed above):"
+            " pass --from VERSION"
+        )
+    from_v, to_v, pins, selection = _range_and_rules(paths, from_version, to_version)
     rules = []
     for c in selection.rules:
         entry: dict[str, object] = {
@@ -666,15 +680,32 @@ def plan(
     doc = {
         "from": str(from_v),
         "to": str(to_v),
-        "pins": [{"path": p.path, "line": p.line, "pin": f"{p.operator}{p.version}"} for p in pins],
+        "pins": [
+            {
+                "path": p.path,
+                "line": p.line,
+                "package": p.package,
+                "kind": p.kind,
+                "pin": f"{p.operator}{p.version}",
+            }
+            for p in all_pins
+        ],
+        "pins_disagree": len(versions) > 1,
         "rules": rules,
     }
     if output_format == "json":
         click.echo(json.dumps(doc, indent=2))
         return
-    where = "; ".join(f"{os.path.relpath(p.path)}:{p.line} {p.operator}{p.version}" for p in pins)
-    click.echo(f"FlashInfer now: {from_v}" + (f" ({where})" if where else " (--from)"))
+    source = "the pins below" if pins else ("--from" if from_version else "no pin found")
+    click.echo(f"FlashInfer now: {from_v} ({source})")
     click.echo(f"Target:         {to_v}")
+    if all_pins:
+        click.echo("Pins:")
+        for p in all_pins:
+            click.echo(f"  {os.path.relpath(p.path)}:{p.line} {p.describe()} ({p.kind})")
+        if len(versions) > 1:
+            click.echo(f"  these disagree ({', '.join(versions)}); --from says {from_v}")
+    click.echo("Migrations:")
     if not rules:
         click.echo("No rule runs for this range.")
     for r in rules:

@@ -29,6 +29,7 @@ from migrate_fi.edits import (
     Replace,
     ReplaceStatements,
     Span,
+    TextEdit,
     Transform,
 )
 from migrate_fi.resolver import NameResolver
@@ -151,7 +152,7 @@ class FileContext:
         self,
         path: str,
         text: str,
-        tree: ast.Module,
+        tree: ast.Module | None,
         options: RunOptions,
         module_name: str | None = None,
         is_package: bool = False,
@@ -178,6 +179,7 @@ class FileContext:
 
     @property
     def resolver(self) -> NameResolver:
+        assert self.tree is not None, "a text file has no names to resolve"
         if self._resolver is None:
             self._resolver = NameResolver(
                 self.tree, self.module_name, self.is_package, self.project_aliases
@@ -234,11 +236,19 @@ class FileContext:
     def replace_statements(self, first: ast.stmt, last: ast.stmt, code: str) -> ReplaceStatements:
         return ReplaceStatements(self.span(first), self.span(last), code)
 
+    def replace_text(self, span: Span, text: str) -> TextEdit:
+        return TextEdit(span, text)
+
     # ------------------------------------------------------------ diagnostics
 
-    def _diagnostic(self, node: ast.AST, message: str, fix: FixSafety | None) -> Diagnostic:
+    @property
+    def is_python(self) -> bool:
+        """A Python source (with an `ast` tree); else a text file (pins, Dockerfiles...)."""
+        return self.tree is not None
+
+    def _diagnostic(self, node: ast.AST | Span, message: str, fix: FixSafety | None) -> Diagnostic:
         assert self.codemod is not None
-        line, col, end_line, end_col = self.span(node)
+        line, col, end_line, end_col = node if isinstance(node, tuple) else self.span(node)
         return Diagnostic(
             path=self.path,
             line=line,
@@ -251,13 +261,14 @@ class FileContext:
             end_col=end_col + 1,
         )
 
-    def report(self, node: ast.AST, message: str) -> None:
-        """A site a person must look at; nothing is rewritten."""
+    def report(self, node: ast.AST | Span, message: str) -> None:
+        """A site a person must look at; nothing is rewritten. ``node`` may be a span (text
+        files have no nodes)."""
         self.diagnostics.append(self._diagnostic(node, message, None))
 
     def fix(
         self,
-        node: ast.AST,
+        node: ast.AST | Span,
         message: str,
         *edits: Edit,
         imports: Iterable[AddImport] = (),
@@ -305,8 +316,11 @@ class Codemod:
     # Cheap prefilter: a file that contains none of these strings is never parsed for this codemod.
     # (a tuple ("flashinfer", "fp4_quantize"): "flashinfer" anywhere and the identifier)
     triggers: ClassVar[tuple[str | tuple[str, ...], ...]]
-    # Which files it reads; Python sources for now.
+    # Which files it reads: Python sources by default. A rule that also reads text files
+    # (`pyproject.toml`, Dockerfiles) names them by suffix or by file-name pattern, and must
+    # check `ctx.is_python` in `find`.
     suffixes: ClassVar[tuple[str, ...]] = (".py",)
+    file_patterns: ClassVar[tuple[str, ...]] = ()
     # Public FlashInfer paths whose positional-binding checks this rule takes over from the
     # data-driven rule when both run (the engine tells that rule, through its settings).
     owns_apis: ClassVar[frozenset[str]] = frozenset()

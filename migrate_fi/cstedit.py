@@ -16,42 +16,18 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from migrate_fi.edits import (
     AddImport,
-    Edit,
     EditError,
     InsertStatements,
+    LabeledEdit,
     Replace,
     ReplaceStatements,
     Span,
+    check_overlaps,
 )
 
-__all__ = ["LabeledEdit", "add_imports", "apply_edits", "check_overlaps", "parse_exact"]
+__all__ = ["add_imports", "apply_edits", "parse_exact"]
 
-LabeledEdit = tuple[str, Edit]  # (who asked for it, e.g. "FI004 at 12:5", the edit)
 _Pos = tuple[int, int]
-
-
-def _extent(edit: Edit) -> tuple[_Pos, _Pos]:
-    """The source range an edit changes; an insertion is an empty range at its point."""
-    if isinstance(edit, Replace):
-        return edit.span[:2], edit.span[2:]
-    if isinstance(edit, ReplaceStatements):
-        return edit.first[:2], edit.last[2:]
-    point = edit.anchor[2:] if edit.after else edit.anchor[:2]
-    return point, point
-
-
-def check_overlaps(edits: Sequence[LabeledEdit]) -> None:
-    """Raise `EditError` when two edits touch the same source (a bug in the codemod). Two
-    insertions at one point are fine (they go in in order), as is an insertion at the edge of
-    a replaced range; an insertion strictly inside one is not."""
-    ranges = sorted((*_extent(e), label) for label, e in edits)
-    for i, (start, end, label) in enumerate(ranges):
-        for other_start, other_end, other in ranges[i + 1 :]:
-            if other_start >= end:
-                break  # sorted by start: nothing later reaches back into this range
-            if other_start == other_end and not start < other_start:
-                continue  # an insertion at this range's first point
-            raise EditError(f"two edits overlap ({label} and {other}): a bug in the rule")
 
 
 class _ApplyEdits(cst.CSTTransformer):

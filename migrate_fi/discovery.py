@@ -9,7 +9,9 @@ these folders are never entered: version-control folders, virtualenvs (any folde
 
 from __future__ import annotations
 
+import fnmatch
 import os
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -58,6 +60,35 @@ class _Ignore:
             return False
         rel = rel.replace(os.sep, "/")
         return self.spec.match_file(rel + "/" if is_dir else rel)
+
+
+class _Wanted:
+    """Which files a run reads: by suffix, by a glob on the name (``Dockerfile*``), or by a
+    glob on the end of the path when the pattern has a ``/`` (``requirements/*.txt``)."""
+
+    def __init__(self, suffixes: tuple[str, ...], patterns: Sequence[str]) -> None:
+        self.suffixes = suffixes
+        names = [p for p in patterns if "/" not in p]
+        paths = [p for p in patterns if "/" in p]
+        self.names = re.compile("|".join(fnmatch.translate(p) for p in names)) if names else None
+        self.paths = (
+            re.compile("|".join(fnmatch.translate("*/" + p) for p in paths)) if paths else None
+        )
+
+    def __call__(self, path: str) -> bool:
+        name = os.path.basename(path)
+        if name.endswith(self.suffixes):
+            return True
+        if self.names is not None and self.names.match(name):
+            return True
+        return (
+            self.paths is not None and self.paths.match("/" + path.replace(os.sep, "/")) is not None
+        )
+
+
+def wanted_files(suffixes: tuple[str, ...], patterns: Sequence[str] = ()) -> _Wanted:
+    """The test that says whether a path is one of the files a run reads."""
+    return _Wanted(suffixes, patterns)
 
 
 def _read_ignore(base: str, filename: str) -> _Ignore | None:
@@ -117,11 +148,15 @@ def discover(
     exclude: Iterable[str] = (),
     respect_gitignore: bool = True,
     excludes_at: Sequence[tuple[str, Sequence[str]]] = (),
+    patterns: Sequence[str] = (),
 ) -> Iterator[str]:
     """Yield the files to look at, as absolute paths, each once, in a stable order.
 
     ``exclude`` patterns are relative to the current folder; ``excludes_at`` gives more
-    patterns with the folder they are relative to (the configuration file's)."""
+    patterns with the folder they are relative to (the configuration file's). A file is taken
+    when its name ends with one of ``suffixes`` or matches one of ``patterns`` (file-name globs
+    such as ``Dockerfile*``)."""
+    wanted = wanted_files(suffixes, patterns)
     user = [
         _Ignore(base, pathspec.GitIgnoreSpec.from_lines(list(patterns)))
         for base, patterns in [(os.getcwd(), list(exclude)), *excludes_at]
@@ -140,7 +175,7 @@ def discover(
         if not os.path.isdir(path):
             raise DiscoveryError(f"{given}: not a regular file or folder")
         ignores = _ancestor_ignores(path) if respect_gitignore else []
-        for found in _walk(path, suffixes, ignores, user, respect_gitignore):
+        for found in _walk(path, wanted, ignores, user, respect_gitignore):
             if found not in seen:
                 seen.add(found)
                 yield found
@@ -148,7 +183,7 @@ def discover(
 
 def _walk(
     folder: str,
-    suffixes: tuple[str, ...],
+    wanted: _Wanted,
     ignores: list[_Ignore],
     user: list[_Ignore],
     respect_gitignore: bool,
@@ -169,7 +204,7 @@ def _walk(
             if entry.name in SKIPPED_DIRS:
                 continue
             subdirs.append(entry)
-        elif entry.is_file() and entry.name.endswith(suffixes):
+        elif entry.is_file() and wanted(entry.path):
             path = entry.path
             if any(u.matches(path, False) for u in user):
                 continue
@@ -184,4 +219,4 @@ def _walk(
             continue
         if any(ig.matches(path, True) for ig in ignores):
             continue
-        yield from _walk(path, suffixes, ignores, user, respect_gitignore)
+        yield from _walk(path, wanted, ignores, user, respect_gitignore)

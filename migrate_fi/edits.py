@@ -8,7 +8,9 @@ A fix (`FileContext.fix`) is one or more edits of one file plus the imports it n
 - `InsertStatements`: statements inserted before or after a statement;
 - `ReplaceStatements`: a run of statements of one block replaced (or removed);
 - `AddImport`: an import the new code needs, added once at the top of the module, merged into an
-  existing ``from m import ...`` and never duplicated (`migrate_fi.cstedit` applies it).
+  existing ``from m import ...`` and never duplicated (`migrate_fi.cstedit` applies it);
+- `TextEdit`: a span of text replaced, for files that are not Python and for comments (the
+  engine splices these; a codemod's fixes in one file are either all text edits or none).
 
 Everything here is data, so that `check` never imports LibCST: the transforms import it when
 they run, which only `diff` and `apply` do. Spans are ``(line, col, end_line, end_col)`` with
@@ -17,7 +19,7 @@ they run, which only `diff` and `apply` do. Spans are ``(line, col, end_line, en
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,11 +28,14 @@ __all__ = [
     "Edit",
     "EditError",
     "InsertStatements",
+    "LabeledEdit",
     "Replace",
     "ReplaceStatements",
     "Span",
+    "TextEdit",
     "add_dict_entry",
     "add_keyword",
+    "check_overlaps",
     "keywordize",
     "remove_keyword",
     "rename_keyword",
@@ -76,7 +81,44 @@ class ReplaceStatements:
     code: str
 
 
-Edit = Replace | InsertStatements | ReplaceStatements
+@dataclass(frozen=True)
+class TextEdit:
+    """The text spanning ``span`` becomes ``text`` (an empty span inserts). For files that are
+    not Python (pins in `pyproject.toml`, a Dockerfile), and for comments; applied without LibCST."""
+
+    span: Span
+    text: str
+
+
+Edit = Replace | InsertStatements | ReplaceStatements | TextEdit
+LabeledEdit = tuple[str, Edit]  # (who asked for it, e.g. "FI004 at 12:5", the edit)
+_Pos = tuple[int, int]
+
+
+def _extent(edit: Edit) -> tuple[_Pos, _Pos]:
+    """The source range an edit changes; an insertion is an empty range at its point."""
+    if isinstance(edit, Replace):
+        return edit.span[:2], edit.span[2:]
+    if isinstance(edit, ReplaceStatements):
+        return edit.first[:2], edit.last[2:]
+    if isinstance(edit, TextEdit):
+        return edit.span[:2], edit.span[2:]
+    point = edit.anchor[2:] if edit.after else edit.anchor[:2]
+    return point, point
+
+
+def check_overlaps(edits: Sequence[LabeledEdit]) -> None:
+    """Raise `EditError` when two edits touch the same source (a bug in the codemod). Two
+    insertions at one point are fine (they go in in order), as is an insertion at the edge of
+    a replaced range; an insertion strictly inside one is not."""
+    ranges = sorted((*_extent(e), label) for label, e in edits)
+    for i, (start, end, label) in enumerate(ranges):
+        for other_start, other_end, other in ranges[i + 1 :]:
+            if other_start >= end:
+                break  # sorted by start: nothing later reaches back into this range
+            if other_start == other_end and not start < other_start:
+                continue  # an insertion at this range's first point
+            raise EditError(f"two edits overlap ({label} and {other}): a bug in the rule")
 
 
 @dataclass(frozen=True, order=True)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import enum
+import os
 import warnings
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from functools import lru_cache
@@ -29,8 +30,8 @@ from migrate_fi.codemod import (
     RuleDefinitionError,
     RunOptions,
 )
-from migrate_fi.discovery import discover
-from migrate_fi.edits import EditError
+from migrate_fi.discovery import discover, wanted_files
+from migrate_fi.edits import EditError, TextEdit
 from migrate_fi.modules import display_path, in_flashinfer, module_identity
 from migrate_fi.prefilter import Prefilter
 from migrate_fi.resolver import NameResolver
@@ -113,6 +114,16 @@ def _settle(
     return kept, applied
 
 
+@lru_cache(maxsize=64)
+def _wanted(codemod: type[Codemod]):  # -> discovery._Wanted
+    return wanted_files(codemod.suffixes, codemod.file_patterns)
+
+
+def reads(codemod: type[Codemod], path: str) -> bool:
+    """Whether ``codemod`` reads the file at ``path`` (by suffix or file pattern)."""
+    return _wanted(codemod)(path)
+
+
 def _process(
     data: bytes,
     path: str,
@@ -125,7 +136,9 @@ def _process(
 ) -> FileResult:
     source = decode_source(data)
     text = source.text
-    own_tree = in_flashinfer(module[0])
+    is_python = path.endswith(".py")
+    codemods = [c for c in codemods if reads(c, path)]
+    own_tree = is_python and in_flashinfer(module[0])
     wanted = [
         c
         for c in codemods
@@ -136,20 +149,22 @@ def _process(
             else prefilter_for(c, options).matches(data)
         )
     ]
-    try:
-        tree = _parse(text, path)
-    except SyntaxError as exc:
-        msg = exc.msg or "invalid syntax"
-        return failed(path, f"syntax error: {msg}; file left untouched", exc.lineno, exc.offset)
-    except ValueError as exc:  # e.g. NUL bytes
-        return failed(path, f"cannot parse: {exc}; file left untouched")
+    tree: ast.Module | None = None
+    if is_python:
+        try:
+            tree = _parse(text, path)
+        except SyntaxError as exc:
+            msg = exc.msg or "invalid syntax"
+            return failed(path, f"syntax error: {msg}; file left untouched", exc.lineno, exc.offset)
+        except ValueError as exc:  # e.g. NUL bytes
+            return failed(path, f"cannot parse: {exc}; file left untouched")
 
     result = FileResult(path, Status.UNCHANGED, parsed=True)
     original = text
     resolver: NameResolver | None = None
     module_cst = None
     alias_names = {key.rsplit(".", 1)[-1] for key in aliases}
-    imports_alias = any(name in text for name in alias_names)
+    imports_alias = is_python and any(name in text for name in alias_names)
     lines: list[str] | None = None
 
     def current_lines() -> list[str]:
@@ -173,22 +188,34 @@ def _process(
         result.diagnostics.extend(diagnostics)
         if mode is Mode.CHECK or not fixes:
             continue
-        from migrate_fi.cstedit import apply_edits, parse_exact
-
-        if module_cst is None:
-            module_cst = parse_exact(text)
         edits = [
             (f"{cls.code} at {f.diagnostic.line}:{f.diagnostic.col}", e)
             for f in fixes
             for e in f.edits
         ]
-        imports = [i for f in fixes for i in f.imports]
-        module_cst = apply_edits(module_cst, edits, imports)
-        new_text = module_cst.code
-        try:
-            tree = _parse(new_text, path)
-        except SyntaxError as exc:
-            raise EditError(f"{cls.id} produced code that does not parse ({exc.msg})") from None
+        text_edits = [(label, e) for label, e in edits if isinstance(e, TextEdit)]
+        if text_edits:
+            if len(text_edits) != len(edits) or any(f.imports for f in fixes):
+                raise EditError(f"{cls.id} mixed text edits with other edits: a bug in the rule")
+            from migrate_fi.textedit import apply_text_edits
+
+            new_text = apply_text_edits(text, text_edits)
+            module_cst = None  # the LibCST tree no longer matches the text
+        else:
+            from migrate_fi.cstedit import apply_edits, parse_exact
+
+            if module_cst is None:
+                module_cst = parse_exact(text)
+            imports = [i for f in fixes for i in f.imports]
+            module_cst = apply_edits(module_cst, edits, imports)
+            new_text = module_cst.code
+        if is_python:
+            try:
+                tree = _parse(new_text, path)
+            except SyntaxError as exc:
+                raise EditError(f"{cls.id} produced code that does not parse ({exc.msg})") from None
+        else:
+            _check_still_valid(path, text, new_text, cls.id)
         text, lines = new_text, None
         resolver = None
     if text != original:
@@ -196,6 +223,30 @@ def _process(
         result.old_text, result.new_text = original, text
         result.old_bytes, result.new_bytes = data, source.encode(text)
     return result
+
+
+def _check_still_valid(path: str, old: str, new: str, rule: str) -> None:
+    """A TOML or JSON file that parsed before must parse after a rule edited it."""
+    import json
+    import sys
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+
+    loaders = {".toml": tomllib.loads, ".json": json.loads}
+    load = loaders.get(os.path.splitext(path)[1])
+    if load is None:
+        return
+    try:
+        load(old)
+    except ValueError:
+        return  # it was not valid before either: nothing to compare
+    try:
+        load(new)
+    except ValueError as exc:
+        raise EditError(f"{rule} produced a file that no longer parses ({exc})") from None
 
 
 # ----------------------------------------------------------------------- runs
@@ -224,13 +275,14 @@ def run(
     """
     mode = Mode(mode)
     suffixes = tuple(sorted({s for c in codemods for s in c.suffixes})) or (".py",)
+    patterns = sorted({p for c in codemods for p in c.file_patterns})
     for c in codemods:
         c.prepare(options)  # before any file is touched
     prefilters = [prefilter_for(c, options) for c in codemods]
     results: dict[str, FileResult] = {}
     candidates: list[SourceFile] = []
     others: list[str] = []  # files the prefilter ruled out (they may still import an alias)
-    for abspath in discover(paths, suffixes, exclude, respect_gitignore, excludes_at):
+    for abspath in discover(paths, suffixes, exclude, respect_gitignore, excludes_at, patterns):
         shown = display_path(abspath)
         try:
             with open(abspath, "rb") as fh:

@@ -20,6 +20,10 @@ _FEW = 8  # up to this many names, plain substring tests beat collecting identif
 _last: tuple[bytes, set[bytes]] | None = None  # every codemod's prefilter tests the same file
 
 
+def _is_identifier(name: bytes) -> bool:
+    return bool(name) and name.translate(_TO_SPACES) == name
+
+
 def _identifiers(data: bytes) -> set[bytes]:
     global _last
     if _last is None or _last[0] is not data:
@@ -30,24 +34,29 @@ def _identifiers(data: bytes) -> set[bytes]:
 class Prefilter:
     def __init__(self, triggers: Iterable[str | tuple[str, ...]]) -> None:
         self.plain: set[bytes] = set()
+        # names that are not identifiers (`nvidia-cutlass-dsl`): always plain substring tests
+        self.literal: set[bytes] = set()
         # context -> name -> the other identifiers that must be there too
         self.by_context: dict[bytes, dict[bytes, list[frozenset[bytes]]]] = {}
         for t in triggers:
-            if isinstance(t, str):
-                self.plain.add(t.encode())
-            elif len(t) == 1:
-                self.plain.add(t[0].encode())
+            if isinstance(t, str) or len(t) == 1:
+                name = (t if isinstance(t, str) else t[0]).encode()
+                (self.plain if _is_identifier(name) else self.literal).add(name)
             else:
                 context, name = t[0].encode(), t[-1].encode()
+                if not _is_identifier(name):
+                    raise ValueError(f"a trigger's last part must be an identifier: {t!r}")
                 others = frozenset(p.encode() for p in t[1:-1])
                 self.by_context.setdefault(context, {}).setdefault(name, []).append(others)
 
     def names(self) -> set[bytes]:
         """The last identifier of every trigger (what an alias of a migrated API is named)."""
-        return self.plain.union(*(set(d) for d in self.by_context.values()))
+        return self.plain.union(self.literal, *(set(d) for d in self.by_context.values()))
 
     def matches(self, data: bytes) -> bool:
         words: set[bytes] | None = None
+        if self.literal and any(name in data for name in self.literal):
+            return True
         if self.plain:
             if len(self.plain) <= _FEW:
                 if any(name in data for name in self.plain):

@@ -1,29 +1,30 @@
-"""Which FlashInfer release does the project use now? (the default for ``--from``)
+"""Which FlashInfer release does the project use now? (the default for ``--from``, and `plan`)
 
-Read from the pins next to the code: ``pyproject.toml``, ``requirements*.txt``, ``setup.py`` and
-``setup.cfg`` in the project root (the nearest folder above the given paths that has one of them,
-or a ``.git``). Only pins that name one version count (``==``, ``~=``, ``>=`` lower bounds).
+Read from every place the project writes it down (`migrate_fi.pins`): dependency pins in
+``pyproject.toml`` (PEP 621 and Poetry), ``requirements*.txt`` / ``*.in``, ``setup.py``,
+``setup.cfg``; ``ARG``/``ENV`` variables and ``pip install`` lines of Dockerfiles and CI scripts;
+JSON and YAML version files. Files in the project root (the nearest folder above the given paths
+that has a pin file or a ``.git``) and under the given paths count. A pin names the version when it
+is exact (``==``), a lower bound (``>=``, ``~=``, Poetry's ``^``), or a version variable;
+``flashinfer-cubin`` and ``flashinfer-jit-cache`` pins count too (they move in step). A local
+tag (``+cu128``) is ignored; a wildcard (``==0.6.*``) names no single version. A pin whose
+environment marker may exclude it counts only when no unmarked pin exists.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from migrate_fi.discovery import find_upward
+from migrate_fi.discovery import DiscoveryError, discover, find_upward, wanted_files
+from migrate_fi.pins import PIN_FILE_PATTERNS, Kind, scan
 from migrate_fi.versions import VersionError, parse_version
 
 __all__ = ["Pin", "ProjectVersionError", "detect_current_version", "find_pins", "project_root"]
 
-# flashinfer-python / flashinfer_python / the old name flashinfer, with optional extras.
-# `flashinfer-cubin` and `flashinfer-jit-cache` never match: the operator must follow the name.
-_PIN = re.compile(
-    r"""(?<![\w.-])flashinfer(?:[-_]python)?\s*(?:\[[^\]]*\])?\s*(==|~=|>=)\s*([0-9][0-9A-Za-z.+!]*)""",
-    re.IGNORECASE,
-)
-_PIN_FILES = ("pyproject.toml", "setup.py", "setup.cfg")
+_ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", ".git")
+_NAMING_OPERATORS = ("==", "===", ">=", "~=", "^", "~", "")
 
 
 class ProjectVersionError(Exception):
@@ -36,47 +37,97 @@ class Pin:
     line: int
     operator: str
     version: str
+    package: str = "flashinfer-python"
+    kind: str = "requirement"
+    marker: bool = False
+
+    def describe(self) -> str:
+        what = f"{self.operator}{self.version}" if self.kind == "requirement" else self.version
+        return f"{self.package} {what}"
 
 
 def project_root(path: str) -> str:
     """The project a path belongs to: the nearest folder above it with a pin file or `.git`."""
-    return _project_root(path)
-
-
-def _project_root(path: str) -> str:
     folder = os.path.abspath(path if os.path.isdir(path) else os.path.dirname(path))
-    return find_upward(folder, (*_PIN_FILES, "requirements.txt", ".git")) or folder
+    return find_upward(folder, _ROOT_MARKERS) or folder
 
 
-def _pin_files(root: str) -> list[str]:
-    out = [os.path.join(root, f) for f in _PIN_FILES]
+def _pin_files(paths: Iterable[str]) -> list[str]:
+    """Pin-bearing files of the project roots, and under the given paths."""
+    out: dict[str, None] = {}
+    for p in paths:
+        root = project_root(p)
+        for found in _discover([root], recursive=False):
+            out.setdefault(found, None)
+        if os.path.isdir(p):
+            for found in _discover([p], recursive=True):
+                out.setdefault(found, None)
+        elif os.path.basename(p) == "setup.py" or not p.endswith(".py"):
+            out.setdefault(os.path.abspath(p), None)
+    return list(out)
+
+
+def _discover(folders: list[str], recursive: bool) -> Iterable[str]:
+    if not recursive:
+        for folder in folders:
+            req = os.path.join(folder, "requirements")
+            candidates = [os.path.join(folder, n) for n in _listdir(folder)]
+            candidates += [os.path.join(req, n) for n in _listdir(req)]
+            for c in candidates:
+                if os.path.isfile(c) and _is_pin_file(c):
+                    yield c
+        return
     try:
-        names = sorted(os.listdir(root))
+        yield from (
+            f
+            for f in discover(folders, ("setup.py",), patterns=PIN_FILE_PATTERNS)
+            if _is_pin_file(f)
+        )
+    except DiscoveryError:
+        return
+
+
+def _listdir(folder: str) -> list[str]:
+    try:
+        return sorted(os.listdir(folder))
     except OSError:
-        names = []
-    out += [
-        os.path.join(root, n) for n in names if n.startswith("requirements") and n.endswith(".txt")
-    ]
-    req = os.path.join(root, "requirements")
-    if os.path.isdir(req):
-        out += [os.path.join(req, n) for n in sorted(os.listdir(req)) if n.endswith(".txt")]
-    return [p for p in out if os.path.isfile(p)]
+        return []
+
+
+_PIN_FILES = wanted_files(("setup.py",), PIN_FILE_PATTERNS)
+
+
+def _is_pin_file(path: str) -> bool:
+    return _PIN_FILES(path)
 
 
 def find_pins(paths: Iterable[str]) -> list[Pin]:
+    """Every FlashInfer version the project writes down that names the version it is on."""
     pins: list[Pin] = []
-    for root in dict.fromkeys(_project_root(p) for p in paths):
-        for filename in _pin_files(root):
-            try:
-                with open(filename, encoding="utf-8", errors="replace") as fh:
-                    lines = fh.read().splitlines()
-            except OSError:
+    for filename in _pin_files(paths):
+        try:
+            with open(filename, encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+        except OSError:
+            continue
+        if "flashinfer" not in text.lower():
+            continue
+        for ref in scan(filename, text):
+            if ref.in_comment or ref.kind not in (Kind.REQUIREMENT, Kind.VARIABLE):
                 continue
-            for n, line in enumerate(lines, 1):
-                if line.lstrip().startswith("#"):
-                    continue
-                for m in _PIN.finditer(line):
-                    pins.append(Pin(filename, n, m.group(1), m.group(2).rstrip(".")))
+            if ref.operator not in _NAMING_OPERATORS or "*" in ref.version:
+                continue
+            pins.append(
+                Pin(
+                    filename,
+                    ref.line,
+                    ref.operator,
+                    ref.version,
+                    ref.package,
+                    ref.kind.value,
+                    ref.marker,
+                )
+            )
     return pins
 
 
@@ -84,24 +135,28 @@ def detect_current_version(paths: Iterable[str]) -> tuple[str, list[Pin]]:
     """The one version the project's pins name, or `ProjectVersionError` saying why not."""
     paths = list(paths)
     pins = find_pins(paths)
+    unmarked = [p for p in pins if not p.marker]
+    counted = unmarked or pins
     versions: dict[str, list[Pin]] = {}
-    for pin in pins:
+    for pin in counted:
         try:
-            key = str(parse_version(pin.version))
+            key = str(parse_version(pin.version.split("+", 1)[0]))
         except VersionError:
             continue
         versions.setdefault(key, []).append(pin)
     if not versions:
         raise ProjectVersionError(
             "cannot tell which FlashInfer version the code uses now (no flashinfer-python pin"
-            " found in pyproject.toml, setup.py, setup.cfg or requirements*.txt): pass --from VERSION"
+            " found in pyproject.toml, setup.py, setup.cfg, requirements*.txt, Dockerfiles or"
+            " CI scripts): pass --from VERSION"
         )
     if len(versions) > 1:
         where = "; ".join(
             f"{v} in {os.path.relpath(ps[0].path)}:{ps[0].line}" for v, ps in versions.items()
         )
         raise ProjectVersionError(
-            f"the project pins several FlashInfer versions ({where}): pass --from VERSION"
+            f"the project's FlashInfer pins disagree ({where}): pass --from VERSION"
+            " (`migrate-fi plan` lists them all)"
         )
     ((version, found),) = versions.items()
     return version, found

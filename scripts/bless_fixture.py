@@ -15,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from test_fixtures import FIXTURES, _run  # noqa: E402
+from test_fixtures import FIXTURES, _run, after_file, before_file  # noqa: E402
 
 from migrate_fi.reporting import format_diagnostic  # noqa: E402
 from migrate_fi.results import Status  # noqa: E402
@@ -23,13 +23,13 @@ from migrate_fi.results import Status  # noqa: E402
 
 def bless(cid: str, case: str) -> None:
     folder = FIXTURES / cid
-    before = (folder / f"{case}.before.py").read_bytes()
+    before = before_file(folder, case).read_bytes()
     result = _run(cid, case, before, "apply")
     if result.error is not None:
         raise SystemExit(f"{cid}/{case}: {result.error.reason}")
     if not case.startswith("noop_"):
         output = result.new_bytes if result.status is Status.CHANGED else before
-        (folder / f"{case}.after.py").write_bytes(output or before)
+        after_file(folder, case).write_bytes(output or before)
     manual = "".join(format_diagnostic(d) + "\n" for d in result.diagnostics if not d.fixable)
     report = folder / f"{case}.report.txt"
     if manual:

@@ -237,7 +237,8 @@ def test_json_output(tree: Path) -> None:
     doc = json.loads(r.stdout)
     assert doc["command"] == "check"
     assert doc["from"] == "0.6.10" and doc["to"] == "0.7.4"
-    assert doc["rules"] == ["FI004", "FI001", "FI003", "FI005", "FI002"]  # release order, data last
+    # release order, the data-driven rules last
+    assert doc["rules"] == ["FI004", "FI001", "FI003", "FI005", "FI002", "FI006", "FI007"]
     (d,) = doc["diagnostics"]
     assert (d["path"], d["line"], d["col"], d["code"], d["fixable"]) == (
         "src/legacy.py",
@@ -334,7 +335,15 @@ def test_conflicting_pins_need_from(tree: Path) -> None:
     (tree / "requirements.txt").write_text("flashinfer-python==0.6.11\n")
     r = invoke("check", "src")
     assert r.exit_code == 2
-    assert "several FlashInfer versions" in r.stderr
+    assert "the project's FlashInfer pins disagree (0.6.8.post1 in pyproject.toml:1;" in r.stderr
+    r = invoke("plan", "src")
+    assert r.exit_code == 2
+    assert "requirements.txt:1 flashinfer-python ==0.6.11 (requirement)" in r.stdout
+    assert "pins disagree (0.6.11, 0.6.8.post1, listed above)" in r.stderr
+    # with --from, check says which pin disagrees, as a finding of its own
+    r = invoke("check", "--from", "0.6.8.post1", "--to", "0.6.14", "--select", "FI006", ".")
+    assert r.exit_code == 1
+    assert "requirements.txt:1:20: FI006 FlashInfer versions disagree: this pin ==0.6.11" in r.stdout
 
 
 # ----------------------------------------------------------------- discovery
@@ -434,10 +443,13 @@ def test_docs_are_current() -> None:
 
 def test_plan_shows_pin_target_and_rules(tree: Path) -> None:
     (tree / "requirements.txt").write_text("torch\nflashinfer-python==0.6.10  # pinned\n")
+    (tree / "Dockerfile").write_text("ARG FLASHINFER_VERSION=0.6.10\n")
     r = invoke("plan", "src")
     assert r.exit_code == 0, r.output
-    assert r.stdout.splitlines()[0] == "FlashInfer now: 0.6.10 (requirements.txt:2 ==0.6.10)"
+    assert r.stdout.splitlines()[0] == "FlashInfer now: 0.6.10 (the pins below)"
     assert "Target:         0.7.4" in r.stdout
+    assert "  requirements.txt:2 flashinfer-python ==0.6.10 (requirement)" in r.stdout
+    assert "  Dockerfile:1 flashinfer-python 0.6.10 (variable)" in r.stdout
     assert "FI001 fp4_quantize_keywords" in r.stdout and "FI002 positional_binding" in r.stdout
     doc = json.loads(invoke("plan", "--to", "0.6.11", "--output-format", "json", "src").stdout)
     assert doc["from"] == "0.6.10" and doc["to"] == "0.6.11"

@@ -7,7 +7,7 @@ import ast
 import libcst as cst
 import pytest
 
-from migrate_fi.cstedit import add_imports, apply_edits, check_overlaps, parse_exact
+from migrate_fi.cstedit import add_imports, apply_edits, parse_exact
 from migrate_fi.edits import (
     AddImport,
     EditError,
@@ -16,6 +16,7 @@ from migrate_fi.edits import (
     ReplaceStatements,
     add_dict_entry,
     add_keyword,
+    check_overlaps,
     keywordize,
     remove_keyword,
     replace_with,

@@ -1,7 +1,8 @@
 """One test for every codemod fixture: adding a case is adding files, never test code.
 
-tests/fixtures/<codemod_id>/<case>.before.py   the input
-tests/fixtures/<codemod_id>/<case>.after.py    the expected output, byte for byte
+tests/fixtures/<codemod_id>/<case>.before.py   the input (another extension for a text file:
+                                               <case>.before.toml, .txt, .sh, .Dockerfile...)
+tests/fixtures/<codemod_id>/<case>.after.py    the expected output, byte for byte (same extension)
                                                (absent for noop_<case>: the input must not change)
 tests/fixtures/<codemod_id>/<case>.report.txt  the sites left for a person, one per line
                                                (absent: there must be none)
@@ -40,11 +41,24 @@ FIXTURES = Path(__file__).parent / "fixtures"
 CODEMODS = {c.id: c for c in all_codemods()}
 
 
+def before_file(folder: Path, case: str) -> Path:
+    (found,) = folder.glob(f"{case}.before.*")
+    return found
+
+
+def after_file(folder: Path, case: str) -> Path:
+    suffix = before_file(folder, case).name.split(".before", 1)[1]
+    return folder / f"{case}.after{suffix}"
+
+
+def case_names(folder: Path) -> list[str]:
+    return sorted({p.name.split(".before.", 1)[0] for p in folder.glob("*.before.*")})
+
+
 def _cases() -> list[pytest.param]:
     cases = []
     for cid in sorted(CODEMODS):
-        for before in sorted((FIXTURES / cid).glob("*.before.py")):
-            case = before.name[: -len(".before.py")]
+        for case in case_names(FIXTURES / cid):
             cases.append(pytest.param(cid, case, id=f"{cid}/{case}"))
     return cases
 
@@ -68,28 +82,30 @@ def _run(cid: str, case: str, data: bytes, mode: str):
     )
     module = (settings.get("module"), bool(settings.get("package", False)))
     codemods = [CODEMODS[cid]] if selected else []
-    path = settings.get("path", f"{case}.before.py")  # e.g. a test file's name, for test rules
+    # the file name the rule sees: a test file's name, `pyproject.toml`...
+    path = settings.get("path", before_file(folder, case).name)
     return process_source(data, path, codemods, options, Mode(mode), module)
 
 
 @pytest.mark.parametrize(("cid", "case"), _cases())
 def test_fixture(cid: str, case: str) -> None:
     folder = FIXTURES / cid
-    before = (folder / f"{case}.before.py").read_bytes()
-    after_file = folder / f"{case}.after.py"
+    before = before_file(folder, case).read_bytes()
+    expected_file = after_file(folder, case)
     if case.startswith("noop_"):
-        assert not after_file.exists(), f"{case} is a noop case: it must not have an .after.py"
+        assert not expected_file.exists(), f"{case} is a noop case: it must have no .after file"
         expected = before
     else:
-        assert after_file.exists(), f"missing {after_file.name} (or name the case noop_...)"
-        expected = after_file.read_bytes()
-        assert expected != before, "an .after.py identical to its input: name the case noop_..."
+        assert expected_file.exists(), f"missing {expected_file.name} (or name the case noop_...)"
+        expected = expected_file.read_bytes()
+        assert expected != before, "an .after file identical to its input: name the case noop_..."
 
     result = _run(cid, case, before, "apply")
     assert result.error is None, result.error
     output = result.new_bytes if result.status is Status.CHANGED else before
     assert output == expected
-    ast.parse(output)
+    if before_file(folder, case).suffix == ".py":
+        ast.parse(output)
 
     # check finds exactly the sites apply rewrites, and the same sites for a person
     checked = _run(cid, case, before, "check")
@@ -115,7 +131,7 @@ def test_every_codemod_has_fixtures() -> None:
     from migrate_fi.results import FixSafety
 
     for cid, cls in CODEMODS.items():
-        cases = [p.name for p in (FIXTURES / cid).glob("*.before.py")]
+        cases = case_names(FIXTURES / cid)
         assert any(c.startswith("noop_") for c in cases), f"{cid}: no case it must leave alone"
         if cls.fix_safety is FixSafety.NONE:  # a review-only rule never rewrites
             assert all(c.startswith("noop_") for c in cases), f"{cid} never rewrites"
@@ -129,7 +145,7 @@ def test_no_stray_fixture_files() -> None:
         if folder.name == "projects" or not folder.is_dir():
             continue
         assert folder.name in CODEMODS, f"fixtures for unknown codemod {folder.name}"
-        cases = {p.name[: -len(".before.py")] for p in folder.glob("*.before.py")}
+        cases = set(case_names(folder))
         for f in folder.iterdir():
             stem = f.name.split(".")[0]
             assert stem in cases, f"{f.name} belongs to no case"

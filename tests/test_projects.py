@@ -1,7 +1,8 @@
 """End to end on whole fixture projects: every codemod of a version range, together.
 
 Each project under tests/fixtures/projects/<name>/ has an expected patch, <name>.diff, made by
-`migrate-fi diff <name>` from tests/fixtures/projects/ (the default --from comes from its pins).
+`migrate-fi diff <name> <args>` from tests/fixtures/projects/ (the default --from comes from its
+pins), and <name>.json: {"from": the version its pins name, "args": extra arguments}.
 """
 
 from __future__ import annotations
@@ -43,13 +44,15 @@ def _snapshot(root: Path) -> dict[str, bytes]:
 def test_pipeline(project: str) -> None:
     root = Path(project)
     before = _snapshot(root)
+    expect = json.loads((PROJECTS / f"{project}.json").read_text())
+    args = expect.get("args", [])
 
-    check = _invoke("check", "--output-format", "json", project)
+    check = _invoke("check", "--output-format", "json", *args, project)
     found = json.loads(check.stdout)
     assert check.exit_code == 1
-    assert found["from"] == "0.6.8.post1"
+    assert found["from"] == expect["from"]  # read from the project's own pins
 
-    diff = _invoke("diff", project)
+    diff = _invoke("diff", *args, project)
     assert diff.exit_code == 1
     expected = (PROJECTS / f"{project}.diff").read_text()
     assert diff.stdout == expected, f"regenerate {project}.diff if this change is intended"
@@ -60,7 +63,7 @@ def test_pipeline(project: str) -> None:
     diffed = {line[6:] for line in diff.stdout.splitlines() if line.startswith("+++ b/")}
     assert fixable_files == diffed
 
-    applied = _invoke("apply", project)
+    applied = _invoke("apply", *args, project)
     manual = [d for d in found["diagnostics"] if not d["fixable"]]
     assert applied.exit_code == (1 if manual else 0)
     after = _snapshot(root)
@@ -68,9 +71,14 @@ def test_pipeline(project: str) -> None:
     assert {str(Path(project) / k) for k in changed} == diffed
 
     # idempotent, and only the sites for a person remain
-    again = _invoke("apply", project)
+    origin = ["--from", expect["from"]]
+    again = _invoke("apply", *origin, *args, project)
     assert _snapshot(root) == after
     assert "rewritten" not in again.stdout
-    recheck = json.loads(_invoke("check", "--output-format", "json", project).stdout)
+    recheck = json.loads(_invoke("check", "--output-format", "json", *origin, *args, project).stdout)
     assert [d for d in recheck["diagnostics"] if d["fixable"]] == []
     assert len(recheck["diagnostics"]) == len(manual)
+    # the pins moved too: the project now says it is on the target, and there is nothing left
+    done = _invoke("check", *args, project)
+    assert done.exit_code == 0, done.output
+    assert "Nothing to migrate" in done.stderr

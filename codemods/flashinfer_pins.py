@@ -1,0 +1,326 @@
+"""FI006: move every FlashInfer version the project writes down to the target release."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import ClassVar
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from migrate_fi.api.releases import FLASHINFER_INDEX, index_versions
+from migrate_fi.codemod import Codemod, FileContext, RuleOption
+from migrate_fi.pins import CUBIN, MAIN, PIN_FILE_PATTERNS, Kind, VersionRef, scan
+from migrate_fi.results import FixSafety
+
+# files that declare dependencies (a pin there is installed by pip from PyPI)
+_DEPENDENCY_FILES = re.compile(
+    r"^(pyproject\.toml|setup\.cfg|setup\.py|.*requirements.*\.(txt|in)|constraints.*\.txt)$"
+)
+_INSTALL_FILES = re.compile(r"^(Dockerfile.*|.*\.dockerfile|.*\.Dockerfile|.*\.(sh|bash))$")
+# a command line that installs packages: `pip install`, `RUN pip3 install`, `$PIP_CMD install`,
+# `uv pip install`
+_INSTALL = re.compile(
+    r"^(?P<prefix>\s*(?:RUN\s+)?.*?(?:pip3?|PIP\w*\}?|uv)\s+(?:pip\s+)?install)\b"
+)
+_PYTHON_SPEC = re.compile(
+    r"flashinfer[-_]python(?:\[[^\]]*\])?\s*==\s*(?P<version>[\"']?[\w.${}+-]+)"
+)
+
+
+@dataclass(frozen=True)
+class _Change:
+    ref: VersionRef
+    new: str  # the version text to write
+    message: str
+    safety: FixSafety = FixSafety.SAFE
+
+
+def _public(text: str) -> Version | None:
+    try:
+        return Version(text.split("+", 1)[0])
+    except InvalidVersion:
+        return None
+
+
+def _next_minor(v: Version) -> str:
+    return f"{v.major}.{v.minor + 1}"
+
+
+class FlashinferPins(Codemod):
+    """FlashInfer's version, wherever the project writes it, moved to the target release.
+
+    Half of every FlashInfer upgrade is moving the version: the pins in `pyproject.toml`
+    (`"flashinfer_python[cu13]==0.6.12"`), `requirements*.txt`, `setup.py`/`setup.cfg` and Poetry
+    tables, `pip install` lines and `ARG FLASHINFER_VERSION=` in Dockerfiles and CI scripts, JSON
+    and YAML version files, start-up checks such as `assert_pkg_version("flashinfer_python",
+    "0.6.12", ...)`, and examples of the old version in comments and docstrings next to a
+    FlashInfer mention. Missing one is a classic failed upgrade. This rule finds all of them
+    (`flashinfer-python`, `flashinfer_python`, the old name `flashinfer`) and moves them, with
+    `flashinfer-cubin` and `flashinfer-jit-cache` kept in step:
+
+    - exact pins (`==`), lower bounds (`>=`, `~=`, Poetry's `^`), wildcards (`==0.6.*`), variables
+      and checks move to the target; a range whose upper bound excludes the target gets the next
+      minor release as its bound (a review fix); a local tag (`+cu128`) is kept (review: the
+      index you install from must have it);
+    - a version already newer than the target is never downgraded, and is reported;
+    - a pin that disagrees with the version the run migrates from is reported too (pins that
+      disagree are a finding of their own);
+    - other packages' pins and checks are never touched, even on the same line.
+
+    `flashinfer-cubin` is published on PyPI only up to 0.6.13 (see the release data): from 0.6.14
+    on a dependency pin cannot simply move. It is reported with the two known ways out (drop it
+    and install `flashinfer-cubin` from FlashInfer's wheel index in CI and Docker, or keep it with
+    an extra index URL). With the option `cubin = "install-from-index"` the first is done: the pin
+    is removed from dependency files, and a CI script or Dockerfile that installs
+    `flashinfer-python` gets an install step for `flashinfer-cubin` from that index right after it.
+    """
+
+    code = "FI006"
+    summary = "FlashInfer pins, install lines, variables and version checks moved to the target (cubin, jit-cache in step)"
+    introduced_in = "*"
+    data_driven: ClassVar[bool] = True
+    fix_safety = FixSafety.SAFE
+    suffixes = (".py",)
+    file_patterns = PIN_FILE_PATTERNS
+    triggers = ("flashinfer", "FLASHINFER", "FlashInfer", "Flashinfer")
+    options = (
+        RuleOption(
+            "cubin",
+            "report",
+            'What to do with a flashinfer-cubin pin the target has not published on PyPI: "report",'
+            ' or "install-from-index" (drop it from dependency files, install it from'
+            " FlashInfer's wheel index in the CI scripts and Dockerfiles that install FlashInfer).",
+        ),
+    )
+
+    def find(self, ctx: FileContext) -> None:
+        mode = ctx.option("cubin")
+        if mode not in ("report", "install-from-index"):
+            ctx.report(
+                (1, 0, 1, 0),
+                f'option cubin must be "report" or "install-from-index", not {mode!r}: nothing'
+                " was done for flashinfer-cubin",
+            )
+            mode = "report"
+        self.target = ctx.options.to_version
+        self.origin = ctx.options.from_version
+        self.cubin_published = self._published(CUBIN)
+        refs = scan(ctx.path, ctx.text, str(self.origin))
+        base = os.path.basename(ctx.path)
+        removed_lines: set[int] = set()
+        changes: list[_Change] = []
+        declares = bool(_DEPENDENCY_FILES.match(base)) or "/requirements/" in ctx.path.replace(
+            os.sep, "/"
+        )
+        for ref in refs:
+            unpublished_pin = (
+                ref.package == CUBIN
+                and not self.cubin_published
+                and ref.kind is Kind.REQUIREMENT
+                and declares
+                and not ref.in_comment
+            )
+            if unpublished_pin and self._cubin_dependency(ctx, ref, mode, removed_lines):
+                continue
+            if ref.line in removed_lines:
+                continue
+            change, reports = self._plan(ref)
+            if change is not None:
+                changes.append(change)
+            for message in reports:
+                ctx.report(ref.span, message)
+        self._apply(ctx, changes)
+        if mode == "install-from-index" and not self.cubin_published and _INSTALL_FILES.match(base):
+            self._install_step(ctx, refs)
+
+    # ------------------------------------------------------------------ data
+
+    def _published(self, package: str) -> bool:
+        versions, _ = index_versions(package)
+        return not versions or str(self.target) in versions  # no data: assume published
+
+    # ----------------------------------------------------------------- moves
+
+    def _plan(self, ref: VersionRef) -> tuple[_Change | None, list[str]]:
+        """What to do with one version: a change (or None), and what to report."""
+        target, origin = self.target, self.origin
+        version = _public(ref.version.rstrip(".*")) if "*" in ref.version else _public(ref.version)
+        where = ref.context or ref.version
+        if ref.kind is Kind.EXAMPLE or ref.in_comment:
+            if ref.version == str(origin) and origin < target:
+                return _Change(
+                    ref,
+                    str(target),
+                    f"{ref.version} in a comment or docstring next to a FlashInfer mention: the"
+                    f" version being migrated from, now {target}",
+                ), []
+            return None, []
+        if version is None:
+            return None, []
+        name = ref.package
+        if ref.operator in ("<", "<="):
+            allowed = SpecifierSet(f"{ref.operator}{ref.version}", prereleases=True)
+            if target in allowed:
+                return None, []
+            return _Change(
+                ref,
+                _next_minor(target),
+                f"{name}: the upper bound {ref.operator}{ref.version} excludes the target"
+                f" {target}: raised to <{_next_minor(target)} (check the range you mean)",
+                FixSafety.REVIEW,
+            ), []
+        if ref.operator in ("!=", ">"):
+            return None, []
+        if "*" in ref.version:
+            try:
+                matches = target in SpecifierSet(f"=={ref.version}")
+            except InvalidSpecifier:
+                return None, []
+            if matches:
+                return None, []
+            parts = ref.version.count(".")
+            new = ".".join(str(target).split(".")[:parts]) + ".*"
+            return _Change(
+                ref, new, f"{name} =={ref.version} does not cover the target {target}: now =={new}"
+            ), []
+        if version > target:
+            return None, [
+                f"{name} is at {ref.version} here, newer than the target {target}: not"
+                f" downgraded ({where})"
+            ]
+        if version == target:
+            return None, []
+        kind = {
+            Kind.REQUIREMENT: f"pin {ref.operator}{ref.version}" if ref.operator else "pin",
+            Kind.VARIABLE: "version variable",
+            Kind.CHECK: "version check",
+        }[ref.kind]
+        local = "+" in ref.version
+        new = str(target) + ("+" + ref.version.split("+", 1)[1] if local else "")
+        note = " (the local tag is kept: check that your index serves it)" if local else ""
+        reports = []
+        if ref.package == MAIN and version != origin and ref.operator in ("==", "===", ""):
+            reports.append(
+                f"FlashInfer versions disagree: this {kind} says {ref.version}, the run migrates"
+                f" from {origin}: check which one the code was written for ({where})"
+            )
+        change = _Change(
+            ref,
+            new,
+            f"{name} {kind}: moved to the target {target}{note}",
+            FixSafety.REVIEW if local else FixSafety.SAFE,
+        )
+        return change, reports
+
+    def _apply(self, ctx: FileContext, changes: list[_Change]) -> None:
+        """One fix per requirement (its clauses move together: a lower bound never moves past
+        an upper bound that a review fix would raise), one per other version."""
+        groups: dict[tuple[int, str, str], list[_Change]] = {}
+        for change in changes:
+            ref = change.ref
+            key = (
+                (ref.line, ref.context, ref.package)
+                if ref.kind is Kind.REQUIREMENT and not ref.in_comment
+                else (ref.line, str(ref.col), "")
+            )
+            groups.setdefault(key, []).append(change)
+        for group in groups.values():
+            safety = min((c.safety for c in group), key=lambda s: s.rank)
+            first = group[0].ref
+            ctx.fix(
+                first.span,
+                "; ".join(c.message for c in group),
+                *(ctx.replace_text(c.ref.span, c.new) for c in group),
+                safety=safety,
+            )
+
+    # ----------------------------------------------------------------- cubin
+
+    def _cubin_dependency(
+        self, ctx: FileContext, ref: VersionRef, mode: str, removed: set[int]
+    ) -> bool:
+        """A dependency pin of flashinfer-cubin at a version PyPI does not serve. True when it
+        was handled (reported, or removed)."""
+        version = _public(ref.version)
+        if version is None or version >= self.target:
+            return False
+        newest = index_versions(CUBIN)
+        ways = (
+            f"either drop this pin and install flashinfer-cubin from FlashInfer's wheel index in"
+            f" CI and Docker (pip install flashinfer-cubin=={self.target} --index-url"
+            f' {FLASHINFER_INDEX}; option cubin = "install-from-index" of {self.code} does'
+            f" that), or keep it and add --extra-index-url {FLASHINFER_INDEX} wherever the"
+            " project is installed"
+        )
+        why = (
+            f"flashinfer-cubin {self.target} is not published on PyPI (the newest there is"
+            f" {newest[0][-1] if newest[0] else 'unknown'}, read {newest[1]}), so this pin cannot"
+            " simply move"
+        )
+        lines = ctx.text.splitlines(keepends=True)
+        line = lines[ref.line - 1] if ref.line <= len(lines) else ""
+        whole = (
+            re.match(r"^\s*[\"']?[^\"'#]*[\"']?,?\s*(#.*)?\r?\n?$", line)
+            and line.count('"') + line.count("'") <= 2
+        )
+        if mode != "install-from-index" or not whole:
+            ctx.report(ref.span, f"{why}: {ways}")
+            return True
+        ctx.fix(
+            ref.span,
+            f"{why}: removed; install it from FlashInfer's wheel index ({FLASHINFER_INDEX}) where"
+            " FlashInfer is installed (the install scripts get that step)",
+            ctx.replace_text((ref.line, 0, ref.line + 1, 0), ""),
+        )
+        removed.add(ref.line)
+        return True
+
+    def _install_step(self, ctx: FileContext, refs: list[VersionRef]) -> None:
+        """After the command that installs flashinfer-python, install flashinfer-cubin from
+        FlashInfer's index, unless the file installs it already. The version is written as the
+        flashinfer-python install writes it (`${FLASHINFER_VERSION}` stays a variable); a
+        command continued over several lines (`\\`) gets the step after its last line."""
+        text = ctx.text
+        if re.search(r"flashinfer[-_]cubin", text):
+            return
+        lines = text.splitlines(keepends=True)
+        start = 0
+        while start < len(lines):
+            end = start  # the command is lines[start:end + 1]
+            while end + 1 < len(lines) and lines[end].rstrip("\r\n").endswith("\\"):
+                end += 1
+            command = "".join(lines[start : end + 1])
+            code = "\n".join(line.split("#", 1)[0] for line in command.splitlines())
+            head = _INSTALL.match(lines[start].split("#", 1)[0])
+            found = _PYTHON_SPEC.search(code)
+            if head is not None and found is not None:
+                self._add_step(ctx, lines, end + 1, head.group("prefix"), found.group("version"))
+                return
+            start = end + 1
+
+    def _add_step(
+        self, ctx: FileContext, lines: list[str], after: int, prefix: str, version: str
+    ) -> None:
+        """Insert the cubin install command after line ``after`` (1-based)."""
+        version = version.strip("\"'") or str(self.target)
+        last = lines[after - 1]
+        body = last.rstrip("\r\n")
+        newline = last[len(body) :] or "\n"
+        indent = re.match(r"\s*", prefix).group(0)  # type: ignore[union-attr]
+        step = (
+            f'{indent}{prefix.strip()} "flashinfer-cubin=={version}" --index-url {FLASHINFER_INDEX}'
+        )
+        edit = (
+            ctx.replace_text((after + 1, 0, after + 1, 0), step + newline)
+            if last != body
+            else ctx.replace_text((after, len(body), after, len(body)), "\n" + step)
+        )
+        ctx.fix(
+            (after, 0, after, len(body)),
+            f"flashinfer-cubin {self.target} is not on PyPI: installed from FlashInfer's wheel"
+            " index right after FlashInfer",
+            edit,
+        )

@@ -1,0 +1,441 @@
+"""Where a project writes FlashInfer's version: pins, install lines, variables, checks, examples.
+
+`scan(path, text)` finds every version written in one file, in the formats projects use:
+- requirements: PEP 508 strings in `pyproject.toml` (PEP 621 dependencies and optional
+  dependencies), `requirements*.txt` / `*.in`, `setup.cfg`, string literals of `setup.py` and
+  other Python files, `pip install` lines of Dockerfiles and shell scripts, with extras
+  (`flashinfer_python[cu13]==0.6.12`), ranges (`>=0.6.8,<0.7`), wildcards, local tags;
+- Poetry dependencies (`flashinfer-python = "^0.6.12"`, `{version = "0.6.12", ...}`);
+- variables: `ARG FLASHINFER_VERSION=0.6.12`, `ENV ...`, `FLASHINFER_PYTHON_REQUIRED=...` in shell
+  scripts, `FLASHINFER_VERSION: 0.6.12` in YAML;
+- JSON and YAML keys naming FlashInfer (`"flashinfer": "0.6.12"`);
+- checks in Python: a call with a string naming FlashInfer's distribution and a version string
+  (`assert_pkg_version("flashinfer_python", "0.6.12", ...)`, `check_pkg_version_at_least(...)`);
+- examples: the version being migrated from, in a comment or docstring within a few lines of a
+  FlashInfer mention (`min_version: Minimum version required (e.g., "0.6.12")`).
+Names: `flashinfer-python`, `flashinfer_python`, the old `flashinfer`, and the packages kept in
+step with it (`flashinfer-cubin`, `flashinfer-jit-cache`); other packages only when asked
+(`companions`), never by accident: a name is matched whole.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+import io
+import os
+import re
+import tokenize
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass
+
+__all__ = [
+    "CUBIN",
+    "JIT_CACHE",
+    "MAIN",
+    "PIN_FILE_PATTERNS",
+    "Kind",
+    "VersionRef",
+    "canonical_name",
+    "scan",
+]
+
+MAIN = "flashinfer-python"
+CUBIN = "flashinfer-cubin"
+JIT_CACHE = "flashinfer-jit-cache"
+FAMILY = {
+    "flashinfer-python": MAIN,
+    "flashinfer": MAIN,
+    "flashinfer-cubin": CUBIN,
+    "flashinfer-jit-cache": JIT_CACHE,
+}
+
+# files that may hold pins or install lines (besides *.py)
+PIN_FILE_PATTERNS = (
+    "pyproject.toml",
+    "requirements*.txt",
+    "*requirements.txt",
+    "requirements*.in",
+    "requirements/*.txt",
+    "requirements/*.in",
+    "constraints*.txt",
+    "setup.cfg",
+    "Dockerfile",
+    "Dockerfile.*",
+    "*.Dockerfile",
+    "*.dockerfile",
+    "*.sh",
+    "*.bash",
+    "*.yml",
+    "*.yaml",
+    "*.json",
+    "*.env",
+)
+
+_OP = r"(?:===|==|>=|<=|~=|!=|<|>)"
+_VER = r"[0-9][0-9A-Za-z.*+!_-]*"
+# a requirement: name, optional extras, one or more clauses
+_REQUIREMENT = re.compile(
+    rf"(?<![\w.-])(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?P<extras>\[[^\]]*\])?\s*"
+    rf"(?P<spec>{_OP}\s*{_VER}(?:\s*,\s*{_OP}\s*{_VER})*)"
+)
+_CLAUSE = re.compile(rf"(?P<op>{_OP})\s*(?P<ver>{_VER})")
+# ARG/ENV/export FLASHINFER..._VERSION=0.6.12, FLASHINFER_REQUIRED: "0.6.12"
+_VARIABLE = re.compile(
+    r"(?P<var>\bFLASHINFER[A-Z0-9_]*?(?:VERSION|REQUIRED|VER)\b)\s*(?:=|:|\s)\s*[\"']?(?P<ver>"
+    + _VER
+    + r")"
+)
+# JSON / YAML keys: "flashinfer-python": "0.6.12", flashinfer_version: ==0.6.12
+_KEY = re.compile(
+    r"[\"']?(?P<key>flashinfer[A-Za-z0-9_-]*)[\"']?\s*:\s*[\"']?(?P<op>"
+    + _OP
+    + r")?\s*(?P<ver>"
+    + _VER
+    + r")"
+)
+# Poetry: flashinfer-python = "^0.6.12" / { version = "0.6.12", ... }
+_POETRY = re.compile(
+    r"^\s*[\"']?(?P<name>flashinfer[A-Za-z0-9_-]*)[\"']?\s*=\s*(?:\{[^}]*?version\s*=\s*)?"
+    r"[\"'](?P<op>[\^~=<>!]*)\s*(?P<ver>" + _VER + r")"
+)
+_VERSION_LIKE = re.compile(r"^\d+(\.\d+)+([a-z]+\d*|\.post\d+|\.dev\d+)*(\+[\w.]+)?$")
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+_NEAR = 3  # lines around a FlashInfer mention where an example of the old version counts
+
+
+def canonical_name(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+class Kind(str, enum.Enum):
+    REQUIREMENT = "requirement"  # a PEP 508 pin or install line
+    VARIABLE = "variable"  # FLASHINFER_VERSION=..., and JSON/YAML version keys
+    CHECK = "check"  # a version check call in Python
+    EXAMPLE = "example"  # the old version in a comment or docstring near a FlashInfer mention
+
+
+@dataclass(frozen=True)
+class VersionRef:
+    """One version written in a file."""
+
+    path: str
+    line: int  # 1-based
+    col: int  # 0-based, in characters, where the version text starts
+    end_col: int
+    version: str  # as written: "0.6.12", "0.6.*", "0.6.10+cu128"
+    package: str  # canonical distribution name
+    kind: Kind
+    operator: str = ""  # "==", ">=", "~=", "<"... ("" for variables, checks, examples)
+    context: str = ""  # the requirement, assignment or call, for messages
+    in_comment: bool = False
+    marker: bool = False  # the requirement has an environment marker
+
+    @property
+    def span(self) -> tuple[int, int, int, int]:
+        return (self.line, self.col, self.line, self.end_col)
+
+
+def _lines(text: str) -> list[str]:
+    return [m.group(0).rstrip("\r\n") for m in _LINE.finditer(text)]
+
+
+def _comment_start(line: str, hash_comments: bool) -> int:
+    """Where a `#` comment starts on a line (outside quotes); len(line) when none."""
+    if not hash_comments:
+        return len(line)
+    quote = None
+    for i, ch in enumerate(line):
+        if quote:
+            if ch == quote:
+                quote = None
+        elif ch in "\"'":
+            quote = ch
+        elif ch == "#" and (i == 0 or line[i - 1] in " \t"):
+            return i
+    return len(line)
+
+
+def _requirements(
+    path: str, number: int, line: str, names: Collection[str], comment_at: int, offset: int = 0
+) -> Iterator[VersionRef]:
+    for m in _REQUIREMENT.finditer(line):
+        package = canonical_name(m.group("name"))
+        package = FAMILY.get(package, package)
+        if package not in names:
+            continue
+        rest = line[m.end() :].lstrip()
+        marker = rest.startswith(";")
+        for clause in _CLAUSE.finditer(m.group("spec")):
+            start = m.start("spec") + clause.start("ver")
+            yield VersionRef(
+                path,
+                number,
+                offset + start,
+                offset + start + len(clause.group("ver")),
+                clause.group("ver"),
+                package,
+                Kind.REQUIREMENT,
+                clause.group("op"),
+                m.group(0),
+                in_comment=m.start() >= comment_at,
+                marker=marker,
+            )
+
+
+def _family_names(companions: Collection[str]) -> set[str]:
+    return {MAIN, CUBIN, JIT_CACHE} | {canonical_name(c) for c in companions}
+
+
+def scan(
+    path: str, text: str, old_version: str | None = None, companions: Collection[str] = ()
+) -> list[VersionRef]:
+    """Every FlashInfer version written in the file (and the versions of ``companions``)."""
+    names = _family_names(companions)
+    if path.endswith(".py"):
+        return _scan_python(path, text, old_version, names)
+    base = os.path.basename(path)
+    hash_comments = not base.endswith(".json")
+    out: list[VersionRef] = []
+    lines = _lines(text)
+    poetry = False
+    for number, line in enumerate(lines, 1):
+        stripped = line.strip()
+        if base == "pyproject.toml" and stripped.startswith("["):
+            poetry = stripped.startswith("[tool.poetry") and "dependencies" in stripped
+        comment_at = _comment_start(line, hash_comments)
+        found = list(_requirements(path, number, line, names, comment_at))
+        if poetry and not found:
+            m = _POETRY.match(line)
+            if m and FAMILY.get(canonical_name(m.group("name"))):
+                op = {"": "==", "^": "^", "~": "~"}.get(m.group("op"), m.group("op"))
+                found.append(
+                    VersionRef(
+                        path,
+                        number,
+                        m.start("ver"),
+                        m.end("ver"),
+                        m.group("ver"),
+                        FAMILY[canonical_name(m.group("name"))],
+                        Kind.REQUIREMENT,
+                        op,
+                        stripped,
+                    )
+                )
+        if not found:
+            for m in _VARIABLE.finditer(line):
+                var = m.group("var")
+                package = CUBIN if "CUBIN" in var else JIT_CACHE if "JIT" in var else MAIN
+                found.append(
+                    VersionRef(
+                        path,
+                        number,
+                        m.start("ver"),
+                        m.end("ver"),
+                        m.group("ver"),
+                        package,
+                        Kind.VARIABLE,
+                        "",
+                        stripped,
+                        in_comment=m.start() >= comment_at,
+                    )
+                )
+        if not found and (base.endswith((".json", ".yml", ".yaml"))):
+            for m in _KEY.finditer(line):
+                key = canonical_name(m.group("key"))
+                package = CUBIN if "cubin" in key else JIT_CACHE if "jit" in key else MAIN
+                found.append(
+                    VersionRef(
+                        path,
+                        number,
+                        m.start("ver"),
+                        m.end("ver"),
+                        m.group("ver"),
+                        package,
+                        Kind.VARIABLE,
+                        m.group("op") or "",
+                        stripped,
+                        in_comment=m.start() >= comment_at,
+                    )
+                )
+        out += found
+    if old_version:
+        out += _examples_in_text(
+            path, lines, old_version, {(r.line, r.col) for r in out}, hash_comments
+        )
+    return out
+
+
+def _mentions(line: str) -> bool:
+    return "flashinfer" in line.lower()
+
+
+def _near_mention(lines: list[str], number: int) -> bool:
+    lo, hi = max(1, number - _NEAR), min(len(lines), number + _NEAR)
+    return any(_mentions(lines[i - 1]) for i in range(lo, hi + 1))
+
+
+def _examples_in_text(
+    path: str, lines: list[str], old: str, taken: set[tuple[int, int]], hash_comments: bool
+) -> list[VersionRef]:
+    """The old version in a comment near a FlashInfer mention (text files)."""
+    out = []
+    if not hash_comments:
+        return out
+    pattern = re.compile(rf"(?<![\w.]){re.escape(old)}(?![\w.]*\d)")
+    for number, line in enumerate(lines, 1):
+        at = _comment_start(line, True)
+        if at == len(line) or not _near_mention(lines, number):
+            continue
+        for m in pattern.finditer(line, at):
+            if (number, m.start()) not in taken:
+                out.append(
+                    VersionRef(
+                        path,
+                        number,
+                        m.start(),
+                        m.end(),
+                        old,
+                        MAIN,
+                        Kind.EXAMPLE,
+                        "",
+                        line.strip(),
+                        True,
+                    )
+                )
+    return out
+
+
+# ---------------------------------------------------------------------- Python
+
+
+def _dist_name(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return FAMILY.get(canonical_name(node.value.split("[")[0].strip()))
+    return None
+
+
+def _scan_python(path: str, text: str, old: str | None, names: Collection[str]) -> list[VersionRef]:
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    lines = _lines(text)
+    out: list[VersionRef] = []
+    taken: set[tuple[int, int]] = set()
+    docstrings = _docstring_lines(tree)
+    # checks: a call with a FlashInfer distribution name and a version string
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        args = [*node.args, *(k.value for k in node.keywords)]
+        packages = [p for p in (_dist_name(a) for a in args) if p]
+        if not packages:
+            continue
+        for a in args:
+            if (
+                isinstance(a, ast.Constant)
+                and isinstance(a.value, str)
+                and _VERSION_LIKE.match(a.value)
+                and a.lineno == a.end_lineno
+            ):
+                ref = _string_ref(
+                    path, lines, a, a.value, packages[0], Kind.CHECK, ast.unparse(node.func)
+                )
+                if ref is not None:
+                    out.append(ref)
+                    taken.add((ref.line, ref.col))
+    # requirements and examples inside strings and comments
+    for token in _tokens(text):
+        number, col = token.start
+        if token.type == tokenize.COMMENT or token.type == tokenize.STRING:
+            for k, piece in enumerate(token.string.splitlines()):
+                line_no = number + k
+                offset = col if k == 0 else 0
+                in_comment = token.type == tokenize.COMMENT
+                for ref in _requirements(path, line_no, piece, names, len(piece), offset):
+                    if (ref.line, ref.col) not in taken:
+                        out.append(ref if not in_comment else _as_comment(ref))
+                        taken.add((ref.line, ref.col))
+                if old is None or (token.type == tokenize.STRING and number not in docstrings):
+                    continue
+                if not _near_mention(lines, line_no):
+                    continue
+                for m in re.finditer(rf"(?<![\w.]){re.escape(old)}(?![\w.]*\d)", piece):
+                    key = (line_no, offset + m.start())
+                    if key not in taken:
+                        taken.add(key)
+                        out.append(
+                            VersionRef(
+                                path,
+                                line_no,
+                                offset + m.start(),
+                                offset + m.end(),
+                                old,
+                                MAIN,
+                                Kind.EXAMPLE,
+                                "",
+                                lines[line_no - 1].strip(),
+                                in_comment,
+                            )
+                        )
+    return out
+
+
+def _as_comment(ref: VersionRef) -> VersionRef:
+    return VersionRef(
+        ref.path,
+        ref.line,
+        ref.col,
+        ref.end_col,
+        ref.version,
+        ref.package,
+        Kind.EXAMPLE,
+        ref.operator,
+        ref.context,
+        True,
+        ref.marker,
+    )
+
+
+def _tokens(text: str) -> Iterator[tokenize.TokenInfo]:
+    try:
+        yield from tokenize.generate_tokens(io.StringIO(text).readline)
+    except (tokenize.TokenError, SyntaxError):
+        return
+
+
+def _docstring_lines(tree: ast.Module) -> set[int]:
+    """The lines where docstrings (a body's first bare string) start."""
+    out = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body:
+            first = body[0]
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
+                out.add(first.lineno)
+    return out
+
+
+def _string_ref(
+    path: str,
+    lines: list[str],
+    node: ast.Constant,
+    value: str,
+    package: str,
+    kind: Kind,
+    context: str,
+) -> VersionRef | None:
+    """The span of ``value`` inside the string literal ``node`` (on one line)."""
+    line = lines[node.lineno - 1] if node.lineno <= len(lines) else ""
+    raw = line.encode("utf-8")[node.col_offset : node.end_col_offset].decode("utf-8", "replace")
+    start_chars = len(line.encode("utf-8")[: node.col_offset].decode("utf-8", "replace"))
+    at = raw.find(value)
+    if at < 0:
+        return None
+    col = start_chars + at
+    return VersionRef(path, node.lineno, col, col + len(value), value, package, kind, "", context)
