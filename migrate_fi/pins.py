@@ -79,6 +79,9 @@ _REQUIREMENT = re.compile(
     rf"(?<![\w.-])(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?P<extras>\[[^\]]*\])?\s*"
     rf"(?P<spec>{_OP}\s*{_VER}(?:\s*,\s*{_OP}\s*{_VER})*)"
 )
+_WHOLE_REQUIREMENT = re.compile(
+    rf"^[A-Za-z0-9][A-Za-z0-9._-]*\s*(\[[^\]]*\])?\s*{_OP}\s*{_VER}(\s*,\s*{_OP}\s*{_VER})*\s*(;.*)?$"
+)
 _CLAUSE = re.compile(rf"(?P<op>{_OP})\s*(?P<ver>{_VER})")
 # ARG/ENV/export FLASHINFER..._VERSION=0.6.12, FLASHINFER_REQUIRED: "0.6.12"
 _VARIABLE = re.compile(
@@ -288,7 +291,7 @@ def _examples_in_text(
         if at == len(line) or not _near_mention(lines, number):
             continue
         for m in pattern.finditer(line, at):
-            if (number, m.start()) not in taken:
+            if (number, m.start()) not in taken and _is_example(line, m.start(), m.end()):
                 out.append(
                     VersionRef(
                         path,
@@ -348,38 +351,71 @@ def _scan_python(path: str, text: str, old: str | None, names: Collection[str]) 
     # requirements and examples inside strings and comments
     for token in _tokens(text):
         number, col = token.start
-        if token.type == tokenize.COMMENT or token.type == tokenize.STRING:
-            for k, piece in enumerate(token.string.splitlines()):
-                line_no = number + k
-                offset = col if k == 0 else 0
-                in_comment = token.type == tokenize.COMMENT
-                for ref in _requirements(path, line_no, piece, names, len(piece), offset):
-                    if (ref.line, ref.col) not in taken:
-                        out.append(ref if not in_comment else _as_comment(ref))
-                        taken.add((ref.line, ref.col))
-                if old is None or (token.type == tokenize.STRING and number not in docstrings):
+        if token.type not in (tokenize.COMMENT, tokenize.STRING):
+            continue
+        in_comment = token.type == tokenize.COMMENT
+        whole = not in_comment and _is_requirement_string(token.string)
+        for k, piece in enumerate(token.string.splitlines()):
+            line_no = number + k
+            offset = col if k == 0 else 0
+            for ref in _requirements(path, line_no, piece, names, len(piece), offset):
+                if (ref.line, ref.col) in taken:
                     continue
-                if not _near_mention(lines, line_no):
+                if whole:  # the string is a requirement: `install_requires=["flashinfer..."]`
+                    out.append(ref)
+                elif ref.operator == "==" and ref.version == old:
+                    # prose and messages: only an exact pin of the old version is an example;
+                    # "requires FlashInfer >= 0.6.18" states when a feature came, and stays
+                    out.append(_as_comment(ref))
+                else:
                     continue
-                for m in re.finditer(rf"(?<![\w.]){re.escape(old)}(?![\w.]*\d)", piece):
-                    key = (line_no, offset + m.start())
-                    if key not in taken:
-                        taken.add(key)
-                        out.append(
-                            VersionRef(
-                                path,
-                                line_no,
-                                offset + m.start(),
-                                offset + m.end(),
-                                old,
-                                MAIN,
-                                Kind.EXAMPLE,
-                                "",
-                                lines[line_no - 1].strip(),
-                                in_comment,
-                            )
-                        )
+                taken.add((ref.line, ref.col))
+            if old is None or (token.type == tokenize.STRING and number not in docstrings):
+                continue
+            if not _near_mention(lines, line_no):
+                continue
+            for m in re.finditer(rf"(?<![\w.]){re.escape(old)}(?![\w.]*\d)", piece):
+                key = (line_no, offset + m.start())
+                if key in taken or not _is_example(piece, m.start(), m.end()):
+                    continue
+                taken.add(key)
+                out.append(
+                    VersionRef(
+                        path,
+                        line_no,
+                        offset + m.start(),
+                        offset + m.end(),
+                        old,
+                        MAIN,
+                        Kind.EXAMPLE,
+                        "",
+                        lines[line_no - 1].strip(),
+                        in_comment,
+                    )
+                )
     return out
+
+
+_QUOTES = "\"'`"
+_EXAMPLE_LEAD = re.compile(r"(e\.g\.|for example|such as|i\.e\.)[\s,:]*\(?[\"'`]?$", re.IGNORECASE)
+
+
+def _is_example(piece: str, start: int, end: int) -> bool:
+    """A version written as an example: quoted (``"0.6.12"``, `` `0.6.12` ``) or after "e.g.";
+    a version in prose ("FlashInfer 0.7.2 exposes ...") is a statement of fact, and stays."""
+    before, after = piece[start - 1 : start], piece[end : end + 1]
+    if before and after and before in _QUOTES and after in _QUOTES:
+        return True
+    return bool(_EXAMPLE_LEAD.search(piece[max(0, start - 20) : start]))
+
+
+def _is_requirement_string(token: str) -> bool:
+    """A string literal whose whole value is one requirement (`"flashinfer-python==0.6.12"`)."""
+    try:
+        value = ast.literal_eval(token)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return isinstance(value, str) and bool(_WHOLE_REQUIREMENT.match(value.strip()))
 
 
 def _as_comment(ref: VersionRef) -> VersionRef:

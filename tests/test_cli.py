@@ -343,7 +343,9 @@ def test_conflicting_pins_need_from(tree: Path) -> None:
     # with --from, check says which pin disagrees, as a finding of its own
     r = invoke("check", "--from", "0.6.8.post1", "--to", "0.6.14", "--select", "FI006", ".")
     assert r.exit_code == 1
-    assert "requirements.txt:1:20: FI006 FlashInfer versions disagree: this pin ==0.6.11" in r.stdout
+    assert (
+        "requirements.txt:1:20: FI006 FlashInfer versions disagree: this pin ==0.6.11" in r.stdout
+    )
 
 
 # ----------------------------------------------------------------- discovery
@@ -482,5 +484,7 @@ def test_readme_output_sample_is_current(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.chdir(root)
     r = invoke("check", "tests/fixtures/projects/demo")
     readme = (root / "README.md").read_text()
-    block = readme.split("$ migrate-fi check tests/fixtures/projects/demo\n", 1)[1].split("$ ", 1)[0]
+    block = readme.split("$ migrate-fi check tests/fixtures/projects/demo\n", 1)[1].split("$ ", 1)[
+        0
+    ]
     assert block == r.stdout + r.stderr, "README's sample output is stale: paste the new output"

@@ -75,7 +75,9 @@ def test_pipeline(project: str) -> None:
     again = _invoke("apply", *origin, *args, project)
     assert _snapshot(root) == after
     assert "rewritten" not in again.stdout
-    recheck = json.loads(_invoke("check", "--output-format", "json", *origin, *args, project).stdout)
+    recheck = json.loads(
+        _invoke("check", "--output-format", "json", *origin, *args, project).stdout
+    )
     assert [d for d in recheck["diagnostics"] if d["fixable"]] == []
     assert len(recheck["diagnostics"]) == len(manual)
     # the pins moved too: the project now says it is on the target, and there is nothing left

@@ -1,0 +1,144 @@
+"""Where projects write FlashInfer's version (`migrate_fi.pins`), and which version a project is on
+(`migrate_fi.project`): every format, and the look-alikes that must be left alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from migrate_fi.pins import CUBIN, JIT_CACHE, MAIN, Kind, scan
+from migrate_fi.project import ProjectVersionError, detect_current_version, find_pins
+
+
+def found(path: str, text: str, old: str | None = None, companions=()):
+    return [
+        (r.kind.value, r.package, r.operator, r.version, text.splitlines()[r.line - 1][r.col : r.end_col])
+        for r in scan(path, text, old, companions)
+    ]
+
+
+def test_requirements_in_pyproject_with_extras_ranges_and_markers() -> None:
+    text = (
+        "dependencies = [\n"
+        '    "flashinfer_python[cu13]==0.6.12",\n'
+        '    "flashinfer-cubin==0.6.12",\n'
+        '    "flashinfer-jit-cache>=0.6.8,<0.7; platform_machine == \'x86_64\'",\n'
+        '    "sglang-kernel==0.6.12",\n'
+        '    "not-flashinfer-python==1.0",\n'
+        "]\n"
+    )
+    assert found("pyproject.toml", text) == [
+        ("requirement", MAIN, "==", "0.6.12", "0.6.12"),
+        ("requirement", CUBIN, "==", "0.6.12", "0.6.12"),
+        ("requirement", JIT_CACHE, ">=", "0.6.8", "0.6.8"),
+        ("requirement", JIT_CACHE, "<", "0.7", "0.7"),
+    ]
+
+
+def test_old_name_local_tags_and_wildcards() -> None:
+    text = "flashinfer==0.6.8\nflashinfer-python==0.6.10+cu128\nflashinfer-python==0.6.*\n"
+    assert [v[3] for v in found("requirements.txt", text)] == ["0.6.8", "0.6.10+cu128", "0.6.*"]
+
+
+def test_dockerfiles_and_shell_scripts() -> None:
+    text = (
+        "ARG FLASHINFER_VERSION=0.6.12\n"
+        "ENV FLASHINFER_JIT_CACHE_VERSION 0.6.12\n"
+        "ARG SGL_KERNEL_VERSION=0.6.12\n"
+        "RUN pip install flashinfer-python==${FLASHINFER_VERSION} flashinfer-cubin==0.6.12\n"
+    )
+    assert found("Dockerfile", text) == [
+        ("variable", MAIN, "", "0.6.12", "0.6.12"),
+        ("variable", JIT_CACHE, "", "0.6.12", "0.6.12"),
+        ("requirement", CUBIN, "==", "0.6.12", "0.6.12"),
+    ]
+    assert found("ci.sh", "FLASHINFER_PYTHON_REQUIRED=0.6.12\nKERNEL=0.6.12\n") == [
+        ("variable", MAIN, "", "0.6.12", "0.6.12")
+    ]
+
+
+def test_json_yaml_and_poetry() -> None:
+    assert found("versions.json", '{"flashinfer": "0.6.12", "torch": "2.9"}\n') == [
+        ("variable", MAIN, "", "0.6.12", "0.6.12")
+    ]
+    assert found("ci.yml", "env:\n  FLASHINFER_VERSION: 0.6.12\n") == [
+        ("variable", MAIN, "", "0.6.12", "0.6.12")
+    ]
+    poetry = '[tool.poetry.dependencies]\nflashinfer-python = { version = "^0.6.12", extras = ["cu13"] }\n'
+    assert found("pyproject.toml", poetry) == [("requirement", MAIN, "^", "0.6.12", "0.6.12")]
+
+
+def test_python_checks_requirements_and_examples() -> None:
+    text = (
+        '"""Checks.\n\n'
+        "Example: FlashInfer's minimum (e.g. \"0.6.12\").\n"
+        '"""\n'
+        'assert_pkg_version("flashinfer_python", "0.6.12", "reinstall")\n'
+        'assert_pkg_version("sglang-kernel", "0.6.12", "reinstall")\n'
+        'install_requires = ["flashinfer-python==0.6.12"]\n'
+        "# FlashInfer 0.6.12 exposes checkpoints on the backend (a fact: stays)\n"
+        'MSG = "needs FlashInfer >= 0.6.12 (ckv_scale_arr)"  # a feature minimum: stays\n'
+        'HINT = "pip install flashinfer-python==0.6.12"  # the old pin in a message: moves\n'
+    )
+    assert found("engine.py", text, old="0.6.12") == [
+        ("check", MAIN, "", "0.6.12", "0.6.12"),
+        ("example", MAIN, "", "0.6.12", "0.6.12"),
+        ("requirement", MAIN, "==", "0.6.12", "0.6.12"),
+        ("example", MAIN, "==", "0.6.12", "0.6.12"),
+    ]
+
+
+def test_companions_only_when_asked() -> None:
+    text = 'deps = ["nvidia-cutlass-dsl[cu13]==4.4.2"]\n'
+    assert found("pyproject.toml", text) == []
+    assert found("pyproject.toml", text, companions=["nvidia-cutlass-dsl"])[0][3] == "4.4.2"
+
+
+def test_commented_pins_are_only_examples() -> None:
+    text = "# flashinfer-python==0.6.10 was too old\nflashinfer-python==0.6.12\n"
+    refs = scan("requirements.txt", text)
+    assert [(r.version, r.in_comment) for r in refs] == [("0.6.10", True), ("0.6.12", False)]
+
+
+# ------------------------------------------------------------------------ detection
+
+
+def write(root: Path, name: str, text: str) -> None:
+    path = root / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def test_detection_reads_every_pin_file(tmp_path: Path) -> None:
+    write(tmp_path, "python/pyproject.toml", 'dependencies = ["flashinfer_python[cu13]==0.6.12"]\n')
+    write(tmp_path, "docker/Dockerfile", "ARG FLASHINFER_VERSION=0.6.12\n")
+    write(tmp_path, "requirements/cuda.txt", "flashinfer-python==0.6.12+cu128\n")
+    version, pins = detect_current_version([str(tmp_path)])
+    assert version == "0.6.12"
+    assert {Path(p.path).name for p in pins} == {"pyproject.toml", "Dockerfile", "cuda.txt"}
+
+
+def test_markers_do_not_make_a_conflict(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "requirements.txt",
+        "flashinfer-python==0.6.12\nflashinfer-python==0.6.8; sys_platform == 'darwin'\n",
+    )
+    assert detect_current_version([str(tmp_path)])[0] == "0.6.12"
+
+
+def test_disagreeing_pins_and_wildcards(tmp_path: Path) -> None:
+    write(tmp_path, "requirements.txt", "flashinfer-python==0.6.12\n")
+    write(tmp_path, "Dockerfile", "ARG FLASHINFER_VERSION=0.6.11\n")
+    with pytest.raises(ProjectVersionError, match="pins disagree"):
+        detect_current_version([str(tmp_path)])
+    (tmp_path / "Dockerfile").unlink()
+    (tmp_path / "requirements.txt").write_text("flashinfer-python==0.6.*\n")
+    assert find_pins([str(tmp_path)]) == []  # a wildcard names no single version
+    with pytest.raises(ProjectVersionError, match="pass --from"):
+        detect_current_version([str(tmp_path)])
+
+
+def test_kinds_are_values() -> None:
+    assert Kind("check") is Kind.CHECK
