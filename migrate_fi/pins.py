@@ -212,61 +212,75 @@ def scan(
             m = _POETRY.match(line)
             if m and FAMILY.get(canonical_name(m.group("name"))):
                 op = {"": "==", "^": "^", "~": "~"}.get(m.group("op"), m.group("op"))
+                package = FAMILY[canonical_name(m.group("name"))]
                 found.append(
-                    VersionRef(
-                        path,
-                        number,
-                        m.start("ver"),
-                        m.end("ver"),
-                        m.group("ver"),
-                        FAMILY[canonical_name(m.group("name"))],
-                        Kind.REQUIREMENT,
-                        op,
-                        stripped,
-                    )
+                    _ref(path, number, m, package, Kind.REQUIREMENT, op, stripped, len(line))
                 )
         if not found:
-            for m in _VARIABLE.finditer(line):
-                var = m.group("var")
-                package = CUBIN if "CUBIN" in var else JIT_CACHE if "JIT" in var else MAIN
-                found.append(
-                    VersionRef(
-                        path,
-                        number,
-                        m.start("ver"),
-                        m.end("ver"),
-                        m.group("ver"),
-                        package,
-                        Kind.VARIABLE,
-                        "",
-                        stripped,
-                        in_comment=m.start() >= comment_at,
-                    )
+            found = [
+                _ref(
+                    path,
+                    number,
+                    m,
+                    _package_of(m.group("var")),
+                    Kind.VARIABLE,
+                    "",
+                    stripped,
+                    comment_at,
                 )
-        if not found and (base.endswith((".json", ".yml", ".yaml"))):
-            for m in _KEY.finditer(line):
-                key = canonical_name(m.group("key"))
-                package = CUBIN if "cubin" in key else JIT_CACHE if "jit" in key else MAIN
-                found.append(
-                    VersionRef(
-                        path,
-                        number,
-                        m.start("ver"),
-                        m.end("ver"),
-                        m.group("ver"),
-                        package,
-                        Kind.VARIABLE,
-                        m.group("op") or "",
-                        stripped,
-                        in_comment=m.start() >= comment_at,
-                    )
+                for m in _VARIABLE.finditer(line)
+            ]
+        if not found and base.endswith((".json", ".yml", ".yaml")):
+            found = [
+                _ref(
+                    path,
+                    number,
+                    m,
+                    _package_of(m.group("key")),
+                    Kind.VARIABLE,
+                    m.group("op") or "",
+                    stripped,
+                    comment_at,
                 )
+                for m in _KEY.finditer(line)
+            ]
         out += found
     if old_version:
         out += _examples_in_text(
             path, lines, old_version, {(r.line, r.col) for r in out}, hash_comments
         )
     return out
+
+
+def _package_of(name: str) -> str:
+    """The package a variable or key names: FLASHINFER_CUBIN_VERSION is the cubin's."""
+    upper = name.upper()
+    return CUBIN if "CUBIN" in upper else JIT_CACHE if "JIT" in upper else MAIN
+
+
+def _ref(
+    path: str,
+    number: int,
+    m: re.Match[str],
+    package: str,
+    kind: Kind,
+    operator: str,
+    context: str,
+    comment_at: int,
+) -> VersionRef:
+    """A version found by a pattern with a ``ver`` group."""
+    return VersionRef(
+        path,
+        number,
+        m.start("ver"),
+        m.end("ver"),
+        m.group("ver"),
+        package,
+        kind,
+        operator,
+        context,
+        in_comment=m.start() >= comment_at,
+    )
 
 
 def _mentions(line: str) -> bool:
