@@ -110,7 +110,8 @@ def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
             "--jobs",
             type=click.IntRange(min=0),
             default=None,
-            help="Worker processes for parsing (default: one per CPU; 1 disables parallelism).",
+            help="Worker processes for parsing (default, or 0: one per CPU; 1 disables"
+            " parallelism).",
         ),
         click.option(
             "--exit-zero",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import pathspec
@@ -149,13 +149,21 @@ def discover(
     respect_gitignore: bool = True,
     excludes_at: Sequence[tuple[str, Sequence[str]]] = (),
     patterns: Sequence[str] = (),
+    on_error: Callable[[str, OSError], None] | None = None,
 ) -> Iterator[str]:
     """Yield the files to look at, as absolute paths, each once, in a stable order.
 
     ``exclude`` patterns are relative to the current folder; ``excludes_at`` gives more
     patterns with the folder they are relative to (the configuration file's). A file is taken
     when its name ends with one of ``suffixes`` or matches one of ``patterns`` (file-name globs
-    such as ``Dockerfile*``)."""
+    such as ``Dockerfile*``). A folder that cannot be read is never skipped in silence: it goes
+    to ``on_error`` (by default, `DiscoveryError` is raised)."""
+
+    def failed(folder: str, exc: OSError) -> None:
+        if on_error is None:
+            raise DiscoveryError(f"{folder}: cannot read this folder ({exc.strerror})")
+        on_error(folder, exc)
+
     wanted = wanted_files(suffixes, patterns)
     user = [
         _Ignore(base, pathspec.GitIgnoreSpec.from_lines(list(patterns)))
@@ -175,7 +183,7 @@ def discover(
         if not os.path.isdir(path):
             raise DiscoveryError(f"{given}: not a regular file or folder")
         ignores = _ancestor_ignores(path) if respect_gitignore else []
-        for found in _walk(path, wanted, ignores, user, respect_gitignore):
+        for found in _walk(path, wanted, ignores, user, respect_gitignore, failed):
             if found not in seen:
                 seen.add(found)
                 yield found
@@ -187,6 +195,7 @@ def _walk(
     ignores: list[_Ignore],
     user: list[_Ignore],
     respect_gitignore: bool,
+    failed: Callable[[str, OSError], None],
 ) -> Iterator[str]:
     if respect_gitignore:
         own = _read_ignore(folder, os.path.join(folder, ".gitignore"))
@@ -194,7 +203,8 @@ def _walk(
             ignores = [*ignores, own]
     try:
         entries = sorted(os.scandir(folder), key=lambda e: e.name)
-    except OSError:
+    except OSError as exc:
+        failed(folder, exc)
         return
     subdirs = []
     for entry in entries:
@@ -219,4 +229,4 @@ def _walk(
             continue
         if any(ig.matches(path, True) for ig in ignores):
             continue
-        yield from _walk(path, wanted, ignores, user, respect_gitignore)
+        yield from _walk(path, wanted, ignores, user, respect_gitignore, failed)

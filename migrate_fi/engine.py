@@ -19,6 +19,7 @@ import ast
 import dataclasses
 import enum
 import os
+import re
 import warnings
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from functools import lru_cache
@@ -47,6 +48,9 @@ class Mode(str, enum.Enum):
     CHECK = "check"  # find sites; LibCST is never loaded
     DIFF = "diff"  # produce the new text; write nothing
     APPLY = "apply"  # produce the new text; the CLI writes it
+
+
+_LONE_CR = re.compile(r"\r(?!\n)")
 
 
 @lru_cache(maxsize=64)
@@ -85,7 +89,8 @@ def process_source(
 
 
 def failed(path: str, reason: str, line: int | None = None, col: int | None = None) -> FileResult:
-    return FileResult(path, Status.FAILED, error=FileError(path, reason, line, col), parsed=True)
+    """A file (or folder) that could not be processed; it does not count as parsed."""
+    return FileResult(path, Status.FAILED, error=FileError(path, reason, line, col))
 
 
 def _parse(text: str, path: str) -> ast.Module:
@@ -137,6 +142,13 @@ def _process(
     source = decode_source(data)
     text = source.text
     is_python = path.endswith(".py")
+    # Old Mac line endings (a lone CR): LibCST cannot print them back, so such a file is
+    # migrated with LF endings and given its CRs back at the end; a file that mixes lone CRs
+    # with other endings cannot be rewritten without changing them (refused where it has fixes).
+    lone_cr = "\r" in text and _LONE_CR.search(text) is not None
+    cr_only = lone_cr and "\n" not in text
+    if cr_only:
+        text = text.replace("\r", "\n")
     codemods = [c for c in codemods if reads(c, path)]
     own_tree = is_python and in_flashinfer(module[0])
     wanted = [
@@ -186,6 +198,10 @@ def _process(
             result.exports = built.exports()
         resolver = built  # shared by the next codemod while the text is unchanged
         result.diagnostics.extend(diagnostics)
+        if fixes and lone_cr and not cr_only:
+            raise EditError(
+                "its line endings mix lone CRs with others, which cannot be kept through a rewrite"
+            )
         if mode is Mode.CHECK or not fixes:
             continue
         edits = [
@@ -219,6 +235,8 @@ def _process(
         text, lines = new_text, None
         resolver = None
     if text != original:
+        if cr_only:
+            original, text = original.replace("\n", "\r"), text.replace("\n", "\r")
         result.status = Status.CHANGED
         result.old_text, result.new_text = original, text
         result.old_bytes, result.new_bytes = data, source.encode(text)
@@ -282,7 +300,15 @@ def run(
     results: dict[str, FileResult] = {}
     candidates: list[SourceFile] = []
     others: list[str] = []  # files the prefilter ruled out (they may still import an alias)
-    for abspath in discover(paths, suffixes, exclude, respect_gitignore, excludes_at, patterns):
+    def unreadable(folder: str, exc: OSError) -> None:
+        shown = display_path(folder)
+        results[folder] = failed(
+            shown, f"cannot read this folder ({exc.strerror}): its files were not checked"
+        )
+
+    for abspath in discover(
+        paths, suffixes, exclude, respect_gitignore, excludes_at, patterns, unreadable
+    ):
         shown = display_path(abspath)
         try:
             with open(abspath, "rb") as fh:

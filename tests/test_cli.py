@@ -218,13 +218,22 @@ def test_recursion_error_does_not_stop_the_run(tree: Path) -> None:
     assert (tree / "src" / "deep.py").read_text() == deep
 
 
-def test_lone_cr_line_endings_are_refused_not_damaged(tree: Path) -> None:
+def test_lone_cr_line_endings_are_kept(tree: Path) -> None:
     path = tree / "src" / "legacy.py"
-    data = LEGACY.replace("\n", "\r").encode()
-    path.write_bytes(data)
+    path.write_bytes(LEGACY.replace("\n", "\r").encode())
     r = invoke("apply", *FROM, "src")
-    assert r.exit_code == 2
-    assert "src/legacy.py: error:" in r.stderr
+    assert r.exit_code == 0, r.output
+    assert path.read_bytes() == MIGRATED.replace("\n", "\r").encode()
+
+
+def test_mixed_lone_cr_endings_are_refused_alike_by_check_and_apply(tree: Path) -> None:
+    path = tree / "src" / "legacy.py"
+    data = LEGACY.replace("gs):\n", "gs):\r").encode()  # one lone CR, LF elsewhere
+    path.write_bytes(data)
+    for command in ("check", "apply"):
+        r = invoke(command, *FROM, "src")
+        assert r.exit_code == 2, command
+        assert "mix lone CRs with others" in r.stderr
     assert path.read_bytes() == data
 
 

@@ -368,7 +368,8 @@ def compare_callables(old: CallSignature, new: CallSignature) -> CallableDiff:
         # no parameter takes it positionally any more: a TypeError (loud), fixed by a keyword
         result.misbinding_index = j
         break
-    old_names = {p.name for p in old.params if p.kind in ("P", "A", "K")}
+    # positional-only parameters are never passed by keyword: they cannot be "removed" keywords
+    old_names = {p.name for p in old.params if p.kind in ("A", "K")}
     new_names = {q.name for q in new.params}
     for j, p in enumerate(old_pos):
         if (
@@ -385,8 +386,9 @@ def compare_callables(old: CallSignature, new: CallSignature) -> CallableDiff:
     for name in sorted(old_names):
         if name not in result.renamed and not new.may_accept_keyword(name):
             result.removed.append(name)
+    old_all = {p.name for p in old.params}
     for p in new.params:
-        if p.kind in ("P", "A", "K") and p.default is None and p.name not in old_names:
+        if p.kind in ("P", "A", "K") and p.default is None and p.name not in old_all:
             result.newly_required.append(p.name)
     return result
 
