@@ -349,9 +349,13 @@ def diff(**kwargs: Any) -> None:
 
     common = _common(kwargs)
     result, settled = _execute(common, "diff")
-    for f in result.changed:
-        assert f.old_text is not None and f.new_text is not None
-        click.echo(unified_diff(f.path, f.old_text, f.new_text), nl=False)
+    patch = b"".join(
+        unified_diff(f.path, f.old_bytes or b"", f.new_bytes or b"") for f in result.changed
+    )
+    if settled.output_format == "text":
+        click.echo(patch, nl=False)  # bytes: written as they are
+    else:  # the patch is part of the document (as UTF-8: a Latin-1 byte shows as U+FFFD)
+        result.patch = patch.decode("utf-8", errors="replace")
     listed = result.diagnostics if settled.output_format != "text" else result.manual
     _finish(result, common, settled, "diff", found=bool(result.diagnostics), listed=listed)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -86,6 +87,7 @@ def render(
             "errors": [
                 {"path": e.path, "line": e.line, "col": e.col, "reason": e.reason} for e in errors
             ],
+            **({"patch": result.patch} if result.patch is not None else {}),
             "files": {
                 "changed": [f.path for f in result.changed],
                 "written": list(result.written),
@@ -144,17 +146,37 @@ def summary(result: RunResult, command: str) -> str:
     return f"Found {_plural(total, 'site')} ({', '.join(parts)}); {scanned}{err}.\n"
 
 
-def unified_diff(path: str, old: str, new: str) -> str:
-    """A patch that `git apply` (and `patch -p1`) accepts, for a path relative to the cwd."""
-    a = _LINES.findall(old)
-    b = _LINES.findall(new)
-    out = []
-    for line in difflib.unified_diff(a, b, f"a/{path}", f"b/{path}"):
-        if line.endswith("\n"):
-            out.append(line)
-        else:
-            out.append(line + "\n\\ No newline at end of file\n")
-    return "".join(out)
+def patch_path(path: str) -> str:
+    """The path a patch names a file by: relative to the current folder when the file is in it;
+    else relative to the root of the git repository that holds it (apply the patch there);
+    else as given."""
+    if not os.path.isabs(path):
+        return path.replace(os.sep, "/")
+    from migrate_fi.discovery import find_upward
+
+    root = find_upward(os.path.dirname(path), (".git",))
+    if root is None:
+        return path
+    return os.path.relpath(path, root).replace(os.sep, "/")
+
+
+def unified_diff(path: str, old: bytes, new: bytes) -> bytes:
+    """A patch that `git apply` (and `patch -p1`) accepts, byte for byte: lines are compared
+    and written as the file's own bytes (a BOM, a Latin-1 file, CRLF endings stay what they
+    are), the path as `patch_path` gives it."""
+    # Latin-1 maps every byte to one character and back: the lines keep their exact bytes
+    a = _LINES.findall(old.decode("latin-1"))
+    b = _LINES.findall(new.decode("latin-1"))
+    name = patch_path(path)
+    out = [
+        f"--- a/{name}\n".encode(),
+        f"+++ b/{name}\n".encode(),
+    ]
+    for line in list(difflib.unified_diff(a, b, "a", "b"))[2:]:
+        out.append(line.encode("latin-1"))
+        if not line.endswith("\n"):
+            out.append(b"\n\\ No newline at end of file\n")
+    return b"".join(out)
 
 
 def render_verify(outcome: VerifyOutcome, fmt: str) -> str:

@@ -104,6 +104,7 @@ class RunResult:
     rules: list[str] = field(default_factory=list)  # codes of the codemods that ran
     notices: list[str] = field(default_factory=list)  # e.g. a selected rule that does not run
     unsafe_fixes: bool = False
+    patch: str | None = None  # diff in a structured format: the patch, in the document
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
