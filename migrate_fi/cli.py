@@ -15,11 +15,14 @@ from migrate_fi import __version__
 from migrate_fi.config import Config
 from migrate_fi.results import RunResult
 
+INTERRUPTED = 130
+
 EXIT_CODES = """\b
 Exit codes:
-  0  nothing to migrate (check, diff); every site fixed (apply)
-  1  migrations found (check, diff); sites left for a person (apply)
-  2  an error: bad usage, or a file that could not be read, parsed or written"""
+  0    nothing to migrate (check, diff); every site fixed (apply)
+  1    migrations found (check, diff); sites left for a person (apply)
+  2    an error: bad usage, or a file that could not be read, parsed or written
+  130  interrupted (Ctrl-C, SIGTERM): apply says which files it had rewritten"""
 
 
 class Fatal(click.ClickException):
@@ -254,7 +257,7 @@ def _execute(common: _Common, mode: str) -> tuple[RunResult, _Settled]:
             click.echo("\r\033[K", nl=False, err=True)
     result.from_version, result.to_version = str(from_v), str(to_v)
     result.rules = [c.code for c in selection.rules]
-    result.notices = list(selection.dropped)
+    result.notices = [*selection.dropped, *result.notices]
     return result, settled
 
 
@@ -373,6 +376,8 @@ def apply(**kwargs: Any) -> None:
 
     common = _common(kwargs)
     result, settled = _execute(common, "apply")
+    _written.clear()
+    result.written = _written  # filled as files are written: said if interrupted
     write_changes(result)
     if result.written:
         _record_apply(settled.paths, result)
@@ -522,9 +527,48 @@ def explain(rule: str) -> None:
     click.echo(explain_text(cls), nl=False)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the program is, like Ctrl-C: `finally` blocks run."""
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise Terminated()
+
+
+# what the running `apply` has written so far: said when it is interrupted
+_written: list[str] = []
+
+
+def _interrupted(exc: BaseException) -> None:
+    what = "SIGTERM" if isinstance(exc, Terminated) else "Ctrl-C"
+    if _written:
+        files = ", ".join(_written[:20]) + (" ..." if len(_written) > 20 else "")
+        done = (
+            f"{len(_written)} file(s) were rewritten before it stopped ({files}); every other"
+            " file is unchanged"
+        )
+    else:
+        done = "no file was written"
+    click.echo(f"migrate-fi: interrupted ({what}): {done}.", err=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # not sys.exit: its exit handlers would wait for the worker pool's threads to wind down
+    os._exit(INTERRUPTED)
+
+
 def main() -> None:
+    import signal
+
+    signal.signal(signal.SIGTERM, _terminate)
     try:
-        cli(prog_name="migrate-fi")
+        code = cli.main(prog_name="migrate-fi", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except (KeyboardInterrupt, click.Abort) as exc:
+        _interrupted(exc)
     except Exception as exc:  # a bug of ours: one line, exit 2 (MIGRATE_FI_DEBUG=1 shows it all)
         if os.environ.get("MIGRATE_FI_DEBUG") == "1":
             raise
@@ -534,6 +578,7 @@ def main() -> None:
             err=True,
         )
         sys.exit(2)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 @cli.group()

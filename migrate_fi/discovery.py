@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import pathspec
 
+from migrate_fi.sources import is_temporary
+
 __all__ = ["SKIPPED_DIRS", "DiscoveryError", "discover", "find_upward"]
 
 SKIPPED_DIRS = frozenset(
@@ -60,6 +62,10 @@ class _Ignore:
             return False
         rel = rel.replace(os.sep, "/")
         return self.spec.match_file(rel + "/" if is_dir else rel)
+
+
+def _ignore(_path: str) -> None:
+    return None
 
 
 class _Wanted:
@@ -150,6 +156,7 @@ def discover(
     excludes_at: Sequence[tuple[str, Sequence[str]]] = (),
     patterns: Sequence[str] = (),
     on_error: Callable[[str, OSError], None] | None = None,
+    on_temporary: Callable[[str], None] | None = None,
 ) -> Iterator[str]:
     """Yield the files to look at, as absolute paths, each once, in a stable order.
 
@@ -157,7 +164,8 @@ def discover(
     patterns with the folder they are relative to (the configuration file's). A file is taken
     when its name ends with one of ``suffixes`` or matches one of ``patterns`` (file-name globs
     such as ``Dockerfile*``). A folder that cannot be read is never skipped in silence: it goes
-    to ``on_error`` (by default, `DiscoveryError` is raised)."""
+    to ``on_error`` (by default, `DiscoveryError` is raised). Temporary files an interrupted run
+    left go to ``on_temporary``."""
 
     def failed(folder: str, exc: OSError) -> None:
         if on_error is None:
@@ -183,7 +191,9 @@ def discover(
         if not os.path.isdir(path):
             raise DiscoveryError(f"{given}: not a regular file or folder")
         ignores = _ancestor_ignores(path) if respect_gitignore else []
-        for found in _walk(path, wanted, ignores, user, respect_gitignore, failed):
+        for found in _walk(
+            path, wanted, ignores, user, respect_gitignore, failed, on_temporary or _ignore
+        ):
             if found not in seen:
                 seen.add(found)
                 yield found
@@ -196,6 +206,7 @@ def _walk(
     user: list[_Ignore],
     respect_gitignore: bool,
     failed: Callable[[str, OSError], None],
+    temporary: Callable[[str], None],
 ) -> Iterator[str]:
     if respect_gitignore:
         own = _read_ignore(folder, os.path.join(folder, ".gitignore"))
@@ -214,6 +225,8 @@ def _walk(
             if entry.name in SKIPPED_DIRS:
                 continue
             subdirs.append(entry)
+        elif entry.is_file() and is_temporary(entry.name):
+            temporary(entry.path)
         elif entry.is_file() and wanted(entry.path):
             path = entry.path
             if any(u.matches(path, False) for u in user):
@@ -229,4 +242,4 @@ def _walk(
             continue
         if any(ig.matches(path, True) for ig in ignores):
             continue
-        yield from _walk(path, wanted, ignores, user, respect_gitignore, failed)
+        yield from _walk(path, wanted, ignores, user, respect_gitignore, failed, temporary)

@@ -16,6 +16,7 @@ that file's error; the other files are still processed.
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
 import enum
 import os
@@ -300,6 +301,8 @@ def run(
     results: dict[str, FileResult] = {}
     candidates: list[SourceFile] = []
     others: list[str] = []  # files the prefilter ruled out (they may still import an alias)
+    stale: list[str] = []
+
     def unreadable(folder: str, exc: OSError) -> None:
         shown = display_path(folder)
         results[folder] = failed(
@@ -307,7 +310,7 @@ def run(
         )
 
     for abspath in discover(
-        paths, suffixes, exclude, respect_gitignore, excludes_at, patterns, unreadable
+        paths, suffixes, exclude, respect_gitignore, excludes_at, patterns, unreadable, stale.append
     ):
         shown = display_path(abspath)
         try:
@@ -335,8 +338,26 @@ def run(
         aliases.update(new)
         again = _importers(new, candidates, others)
         results.update(batch.process(again, aliases))
-    return RunResult(
+    result = RunResult(
         files=sorted(results.values(), key=lambda f: f.path), unsafe_fixes=options.unsafe_fixes
+    )
+    if stale:
+        result.notices.append(_stale_notice(stale, mode))
+    return result
+
+
+def _stale_notice(stale: list[str], mode: Mode) -> str:
+    """Temporary files an interrupted (killed) run left beside the files it was writing: they
+    hold a migrated copy and would be picked up by `git add -A`. `apply` removes them."""
+    shown = ", ".join(display_path(p) for p in stale[:5]) + (" ..." if len(stale) > 5 else "")
+    if mode is Mode.APPLY:
+        for path in stale:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+        return f"removed {len(stale)} temporary file(s) an interrupted run left: {shown}"
+    return (
+        f"{len(stale)} temporary file(s) an interrupted run left ({shown}): `migrate-fi apply`"
+        " removes them"
     )
 
 

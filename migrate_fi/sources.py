@@ -18,7 +18,21 @@ import tempfile
 import tokenize
 from dataclasses import dataclass
 
-__all__ = ["DecodedSource", "SourceError", "decode_source", "write_atomically"]
+__all__ = [
+    "TEMPORARY_SUFFIX",
+    "DecodedSource",
+    "SourceError",
+    "decode_source",
+    "is_temporary",
+    "write_atomically",
+]
+
+TEMPORARY_SUFFIX = ".migrate-fi.tmp"
+
+
+def is_temporary(name: str) -> bool:
+    """A temporary file of ours (`.<name>.<random>.migrate-fi.tmp`), left if a run was killed."""
+    return name.startswith(".") and name.endswith(TEMPORARY_SUFFIX)
 
 
 class SourceError(Exception):
@@ -89,7 +103,7 @@ def write_atomically(path: str, new: bytes, expected_old: bytes) -> None:
     folder = os.path.dirname(real) or "."
     try:
         fd, tmp = tempfile.mkstemp(
-            dir=folder, prefix=f".{os.path.basename(real)}.", suffix=".migrate-fi.tmp"
+            dir=folder, prefix=f".{os.path.basename(real)}.", suffix=TEMPORARY_SUFFIX
         )
     except OSError as exc:
         raise SourceError(f"cannot create a temporary file beside it: {exc.strerror}") from None
@@ -108,3 +122,7 @@ def write_atomically(path: str, new: bytes, expected_old: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise SourceError(f"cannot write: {exc.strerror}") from None
+    except BaseException:  # interrupted (SIGINT, SIGTERM): the file is old, leave no debris
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

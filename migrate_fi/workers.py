@@ -7,6 +7,7 @@ Workers get plain data (bytes, the path, codemod ids, the run's options) and ret
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -46,6 +47,19 @@ def _work(
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
     codemods = [by_id[i] for i in codemod_ids]
     return process_source(data, path, codemods, options, Mode(mode), module, aliases, prefiltered)
+
+
+def _ignore_interrupts() -> None:
+    """Workers leave Ctrl-C to the main process, which stops them; and die with it, even when
+    it is killed outright (SIGKILL), instead of waiting for work forever (Linux)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
+        import contextlib
+        import ctypes
+
+        with contextlib.suppress(OSError, AttributeError):
+            pr_set_pdeathsig = 1
+            ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
 
 
 class Batch:
@@ -98,7 +112,10 @@ class Batch:
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
         context = multiprocessing.get_context(method)
         workers = min(self.jobs, len(files))
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        pool = ProcessPoolExecutor(
+            max_workers=workers, mp_context=context, initializer=_ignore_interrupts
+        )
+        try:
             futures = {
                 pool.submit(_work, *a): (f.path, a[1]) for f, a in zip(files, args, strict=True)
             }
@@ -111,6 +128,14 @@ class Batch:
                         shown, f"worker process failed ({type(exc).__name__}); untouched"
                     )
                 self._tick(len(out), len(files))
+        except BaseException:
+            # interrupted: stop now, not after the queue drains (workers only read files)
+            processes = list((getattr(pool, "_processes", None) or {}).values())
+            pool.shutdown(wait=False, cancel_futures=True)
+            for process in processes:
+                process.terminate()
+            raise
+        pool.shutdown(wait=True)
         return out
 
     def _tick(self, done: int, total: int) -> None:

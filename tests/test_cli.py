@@ -424,7 +424,8 @@ def test_help_documents_exit_codes() -> None:
     for args in ([], ["check"], ["diff"], ["apply"]):
         r = invoke(*args, "--help")
         assert r.exit_code == 0
-        assert "Exit codes:" in r.stdout and "2  an error" in r.stdout
+        assert "Exit codes:" in r.stdout and "2    an error" in r.stdout
+        assert "130  interrupted" in r.stdout
 
 
 def test_python_dash_m() -> None:
