@@ -235,6 +235,7 @@ def _execute(common: _Common, mode: str) -> tuple[RunResult, _Settled]:
         KeywordStyle(settled.keywords),
         settled.unsafe_fixes,
         selection.settings(config.rules),
+        selection.unused_suppressions,
     )
     progress = _progress_bar() if sys.stderr.isatty() else None
     config_excludes = config.get("exclude", ())
@@ -519,7 +520,11 @@ def explain(rule: str) -> None:
     """Explain one migration, by code (FI001) or id."""
     from migrate_fi.docs import explain_text
     from migrate_fi.registry import SelectionError, lookup
+    from migrate_fi.suppression import UNUSED_CODE, UNUSED_ID, explanation
 
+    if rule.strip() in (UNUSED_CODE, UNUSED_ID):
+        click.echo(explanation())
+        return
     try:
         cls = lookup(rule)
     except SelectionError as exc:

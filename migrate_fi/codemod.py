@@ -114,6 +114,7 @@ class RunOptions:
     keyword_style: KeywordStyle = KeywordStyle.TAIL
     unsafe_fixes: bool = False  # apply `review` fixes too
     rules: tuple[tuple[str, RuleSettings], ...] = ()  # (rule id, its settings)
+    unused_suppressions: bool = True  # report suppression comments that silence nothing
 
     def settings(self, rule_id: str) -> RuleSettings:
         for key, value in self.rules:

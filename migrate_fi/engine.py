@@ -39,7 +39,7 @@ from migrate_fi.prefilter import Prefilter
 from migrate_fi.resolver import NameResolver
 from migrate_fi.results import Diagnostic, FileError, FileResult, FixSafety, RunResult, Status
 from migrate_fi.sources import SourceError, decode_source, write_atomically
-from migrate_fi.suppression import is_suppressed, source_lines
+from migrate_fi.suppression import Suppressions
 from migrate_fi.workers import Batch, SourceFile
 
 __all__ = ["Mode", "failed", "prefilter_for", "process_source", "run", "write_changes"]
@@ -101,16 +101,15 @@ def _parse(text: str, path: str) -> ast.Module:
 
 
 def _settle(
-    ctx: FileContext, lines: Callable[[], list[str]], unsafe: bool
+    ctx: FileContext, suppressions: Suppressions, unsafe: bool
 ) -> tuple[list[Diagnostic], list[Fix]]:
     """Drop what suppression comments silence (a fix whole), and mark which fixes this run
     applies. Returns the diagnostics and the fixes to apply."""
-    silenced = "migrate-fi" in ctx.text
     by_diagnostic = {id(f.diagnostic): f for f in ctx.fixes}
     kept: list[Diagnostic] = []
     applied: list[Fix] = []
     for d in ctx.diagnostics:
-        if silenced and is_suppressed(lines(), d):
+        if suppressions.comments and suppressions.silences(d):
             continue
         fix = by_diagnostic.get(id(d))
         if fix is not None and (d.fix is FixSafety.SAFE or unsafe):
@@ -150,6 +149,7 @@ def _process(
     cr_only = lone_cr and "\n" not in text
     if cr_only:
         text = text.replace("\r", "\n")
+    every = {name for c in codemods for name in (c.code, c.id)}
     codemods = [c for c in codemods if reads(c, path)]
     own_tree = is_python and in_flashinfer(module[0])
     wanted = [
@@ -178,13 +178,7 @@ def _process(
     module_cst = None
     alias_names = {key.rsplit(".", 1)[-1] for key in aliases}
     imports_alias = is_python and any(name in text for name in alias_names)
-    lines: list[str] | None = None
-
-    def current_lines() -> list[str]:
-        nonlocal lines
-        if lines is None:
-            lines = source_lines(text)
-        return lines
+    suppressions = Suppressions.of(text, is_python)
 
     for cls in codemods:
         if not (imports_alias or cls in wanted):
@@ -193,7 +187,7 @@ def _process(
         codemod = cls()
         ctx.codemod = codemod
         codemod.find(ctx)
-        diagnostics, fixes = _settle(ctx, current_lines, options.unsafe_fixes)
+        diagnostics, fixes = _settle(ctx, suppressions, options.unsafe_fixes)
         built = ctx.built_resolver
         if resolver is None and built is not None and text == original:
             result.exports = built.exports()
@@ -233,8 +227,14 @@ def _process(
                 raise EditError(f"{cls.id} produced code that does not parse ({exc.msg})") from None
         else:
             _check_still_valid(path, text, new_text, cls.id)
-        text, lines = new_text, None
+        text = new_text
+        suppressions = Suppressions.of(text, is_python)
         resolver = None
+    if text == original and options.unused_suppressions:
+        # Lines have not moved, and every rule that reads the file had its say (a rule the
+        # prefilter skipped has no site here): a comment that silenced nothing is stale.
+        ran = {name for c in codemods for name in (c.code, c.id)}
+        result.diagnostics.extend(suppressions.unused(path, ran, every))
     if text != original:
         if cr_only:
             original, text = original.replace("\n", "\r"), text.replace("\n", "\r")

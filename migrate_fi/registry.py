@@ -20,6 +20,7 @@ from packaging.version import Version
 
 from migrate_fi.codemod import Codemod, RuleSettings
 from migrate_fi.results import FixSafety
+from migrate_fi.suppression import UNUSED_CODE, UNUSED_ID
 from migrate_fi.versions import in_range, parse_version
 
 _CODE = re.compile(r"^FI\d{3}$")
@@ -111,12 +112,22 @@ def lookup(name: str) -> type[Codemod]:
 
 
 def _matches(cls: type[Codemod], selector: str) -> bool:
+    return _names(cls.code, cls.id, selector)
+
+
+def _names(code: str, rule_id: str, selector: str) -> bool:
     sel = selector.strip()
-    return sel == cls.id or (sel.upper().startswith("FI") and cls.code.startswith(sel.upper()))
+    return sel == rule_id or (sel.upper().startswith("FI") and code.startswith(sel.upper()))
+
+
+def _unused_suppression(selector: str) -> bool:
+    return _names(UNUSED_CODE, UNUSED_ID, selector)
 
 
 def _check_selectors(selectors: Iterable[str]) -> None:
     for sel in selectors:
+        if _unused_suppression(sel):
+            continue
         if not any(_matches(c, sel) for c in all_codemods()):
             raise SelectionError(
                 f"unknown rule {sel!r} in --select/--ignore (see `migrate-fi rules`)"
@@ -130,6 +141,8 @@ class Selection:
     rules: tuple[type[Codemod], ...]
     # id -> why a rule the user asked for by name (--select) does not run in this range
     dropped: tuple[str, ...] = ()
+    # report suppression comments that silence nothing (FI000)
+    unused_suppressions: bool = True
 
     def settings(
         self, options: Mapping[str, Mapping[str, Any]] | None = None
@@ -176,4 +189,7 @@ def select(
                 )
             continue
         chosen.append(cls)
-    return Selection(tuple(chosen), tuple(dropped))
+    unused = (not select or any(_unused_suppression(s) for s in select)) and not any(
+        _unused_suppression(s) for s in ignore
+    )
+    return Selection(tuple(chosen), tuple(dropped), unused)

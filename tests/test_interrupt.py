@@ -35,7 +35,19 @@ def make_tree(root: Path, files: int = FILES) -> None:
 
 def start(root: Path, command: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "migrate_fi", command, "--from", "0.6.10", "--to", "0.6.11", "-j", "2", str(root)],
+        [
+            sys.executable,
+            "-m",
+            "migrate_fi",
+            command,
+            "--from",
+            "0.6.10",
+            "--to",
+            "0.6.11",
+            "-j",
+            "2",
+            str(root),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -62,7 +62,9 @@ def test_git_applies_the_patch(
     assert (tmp_path / "src" / name).read_bytes() == expected
 
 
-def test_a_target_outside_the_current_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_target_outside_the_current_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     repo = tmp_path / "repo"
     (repo / "pkg").mkdir(parents=True)
     (repo / "pkg" / "m.py").write_text(LEGACY)

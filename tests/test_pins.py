@@ -13,7 +13,13 @@ from migrate_fi.project import ProjectVersionError, detect_current_version, find
 
 def found(path: str, text: str, old: str | None = None, companions=()):
     return [
-        (r.kind.value, r.package, r.operator, r.version, text.splitlines()[r.line - 1][r.col : r.end_col])
+        (
+            r.kind.value,
+            r.package,
+            r.operator,
+            r.version,
+            text.splitlines()[r.line - 1][r.col : r.end_col],
+        )
         for r in scan(path, text, old, companions)
     ]
 
@@ -23,7 +29,7 @@ def test_requirements_in_pyproject_with_extras_ranges_and_markers() -> None:
         "dependencies = [\n"
         '    "flashinfer_python[cu13]==0.6.12",\n'
         '    "flashinfer-cubin==0.6.12",\n'
-        '    "flashinfer-jit-cache>=0.6.8,<0.7; platform_machine == \'x86_64\'",\n'
+        "    \"flashinfer-jit-cache>=0.6.8,<0.7; platform_machine == 'x86_64'\",\n"
         '    "sglang-kernel==0.6.12",\n'
         '    "not-flashinfer-python==1.0",\n'
         "]\n"
@@ -72,7 +78,7 @@ def test_json_yaml_and_poetry() -> None:
 def test_python_checks_requirements_and_examples() -> None:
     text = (
         '"""Checks.\n\n'
-        "Example: FlashInfer's minimum (e.g. \"0.6.12\").\n"
+        'Example: FlashInfer\'s minimum (e.g. "0.6.12").\n'
         '"""\n'
         'assert_pkg_version("flashinfer_python", "0.6.12", "reinstall")\n'
         'assert_pkg_version("sglang-kernel", "0.6.12", "reinstall")\n'
