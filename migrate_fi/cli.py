@@ -193,23 +193,25 @@ def _range_and_rules(
     to_version: str | None,
     select_: list[str] | None = None,
     ignore: list[str] | None = None,
-) -> tuple[Any, Any, list[Any], Any]:
-    """(from, to, pins read, the selection): --from defaults to the project's pin."""
+) -> tuple[Any, Any, list[Any], Any, list[str]]:
+    """(from, to, pins read, the selection, pin files that could not be read): --from defaults
+    to the project's pin."""
     from migrate_fi.project import ProjectVersionError, detect_current_version
     from migrate_fi.registry import SelectionError, select
     from migrate_fi.versions import NEWEST_RELEASE, VersionError, check_range, parse_version
 
     pins: list[Any] = []
+    problems: list[str] = []
     try:
         if from_version is None:
-            from_version, pins = detect_current_version(paths)
+            from_version, pins, problems = detect_current_version(paths)
         from_v = parse_version(from_version)
         to_v = parse_version(to_version or NEWEST_RELEASE)
         check_range(from_v, to_v)
         selection = select(from_v, to_v, select_ or (), ignore or ())
     except (ProjectVersionError, VersionError, SelectionError) as exc:
         raise Fatal(str(exc)) from None
-    return from_v, to_v, pins, selection
+    return from_v, to_v, pins, selection, problems
 
 
 def _execute(common: _Common, mode: str) -> tuple[RunResult, _Settled]:
@@ -222,7 +224,7 @@ def _execute(common: _Common, mode: str) -> tuple[RunResult, _Settled]:
         if not os.path.lexists(p):
             raise Fatal(f"{p}: no such file or folder")
     config = settled.config
-    from_v, to_v, _, selection = _range_and_rules(
+    from_v, to_v, _, selection, problems = _range_and_rules(
         settled.paths,
         common.from_version or config.get("from"),
         common.to_version or config.get("to"),
@@ -258,7 +260,7 @@ def _execute(common: _Common, mode: str) -> tuple[RunResult, _Settled]:
             click.echo("\r\033[K", nl=False, err=True)
     result.from_version, result.to_version = str(from_v), str(to_v)
     result.rules = [c.code for c in selection.rules]
-    result.notices = [*selection.dropped, *result.notices]
+    result.notices = [*selection.dropped, *problems, *result.notices]
     return result, settled
 
 
@@ -662,7 +664,7 @@ def api_diff(
     keyword-only, enum-value, enum-removed, moved, removed, added.
     """
     from migrate_fi.api.differ import diff_releases
-    from migrate_fi.api.store import available_releases
+    from migrate_fi.api.store import available_releases, missing_data
     from migrate_fi.versions import VersionError, parse_version
 
     known = {str(parse_version(v)) for v in available_releases()}
@@ -672,7 +674,7 @@ def api_diff(
         except VersionError as exc:
             raise Fatal(str(exc)) from None
         if canonical not in known:
-            raise Fatal(f"no API data for FlashInfer {v} (see `migrate-fi signatures list`)")
+            raise Fatal(missing_data(v))
     changes = [
         c
         for c in diff_releases(old, new)
@@ -701,10 +703,14 @@ def plan(
     Lists every pin found and where (pyproject.toml, requirements, setup files, Dockerfiles, CI
     scripts, version files), and says when they disagree."""
     from migrate_fi.api.differ import changed_callables
-    from migrate_fi.project import find_pins
+    from migrate_fi.api.store import missing_data
+    from migrate_fi.project import search_pins
 
     paths = paths or (".",)
-    all_pins = find_pins(paths)
+    search = search_pins(paths)
+    for problem in search.problems:
+        click.echo(f"migrate-fi: warning: {problem}", err=True)
+    all_pins = search.pins
     versions = sorted({p.version.split("+", 1)[0] for p in all_pins if not p.marker})
     if len(versions) > 1 and from_version is None:
         for p in all_pins:
@@ -713,7 +719,7 @@ def plan(
             f"the project's FlashInfer pins disagree ({', '.join(versions)}, listed above):"
             " pass --from VERSION"
         )
-    from_v, to_v, pins, selection = _range_and_rules(paths, from_version, to_version)
+    from_v, to_v, pins, selection, _ = _range_and_rules(paths, from_version, to_version)
     rules = []
     for c in selection.rules:
         entry: dict[str, object] = {
@@ -726,7 +732,7 @@ def plan(
             try:
                 changed = changed_callables(str(from_v), str(to_v))
             except KeyError as exc:
-                raise Fatal(f"no API data for FlashInfer {exc.args[0]}") from None
+                raise Fatal(missing_data(exc.args[0])) from None
             entry["apis_changed"] = sum(1 for _, d in changed.values() if d is not None)
             entry["apis_removed"] = sum(1 for _, d in changed.values() if d is None)
         else:

@@ -33,7 +33,14 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["Config", "ConfigError", "find_config", "load_config", "rule_options"]
+__all__ = [
+    "Config",
+    "ConfigError",
+    "find_config",
+    "load_config",
+    "rule_options",
+    "tomllib",
+]
 
 TABLE = "migrate-fi"
 _CHOICES = {

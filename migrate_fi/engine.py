@@ -247,12 +247,8 @@ def _process(
 def _check_still_valid(path: str, old: str, new: str, rule: str) -> None:
     """A TOML or JSON file that parsed before must parse after a rule edited it."""
     import json
-    import sys
 
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover
-        import tomli as tomllib
+    from migrate_fi.config import tomllib
 
     loaders = {".toml": tomllib.loads, ".json": json.loads}
     load = loaders.get(os.path.splitext(path)[1])

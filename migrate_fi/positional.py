@@ -29,16 +29,13 @@ __all__ = ["Site", "Wording", "check_calls", "ordinal", "require_api_data"]
 def require_api_data(code: str, options: RunOptions) -> None:
     """Refuse a run for which the API data of ``--from`` or ``--to`` is not bundled."""
     from migrate_fi.api.differ import api_for
-    from migrate_fi.api.store import available_releases
+    from migrate_fi.api.store import available_releases, missing_data
     from migrate_fi.versions import parse_version
 
     known = {parse_version(v) for v in available_releases()}
     for v in (options.from_version, options.to_version):
         if v not in known:
-            raise CodemodSetupError(
-                f"{code} needs FlashInfer's API data for {v}, which is not bundled"
-                " (see `migrate-fi signatures list`; `migrate-fi signatures build` adds a release)"
-            )
+            raise CodemodSetupError(f"{code}: {missing_data(v)}")
         # loaded once, before the engine forks its workers: they share it instead of each
         # reading it again
         api_for(str(v))

@@ -5,7 +5,8 @@ Read from every place the project writes it down (`migrate_fi.pins`): dependency
 ``setup.cfg``; ``ARG``/``ENV`` variables and ``pip install`` lines of Dockerfiles and CI scripts;
 JSON and YAML version files. Files in the project root (the nearest folder above the given paths
 that has a pin file or a ``.git``) and under the given paths count. A pin names the version when it
-is exact (``==``), a lower bound (``>=``, ``~=``, Poetry's ``^``), or a version variable;
+is exact (``==``), a lower bound of a full release number (``>=0.6.12``, ``~=``, Poetry's ``^``;
+not ``>=0.6``), or a version variable;
 ``flashinfer-cubin`` and ``flashinfer-jit-cache`` pins count too (they move in step). A local
 tag (``+cu128``) is ignored; a wildcard (``==0.6.*``) names no single version. A pin whose
 environment marker may exclude it counts only when no unmarked pin exists.
@@ -15,13 +16,22 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from migrate_fi.config import tomllib
 from migrate_fi.discovery import DiscoveryError, discover, find_upward, wanted_files
 from migrate_fi.pins import PIN_FILE_PATTERNS, Kind, scan
 from migrate_fi.versions import VersionError, parse_version
 
-__all__ = ["Pin", "ProjectVersionError", "detect_current_version", "find_pins", "project_root"]
+__all__ = [
+    "Pin",
+    "PinSearch",
+    "ProjectVersionError",
+    "detect_current_version",
+    "find_pins",
+    "project_root",
+    "search_pins",
+]
 
 _ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", ".git")
 _NAMING_OPERATORS = ("==", "===", ">=", "~=", "^", "~", "")
@@ -101,40 +111,78 @@ def _is_pin_file(path: str) -> bool:
     return _PIN_FILES(path)
 
 
-def find_pins(paths: Iterable[str]) -> list[Pin]:
-    """Every FlashInfer version the project writes down that names the version it is on."""
-    pins: list[Pin] = []
+@dataclass
+class PinSearch:
+    """What the project's pin files say about FlashInfer."""
+
+    pins: list[Pin] = field(default_factory=list)  # each names the version the project is on
+    unnamed: list[Pin] = field(default_factory=list)  # requirements naming no one version
+    problems: list[str] = field(default_factory=list)  # pin files that could not be read
+
+
+def search_pins(paths: Iterable[str]) -> PinSearch:
+    """Read every pin file of the project (see the module docstring)."""
+    out = PinSearch()
     for filename in _pin_files(paths):
         try:
-            with open(filename, encoding="utf-8", errors="replace") as fh:
-                text = fh.read()
-        except OSError:
+            with open(filename, "rb") as fh:
+                data = fh.read()
+        except OSError as exc:
+            out.problems.append(f"{_shown(filename)}: cannot be read ({exc.strerror})")
             continue
-        if "flashinfer" not in text.lower():
+        if b"flashinfer" not in data.lower():
             continue
+        text = data.decode("utf-8", errors="replace")
+        if filename.endswith(".toml"):
+            try:
+                tomllib.loads(text)
+            except tomllib.TOMLDecodeError as exc:
+                out.problems.append(
+                    f"{_shown(filename)}: not valid TOML ({exc}); its pins were read line by line"
+                )
         for ref in scan(filename, text):
             if ref.in_comment or ref.kind not in (Kind.REQUIREMENT, Kind.VARIABLE):
                 continue
-            if ref.operator not in _NAMING_OPERATORS or "*" in ref.version:
-                continue
-            pins.append(
-                Pin(
-                    filename,
-                    ref.line,
-                    ref.operator,
-                    ref.version,
-                    ref.package,
-                    ref.kind.value,
-                    ref.marker,
-                )
+            pin = Pin(
+                filename,
+                ref.line,
+                ref.operator,
+                ref.version,
+                ref.package,
+                ref.kind.value,
+                ref.marker,
             )
-    return pins
+            if not _names_a_release(ref.operator, ref.version):
+                out.unnamed.append(pin)
+            else:
+                out.pins.append(pin)
+    return out
 
 
-def detect_current_version(paths: Iterable[str]) -> tuple[str, list[Pin]]:
-    """The one version the project's pins name, or `ProjectVersionError` saying why not."""
-    paths = list(paths)
-    pins = find_pins(paths)
+def _names_a_release(operator: str, version: str) -> bool:
+    """``==0.6.12``, ``>=0.6.12``, a variable: yes; ``==0.6.*``, ``<0.7``, ``>=0.6``: no (a
+    bound short of a full release number, ``>=0.6,<0.7``, leaves the release open)."""
+    if operator not in _NAMING_OPERATORS or "*" in version:
+        return False
+    release = version.split("+", 1)[0].split(".")
+    return operator in ("==", "===", "") or len(release) >= 3
+
+
+def _shown(path: str) -> str:
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
+def find_pins(paths: Iterable[str]) -> list[Pin]:
+    """Every FlashInfer version the project writes down that names the version it is on."""
+    return search_pins(paths).pins
+
+
+def detect_current_version(paths: Iterable[str]) -> tuple[str, list[Pin], list[str]]:
+    """The one version the project's pins name, the pins naming it and the pin files that
+    could not be read; or `ProjectVersionError` saying why there is no one version."""
+    found = search_pins(list(paths))
+    pins = found.pins
     unmarked = [p for p in pins if not p.marker]
     counted = unmarked or pins
     versions: dict[str, list[Pin]] = {}
@@ -145,10 +193,20 @@ def detect_current_version(paths: Iterable[str]) -> tuple[str, list[Pin]]:
             continue
         versions.setdefault(key, []).append(pin)
     if not versions:
+        if found.unnamed:
+            ranges = "; ".join(
+                f"{p.describe()} in {_shown(p.path)}:{p.line}" for p in found.unnamed[:3]
+            )
+            why = f"the pins found name no single release ({ranges})"
+        else:
+            why = (
+                "no flashinfer-python pin found in pyproject.toml, setup.py, setup.cfg,"
+                " requirements*.txt, Dockerfiles or CI scripts"
+            )
+        if found.problems:
+            why += "; " + "; ".join(found.problems)
         raise ProjectVersionError(
-            "cannot tell which FlashInfer version the code uses now (no flashinfer-python pin"
-            " found in pyproject.toml, setup.py, setup.cfg, requirements*.txt, Dockerfiles or"
-            " CI scripts): pass --from VERSION"
+            f"cannot tell which FlashInfer version the code uses now ({why}): pass --from VERSION"
         )
     if len(versions) > 1:
         where = "; ".join(
@@ -158,5 +216,5 @@ def detect_current_version(paths: Iterable[str]) -> tuple[str, list[Pin]]:
             f"the project's FlashInfer pins disagree ({where}): pass --from VERSION"
             " (`migrate-fi plan` lists them all)"
         )
-    ((version, found),) = versions.items()
-    return version, found
+    ((version, naming),) = versions.items()
+    return version, naming, found.problems

@@ -77,7 +77,8 @@ def debris(root: Path) -> list[Path]:
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 @pytest.mark.parametrize("command", ["check", "apply"])
 def test_a_signal_ends_the_run_within_a_second(tmp_path: Path, sig: int, command: str) -> None:
-    make_tree(tmp_path)
+    files = FILES if command == "apply" else 8 * FILES  # check is quick: give it more to read
+    make_tree(tmp_path, files)
     proc = start(tmp_path, command)
     time.sleep(1.0)  # start-up is done: discovery, analysis in the workers, or writes
     sent = time.monotonic()
@@ -91,7 +92,7 @@ def test_a_signal_ends_the_run_within_a_second(tmp_path: Path, sig: int, command
     assert "migrate-fi: interrupted" in err
     assert "Traceback" not in err
     old, new = states(tmp_path)
-    assert old + new == FILES
+    assert old + new == files
     assert debris(tmp_path) == []
     if command == "apply" and new:
         assert f"{new} file(s) were rewritten before it stopped" in err
@@ -105,8 +106,10 @@ def test_sigterm_at_random_moments_leaves_whole_files_and_no_debris(tmp_path: Pa
         time.sleep(rng.uniform(0.3, 2.5))
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=10)
-        assert proc.returncode in (0, 130)
         old, new = states(tmp_path)
+        # -SIGTERM: the signal came while Python was still starting, before any handler (and
+        # long before any write)
+        assert proc.returncode in (0, 130) or (proc.returncode == -signal.SIGTERM and new == 0)
         assert old + new == FILES
         assert debris(tmp_path) == []
 

@@ -120,8 +120,8 @@ def test_detection_reads_every_pin_file(tmp_path: Path) -> None:
     write(tmp_path, "python/pyproject.toml", 'dependencies = ["flashinfer_python[cu13]==0.6.12"]\n')
     write(tmp_path, "docker/Dockerfile", "ARG FLASHINFER_VERSION=0.6.12\n")
     write(tmp_path, "requirements/cuda.txt", "flashinfer-python==0.6.12+cu128\n")
-    version, pins = detect_current_version([str(tmp_path)])
-    assert version == "0.6.12"
+    version, pins, problems = detect_current_version([str(tmp_path)])
+    assert version == "0.6.12" and problems == []
     assert {Path(p.path).name for p in pins} == {"pyproject.toml", "Dockerfile", "cuda.txt"}
 
 
@@ -142,8 +142,51 @@ def test_disagreeing_pins_and_wildcards(tmp_path: Path) -> None:
     (tmp_path / "Dockerfile").unlink()
     (tmp_path / "requirements.txt").write_text("flashinfer-python==0.6.*\n")
     assert find_pins([str(tmp_path)]) == []  # a wildcard names no single version
-    with pytest.raises(ProjectVersionError, match="pass --from"):
+    with pytest.raises(ProjectVersionError, match=r"name no single release \(flashinfer-python"):
         detect_current_version([str(tmp_path)])
+
+
+@pytest.mark.parametrize(
+    ("spec", "named"),
+    [
+        ("==0.6.12", "0.6.12"),
+        (">=0.6.12,<0.7", "0.6.12"),
+        ("~=0.6.12", "0.6.12"),
+        ("==0.6.10+cu128", "0.6.10"),
+        (">=0.6,<0.7", None),
+        ("<0.7", None),
+        ("==0.6.*", None),
+        ("!=0.6.9", None),
+    ],
+)
+def test_which_requirements_name_the_release(tmp_path: Path, spec: str, named: str | None) -> None:
+    write(tmp_path, "requirements.txt", f"flashinfer-python{spec}\n")
+    if named is None:
+        with pytest.raises(ProjectVersionError, match="name no single release"):
+            detect_current_version([str(tmp_path)])
+    else:
+        assert detect_current_version([str(tmp_path)])[0] == named
+
+
+def test_an_invalid_pyproject_is_said_and_still_read(tmp_path: Path) -> None:
+    write(tmp_path, "pyproject.toml", '[project\ndependencies = ["flashinfer-python==0.6.12"]\n')
+    version, _, problems = detect_current_version([str(tmp_path)])
+    assert version == "0.6.12"
+    (problem,) = problems
+    assert problem.startswith(str(tmp_path / "pyproject.toml") + ": not valid TOML (")
+    (tmp_path / "pyproject.toml").write_text("[project\nname = 'x'\n# flashinfer\n")
+    with pytest.raises(ProjectVersionError, match=r"pyproject\.toml: not valid TOML"):
+        detect_current_version([str(tmp_path)])
+
+
+def test_a_release_without_data_says_what_the_data_covers() -> None:
+    from migrate_fi.api.store import available_releases, missing_data
+
+    first, last = available_releases()[0], available_releases()[-1]
+    assert f"releases before {first} are not covered" in missing_data("0.5.3")
+    assert "newer than this migrate-fi knows" in missing_data("9.0.0")
+    assert "not a published release" in missing_data("0.6.10.post3")
+    assert f"the data covers {first} to {last}" in missing_data("0.5.3")
 
 
 def test_kinds_are_values() -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 from migrate_fi.versions import parse_version
 
-__all__ = ["DATA_DIR", "available_releases", "load_release", "write_release"]
+__all__ = ["DATA_DIR", "available_releases", "load_release", "missing_data", "write_release"]
 
 DATA_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "api")
 FORMAT = 2  # 2: every module with its names; defs at any depth; synthesized constructors
@@ -28,6 +28,34 @@ def available_releases(folder: str = DATA_DIR) -> list[str]:
         return []
     versions = [n[: -len(".json.gz")] for n in names if n.endswith(".json.gz")]
     return sorted(versions, key=parse_version)
+
+
+def missing_data(version: object) -> str:
+    """Why a release has no data, and what to do: one line."""
+    known = available_releases()
+    if not known:
+        return f"no API data for FlashInfer {version}: the bundled data is missing (reinstall)"
+    first, last = parse_version(known[0]), parse_version(known[-1])
+    try:
+        v = parse_version(str(version))
+    except ValueError:
+        v = None
+    if v is not None and v < first:
+        advice = (
+            f"releases before {first} are not covered: migrate to {first} by hand first, or"
+            f" build the data from its wheel with `migrate-fi signatures build WHEEL`"
+        )
+    elif v is not None and v > last:
+        advice = (
+            "it is newer than this migrate-fi knows: upgrade migrate-fi, or build the data"
+            " from its wheel with `migrate-fi signatures build WHEEL`"
+        )
+    else:
+        advice = "not a published release? `migrate-fi signatures list` names those covered"
+    return (
+        f"no API data for FlashInfer {version} (the data covers {first} to {last}, "
+        f"{len(known)} releases): {advice}"
+    )
 
 
 @cache
