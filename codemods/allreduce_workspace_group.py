@@ -6,7 +6,7 @@ import ast
 from dataclasses import dataclass
 
 from migrate_fi.api.paths import is_flashinfer
-from migrate_fi.calls import CallArgs
+from migrate_fi.calls import CallArgs, CalleeCall, Via, callee_calls
 from migrate_fi.codemod import Codemod, FileContext, RuleOption, RunOptions
 from migrate_fi.edits import add_dict_entry, add_keyword
 from migrate_fi.positional import require_api_data
@@ -76,6 +76,10 @@ class AllreduceWorkspaceGroup(Codemod):
     `group=None`, or a variable set to `None` on some path (`device_group = None` when the
     sub-group is the whole TP group), re-creates the WORLD fallback, and each such line is
     reported. Keywords the new release no longer takes are FI002's to report.
+
+    A `functools.partial` of the factory is where it is named, so `group=` goes into the
+    partial (its keywords reach every call of it), unless every call of the partial in sight
+    passes the group already.
     """
 
     code = "FI004"
@@ -107,8 +111,18 @@ class AllreduceWorkspaceGroup(Codemod):
         keys.discard(None)
         resolver = ctx.resolver
         names = [n for n in ctx.option("group-names") if not _is_cpu(n)]
-        for call, scope in resolver.iter_calls():
-            candidates = resolver.resolve(call.func, scope).candidates
+        # A `functools.partial` of it is where it is named, and where group= goes, unless every
+        # call of the partial in sight passes it.
+        views = list(callee_calls(resolver))
+        calls_of: dict[int, list[CalleeCall]] = {}
+        for view in views:
+            if view.via is Via.PARTIAL_CALL:
+                calls_of.setdefault(id(view.partial), []).append(view)
+        for view in views:
+            if view.via is Via.PARTIAL_CALL:
+                continue
+            call = view.node
+            candidates = resolver.resolve(view.func, view.func_scope).candidates
             paths = {c.qualname for c in candidates if is_flashinfer(c.qualname)}
             hits = [p for p in paths if (old_api.key(p) or new_api.key(p)) in keys]
             if not hits:
@@ -129,7 +143,18 @@ class AllreduceWorkspaceGroup(Codemod):
                 if signature
                 else None
             )
-            _Site(ctx, resolver, call, scope, name, group_index, names).check()
+            later = calls_of.get(id(call), [])
+            if later and all(_group_passed(v.args, group_index) is not None for v in later):
+                continue
+            _Site(ctx, resolver, view, name, group_index, names).check()
+
+
+def _group_passed(args: CallArgs, index: int | None) -> ast.expr | None:
+    """The group a call passes, by keyword or at ``index``."""
+    passed = args.passed("group")
+    if passed is None and index is not None and len(args.positional) > index:
+        passed = args.positional[index]
+    return passed
 
 
 class _Site:
@@ -137,22 +162,18 @@ class _Site:
         self,
         ctx: FileContext,
         resolver: NameResolver,
-        call: ast.Call,
-        scope: Scope,
+        view: CalleeCall,
         name: str,
         group_index: int | None,
         names: list[str],
     ) -> None:
-        self.ctx, self.resolver, self.call, self.scope = ctx, resolver, call, scope
+        self.ctx, self.resolver, self.call, self.scope = ctx, resolver, view.node, view.scope
         self.name, self.group_index, self.names = name, group_index, names
-        self.args = CallArgs.of(call, resolver, scope)
+        self.args = view.args
         self.since = AllreduceWorkspaceGroup.introduced_in
 
     def check(self) -> None:
-        passed = self.args.passed("group")
-        index = self.group_index
-        if passed is None and index is not None and len(self.args.positional) > index:
-            passed = self.args.positional[index]
+        passed = _group_passed(self.args, self.group_index)
         if passed is not None:
             self._none_paths(passed, passed)
             return

@@ -98,7 +98,7 @@ class CompanionRequirements(Codemod):
             return
         refs = [
             r
-            for r in scan(ctx.path, ctx.text, companions=required)
+            for r in scan(ctx.path, ctx.text, companions=required, tree=ctx.tree)
             if r.package in required and r.kind is Kind.REQUIREMENT and not r.in_comment
         ]
         groups: dict[tuple[int, str], list[VersionRef]] = {}

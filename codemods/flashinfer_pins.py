@@ -108,7 +108,7 @@ class FlashinferPins(Codemod):
         self.target = ctx.options.to_version
         self.origin = ctx.options.from_version
         self.cubin_published = self._published(CUBIN)
-        refs = scan(ctx.path, ctx.text, str(self.origin))
+        refs = scan(ctx.path, ctx.text, str(self.origin), tree=ctx.tree)
         base = os.path.basename(ctx.path)
         removed_lines: set[int] = set()
         changes: list[_Change] = []

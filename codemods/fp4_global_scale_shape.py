@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from migrate_fi.calls import CallArgs
+from migrate_fi.calls import callee_calls
 from migrate_fi.codemod import Codemod, FileContext
 from migrate_fi.resolver import NameResolver
 from migrate_fi.results import FixSafety
@@ -253,16 +253,20 @@ class Fp4GlobalScaleShape(Codemod):
     def find(self, ctx: FileContext) -> None:
         resolver = ctx.resolver
         shape = _Shape(resolver)
-        for call, scope in resolver.iter_calls():
-            target, _ambiguity = resolver.resolve(call.func, scope).match(frozenset(TARGETS))
+        for view in callee_calls(resolver):
+            scope = view.scope
+            target, _ambiguity = resolver.resolve(view.func, view.func_scope).match(
+                frozenset(TARGETS)
+            )
             if target is None:
                 continue  # names that may not be FlashInfer's are the positional rules' business
             param, index = TARGETS[target]
-            args = CallArgs.of(call, resolver, scope)
+            # what this call writes itself (a partial's own arguments are judged where it is made)
+            args, index = view.own, index - view.bound_count
             passed = args.passed(param)
             if passed is not None:
                 value = passed
-            elif len(args.positional) > index:
+            elif 0 <= index < len(args.positional) and not (view.bound and view.bound.starred):
                 value = args.positional[index]
             else:
                 continue  # not passed (or hidden in *args/**kwargs): nothing to point at

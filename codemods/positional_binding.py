@@ -15,7 +15,10 @@ class PositionalBinding(Codemod):
     Driven by the bundled API data of every release (`migrate-fi api-diff OLD NEW`), not by a
     hand-written table. For each call that resolves to a FlashInfer function, class constructor,
     or a method of an instance built in the same scope or assigned to `self.<attr>` in the same
-    class (`w = flashinfer.BatchDecodeWithPagedKVCacheWrapper(...); w.plan(...)`):
+    class (`w = flashinfer.BatchDecodeWithPagedKVCacheWrapper(...); w.plan(...)`), also through
+    `functools.partial` (`q = partial(f, a); q(b, c)` calls `f(a, b, c)`: the call's own
+    arguments are named; a partial that itself binds the affected positions is reported, since
+    naming them there would shift the positional arguments of its calls):
 
     - If a parameter was inserted, removed or reordered before the positions the call fills, the
       call binds differently with no error. The fix names the arguments from the first affected

@@ -28,6 +28,7 @@ import re
 import tokenize
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
+from functools import cache
 
 __all__ = [
     "CUBIN",
@@ -191,12 +192,19 @@ def _family_names(companions: Collection[str]) -> set[str]:
 
 
 def scan(
-    path: str, text: str, old_version: str | None = None, companions: Collection[str] = ()
+    path: str,
+    text: str,
+    old_version: str | None = None,
+    companions: Collection[str] = (),
+    tree: ast.Module | None = None,
 ) -> list[VersionRef]:
-    """Every FlashInfer version written in the file (and the versions of ``companions``)."""
+    """Every FlashInfer version written in the file (and the versions of ``companions``).
+    ``tree``: the file's parsed tree when the caller has it (Python files)."""
     names = _family_names(companions)
     if path.endswith(".py"):
-        return _scan_python(path, text, old_version, names)
+        if not _python_may_hold(text, old_version, names):
+            return []
+        return _scan_python(path, text, old_version, names, tree)
     base = os.path.basename(path)
     hash_comments = not base.endswith(".json")
     out: list[VersionRef] = []
@@ -332,15 +340,44 @@ def _dist_name(node: ast.expr) -> str | None:
     return None
 
 
-def _scan_python(path: str, text: str, old: str | None, names: Collection[str]) -> list[VersionRef]:
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return []
+@cache
+def _gate(names: frozenset[str]) -> re.Pattern[str]:
+    """What a Python file must contain to hold a pin, a check or a requirement of ``names``:
+    a name followed by a version operator, or a quoted distribution name."""
+    spelled = "|".join(
+        sorted(
+            (r"[-_.]".join(re.escape(part) for part in re.split(r"[-_.]", n)) for n in names),
+            key=len,
+            reverse=True,
+        )
+    )
+    if "flashinfer-python" in names:
+        spelled += "|flashinfer"  # the old name of the main package
+    return re.compile(
+        rf"(?<![\w.-])(?:{spelled})(?:\s*\[[^\]]*\])?\s*{_OP}|[\"'](?:{spelled})(?:\[[^\]]*\])?[\"']",
+        re.IGNORECASE,
+    )
+
+
+def _python_may_hold(text: str, old: str | None, names: Collection[str]) -> bool:
+    """A cheap test that most Python files fail: the full scan tokenizes the whole file."""
+    if old is not None and old in text:
+        return True
+    return _gate(frozenset(names)).search(text) is not None
+
+
+def _scan_python(
+    path: str, text: str, old: str | None, names: Collection[str], tree: ast.Module | None
+) -> list[VersionRef]:
+    if tree is None:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            return []
     lines = _lines(text)
     out: list[VersionRef] = []
     taken: set[tuple[int, int]] = set()
-    docstrings = _docstring_lines(tree)
+    docstrings: set[int] | None = None  # read when the old version is met in a string
     # checks: a call with a FlashInfer distribution name and a version string
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
@@ -368,13 +405,15 @@ def _scan_python(path: str, text: str, old: str | None, names: Collection[str]) 
         if token.type not in (tokenize.COMMENT, tokenize.STRING):
             continue
         in_comment = token.type == tokenize.COMMENT
-        whole = not in_comment and _is_requirement_string(token.string)
+        whole: bool | None = None  # is the string one requirement? (asked when one is found)
         for k, piece in enumerate(token.string.splitlines()):
             line_no = number + k
             offset = col if k == 0 else 0
             for ref in _requirements(path, line_no, piece, names, len(piece), offset):
                 if (ref.line, ref.col) in taken:
                     continue
+                if whole is None:
+                    whole = not in_comment and _is_requirement_string(token.string)
                 if whole:  # the string is a requirement: `install_requires=["flashinfer..."]`
                     out.append(ref)
                 elif ref.operator == "==" and ref.version == old:
@@ -384,8 +423,13 @@ def _scan_python(path: str, text: str, old: str | None, names: Collection[str]) 
                 else:
                     continue
                 taken.add((ref.line, ref.col))
-            if old is None or (token.type == tokenize.STRING and number not in docstrings):
+            if old is None or old not in piece:
                 continue
+            if token.type == tokenize.STRING:
+                if docstrings is None:
+                    docstrings = _docstring_lines(tree)
+                if number not in docstrings:
+                    continue
             if not _near_mention(lines, line_no):
                 continue
             for m in re.finditer(rf"(?<![\w.]){re.escape(old)}(?![\w.]*\d)", piece):

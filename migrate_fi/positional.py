@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from migrate_fi.api.paths import ApiPath, is_flashinfer
-from migrate_fi.calls import CallArgs
+from migrate_fi.calls import CallArgs, CalleeCall, Via, callee_calls
 from migrate_fi.codemod import CodemodSetupError, FileContext, KeywordStyle, RunOptions
 from migrate_fi.edits import Transform, keywordize, rename_keyword
 
@@ -50,13 +50,22 @@ def ordinal(n: int) -> str:
 class Site:
     """One call to a FlashInfer callable whose signature changed between the two releases."""
 
-    call: ast.Call
-    args: CallArgs
+    view: CalleeCall
     path: ApiPath
     diff: CallableDiff
     old_v: str
     new_v: str
     since: str  # the first release in the range where positional calls need a rewrite
+
+    @property
+    def call(self) -> ast.Call:
+        """The call written in the file: reported, and edited."""
+        return self.view.node
+
+    @property
+    def args(self) -> CallArgs:
+        """Every argument that reaches the callee (a partial's included)."""
+        return self.view.args
 
     @property
     def name(self) -> str:
@@ -112,6 +121,14 @@ class Wording:
             f"{site.name} gets {', '.join(names)} both by position and by keyword: left unchanged"
         )
 
+    def partial_positional(self, site: Site, moved: str) -> str:
+        return (
+            f"functools.partial of {site.name} binds positional arguments from {site.start + 1}"
+            f" on, which bind differently since {site.since}; named here, they would shift the"
+            f" positional arguments of the partial's calls: pass {moved} by keyword where the"
+            " partial is made and called"
+        )
+
     def not_keyword(self, site: Site, missing: list[str]) -> str:
         return (
             f"{site.name}: positional arguments from {site.start + 1} on bind differently since"
@@ -129,8 +146,8 @@ def check_calls(ctx: FileContext, owns: Callable[[str], bool], wording: Wording)
     old_api, new_api = api_for(old_v), api_for(new_v)
     resolver = ctx.resolver
     _check_imports(ctx, old_api, new_api, owns)
-    for call, scope in resolver.iter_calls():
-        candidates = resolver.resolve(call.func, scope).candidates
+    for view in callee_calls(resolver):
+        candidates = resolver.resolve(view.func, view.func_scope).candidates
         paths = sorted({c.qualname for c in candidates if is_flashinfer(c.qualname)})
         if not paths:
             continue
@@ -142,17 +159,15 @@ def check_calls(ctx: FileContext, owns: Callable[[str], bool], wording: Wording)
             key = old_api.key(path)
             if key is not None:
                 by_key.setdefault(key, path)
-        args = CallArgs.of(call, resolver, scope)
         ambiguous = bool(others) or len(by_key) > 1
         for key, path in by_key.items():
             if owns(key):
-                _check_call(ctx, call, args, ApiPath(path), ambiguous, candidates, wording)
+                _check_call(ctx, view, ApiPath(path), ambiguous, candidates, wording)
 
 
 def _check_call(
     ctx: FileContext,
-    call: ast.Call,
-    args: CallArgs,
+    view: CalleeCall,
     path: ApiPath,
     ambiguous: object,
     candidates: tuple,
@@ -166,8 +181,10 @@ def _check_call(
     if before is None:
         return  # not a callable FlashInfer knew on --from (a module, a constant...)
     after = new_api.callable(str(path))
+    call, args = view.node, view.args
     if after is None:
-        if new_api.surely_missing(str(path)):  # not merely left out of the data
+        # (a partial's calls are not the place: the partial that names it is)
+        if view.via is not Via.PARTIAL_CALL and new_api.surely_missing(str(path)):
             ctx.report(
                 call,
                 f"{path.display()} ({path.dotted}) no longer exists in FlashInfer {new_v}:"
@@ -179,7 +196,7 @@ def _check_call(
     n = len(args.positional)
     affected = start is not None and (n > start or bool(args.starred))
     since = (first_change(str(path), old_v, new_v) or new_v) if start is not None else new_v
-    site = Site(call, args, path, d, old_v, new_v, since)
+    site = Site(view, path, d, old_v, new_v, since)
     if ambiguous:
         if affected:
             what = ", ".join(c.describe() for c in candidates if c.qualname != str(path))
@@ -190,8 +207,17 @@ def _check_call(
         _required(ctx, site, n)
         _fix_renames(ctx, site, renames)
         return
+    if view.bound is not None and (view.bound_count > site.start or view.bound.starred):
+        # the partial itself binds the affected positions: reported where it is made
+        _fix_renames(ctx, site, renames)
+        return
     if args.starred:
         ctx.report(call, wording.star_args(site))
+        _fix_renames(ctx, site, renames)
+        return
+    if view.via is Via.PARTIAL:
+        moved = ", ".join(f"{p.name}=" for p in d.old.positional[site.start : n])
+        ctx.report(call, wording.partial_positional(site, moved))
         _fix_renames(ctx, site, renames)
         return
     _positional(ctx, site, wording, renames)
@@ -228,9 +254,10 @@ def _keywords(ctx: FileContext, site: Site) -> dict[str, str]:
     release declares itself (the old keyword still works there, deprecated) are returned, for a
     fix, when the call writes the keyword itself."""
     declared: dict[str, str] = {}
-    for kw in sorted(site.args.keyword_names()):
+    own = site.view.own  # a partial's keywords are checked where the partial is made
+    for kw in sorted(own.keyword_names()):
         new_name = site.diff.declared_renames.get(kw)
-        if new_name is not None and kw in site.args.keywords and new_name not in site.args.keywords:
+        if new_name is not None and kw in own.keywords and new_name not in site.args.keywords:
             declared[kw] = new_name
         elif kw in site.diff.renamed:
             ctx.report(
@@ -270,11 +297,17 @@ def _fix_renames(ctx: FileContext, site: Site, renames: dict[str, str]) -> None:
         )
 
 
+def _written_at(site: Site, position: int) -> int:
+    index = site.view.node_index(position)
+    assert index is not None, "a position a partial binds is never this call's to name"
+    return index
+
+
 def _missing_required(site: Site, positional: int) -> list[str]:
     """Parameters the new release requires that the call does not pass, when its first
     ``positional`` arguments stay positional (the rest are passed by keyword)."""
-    if site.args.opaque_kwargs:
-        return []  # a `**x` we cannot read may pass anything
+    if site.args.opaque_kwargs or site.view.via is Via.PARTIAL:
+        return []  # a `**x` we cannot read may pass anything; a partial's calls pass the rest
     after_pos = site.diff.new.positional
     missing = []
     for req in site.diff.newly_required:
@@ -313,16 +346,19 @@ def _positional(ctx: FileContext, site: Site, wording: Wording, renames: dict[st
 
     first = start
     if ctx.options.keyword_style is KeywordStyle.ALL:  # as far back as keywords are accepted
-        while first > 0 and keyword_ok(first - 1):
+        # (not into what a partial binds: those are not this call's to name)
+        while first > site.view.bound_count and keyword_ok(first - 1):
             first -= 1
-    names = {i: old_pos[i].name for i in range(first, n)}
+    names = {_written_at(site, i): old_pos[i].name for i in range(first, n)}
     missing = [old_pos[i].name for i in range(start, n) if not keyword_ok(i)]
     if missing:
         ctx.report(call, wording.not_keyword(site, missing))
         _required(ctx, site, n)
         _fix_renames(ctx, site, renames)
         return
-    clash = sorted(set(names.values()) & args.keyword_names())
+    # (any position: a call that passes one parameter twice fails today, as it is)
+    by_position = {old_pos[i].name for i in range(n) if old_pos[i].kind != "P"}
+    clash = sorted(by_position & args.keyword_names())
     if clash:
         ctx.report(call, wording.clash(site, clash))
         _required(ctx, site, n)
