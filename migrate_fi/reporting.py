@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from migrate_fi import __version__
 from migrate_fi.results import Diagnostic, FileError, FixSafety, RunResult
+from migrate_fi.suppression import UNUSED_CODE
 
 if TYPE_CHECKING:
     from migrate_fi.verify import VerifyOutcome
@@ -131,7 +132,7 @@ def summary(result: RunResult, command: str) -> str:
             head += f"; {held_text}"
         if manual:
             head += f"; {_plural(manual, 'site')} left for a person (listed above)"
-        return f"{head}; {scanned}{err}.\n"
+        return f"{head}; {scanned}{err}.\n" + (_how_to_mark(result) if manual else "")
     if not fixable and not manual and not held:
         return f"Nothing to migrate: {scanned}{err}.\n"
     parts = []
@@ -143,7 +144,20 @@ def summary(result: RunResult, command: str) -> str:
     if manual:
         parts.append(f"{manual} for a person to check")
     total = fixable + held + manual
-    return f"Found {_plural(total, 'site')} ({', '.join(parts)}); {scanned}{err}.\n"
+    out = f"Found {_plural(total, 'site')} ({', '.join(parts)}); {scanned}{err}.\n"
+    if manual:
+        out += _how_to_mark(result)
+    return out
+
+
+def _how_to_mark(result: RunResult) -> str:
+    codes = sorted({d.code for d in result.manual if d.code != UNUSED_CODE})
+    if not codes:
+        return ""
+    return (
+        f"A site a person has checked is silenced by `# migrate-fi: ignore[{codes[0]}]` (its"
+        f" code; here {', '.join(codes)}) on any line of it.\n"
+    )
 
 
 def patch_path(path: str) -> str:

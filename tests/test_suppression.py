@@ -108,3 +108,19 @@ def test_a_bare_comment_is_judged_only_where_every_rule_ran(
 def test_explain_knows_fi000() -> None:
     r = invoke("explain", "FI000")
     assert r.exit_code == 0 and r.stdout.startswith("FI000 (unused_suppression)")
+
+
+def test_check_says_how_to_mark_a_checked_site(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, "    return fp4_quantize(x, *gs)\n")  # *args: left for a person
+    r = invoke("check", *FROM, "m.py")
+    assert r.exit_code == 1
+    assert "1 for a person to check" in r.stderr
+    assert "silenced by `# migrate-fi: ignore[FI001]`" in r.stderr
+    # marked as the hint says, the site is no longer reported, and the comment is not stale
+    write(tmp_path, "    return fp4_quantize(x, *gs)  # migrate-fi: ignore[FI001]\n")
+    r = invoke("check", *FROM, "m.py")
+    assert r.exit_code == 0, r.output
+    assert "silenced by" not in r.stderr
