@@ -56,6 +56,7 @@ class _Common:
     respect_gitignore: bool | None
     unsafe_fixes: bool | None
     config: str | None
+    changed_since: str | None = None
 
 
 @dataclass
@@ -141,6 +142,13 @@ def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
             help="Also look at files that .gitignore excludes.",
         ),
         click.option(
+            "--changed-since",
+            metavar="REF",
+            default=None,
+            help="Only the files that differ from git REF (committed since, staged or not) or"
+            " are untracked. Re-exports in other files are not followed.",
+        ),
+        click.option(
             "--config",
             type=click.Path(dir_okay=False),
             default=None,
@@ -187,6 +195,37 @@ def _settle(common: _Common) -> _Settled:
     )
 
 
+def _plural_files(n: int) -> str:
+    return f"{n} file" if n == 1 else f"{n} files"
+
+
+def _changed_files(paths: tuple[str, ...], ref: str | None) -> set[str] | None:
+    if ref is None:
+        return None
+    from migrate_fi.vcs import VcsError, changed_since
+
+    try:
+        return changed_since(ref, paths)
+    except VcsError as exc:
+        raise Fatal(str(exc)) from None
+
+
+def _refuse_dirty(paths: tuple[str, ...]) -> None:
+    """apply mixes no migration into uncommitted work: it would be one diff with it."""
+    from migrate_fi.vcs import VcsError, dirty_files
+
+    try:
+        dirty = dirty_files(paths or (".",))
+    except VcsError as exc:
+        raise Fatal(f"cannot ask git whether the tree has uncommitted changes: {exc}") from None
+    if dirty:
+        shown = ", ".join(dirty[:5]) + (f" and {len(dirty) - 5} more" if len(dirty) > 5 else "")
+        raise Fatal(
+            f"uncommitted changes in {shown}: commit or stash them first, so that the migration"
+            " is a diff of its own (or pass --allow-dirty)"
+        )
+
+
 def _range_and_rules(
     paths: tuple[str, ...],
     from_version: str | None,
@@ -224,6 +263,7 @@ def _execute(common: _Common, mode: str) -> tuple[RunResult, _Settled]:
         if not os.path.lexists(p):
             raise Fatal(f"{p}: no such file or folder")
     config = settled.config
+    only = _changed_files(settled.paths, common.changed_since)
     from_v, to_v, _, selection, problems = _range_and_rules(
         settled.paths,
         common.from_version or config.get("from"),
@@ -252,6 +292,7 @@ def _execute(common: _Common, mode: str) -> tuple[RunResult, _Settled]:
             respect_gitignore=settled.respect_gitignore,
             progress=progress,
             excludes_at=[(config.folder, config_excludes)] if config_excludes else [],
+            only=only,
         )
     except (DiscoveryError, CodemodSetupError) as exc:
         raise Fatal(str(exc)) from None
@@ -261,6 +302,11 @@ def _execute(common: _Common, mode: str) -> tuple[RunResult, _Settled]:
     result.from_version, result.to_version = str(from_v), str(to_v)
     result.rules = [c.code for c in selection.rules]
     result.notices = [*selection.dropped, *problems, *result.notices]
+    if only is not None:
+        result.notices.append(
+            f"--changed-since {common.changed_since}: {len(result.files)} of the"
+            f" {_plural_files(len(only))} changed in git are under the given paths and read"
+        )
     return result, settled
 
 
@@ -368,16 +414,24 @@ def diff(**kwargs: Any) -> None:
 
 @cli.command(epilog=EXIT_CODES)
 @_common_options
-def apply(**kwargs: Any) -> None:
+@click.option(
+    "--allow-dirty",
+    is_flag=True,
+    help="Rewrite files even where git has uncommitted changes under the given paths.",
+)
+def apply(allow_dirty: bool, **kwargs: Any) -> None:
     """Rewrite the files in place.
 
     Every write is atomic (a temporary file beside it, then a rename) and keeps the file's mode,
-    encoding, BOM and line endings; read-only files are refused. Prints the sites left for a
-    person; exits 1 when there are any.
+    encoding, BOM and line endings; read-only files are refused. Under git, refuses to start
+    while the given paths have uncommitted changes (see --allow-dirty), so that the migration is
+    a diff of its own. Prints the sites left for a person; exits 1 when there are any.
     """
     from migrate_fi.engine import write_changes
 
     common = _common(kwargs)
+    if not allow_dirty:
+        _refuse_dirty(common.paths)
     result, settled = _execute(common, "apply")
     _written.clear()
     result.written = _written  # filled as files are written: said if interrupted

@@ -277,6 +277,7 @@ def run(
     respect_gitignore: bool = True,
     progress: Callable[[int, int], None] | None = None,
     excludes_at: Sequence[tuple[str, Sequence[str]]] = (),
+    only: Collection[str] | None = None,
 ) -> RunResult:
     """Discover files under ``paths`` and run ``codemods`` over them (see the module docstring).
 
@@ -284,6 +285,8 @@ def run(
     (``from flashinfer import fp4_quantize as q``) exports it; after the first pass, files that
     may import such a name (they contain its name and its module's name) are analysed again with
     those aliases, until no new export appears. A file that never names FlashInfer costs one read.
+
+    ``only``: real paths; other files are left out (``--changed-since``).
 
     Raises `migrate_fi.discovery.DiscoveryError` for a path that does not exist, and
     `migrate_fi.codemod.CodemodSetupError` when a codemod cannot run for these options.
@@ -308,6 +311,8 @@ def run(
     for abspath in discover(
         paths, suffixes, exclude, respect_gitignore, excludes_at, patterns, unreadable, stale.append
     ):
+        if only is not None and os.path.realpath(abspath) not in only:
+            continue
         shown = display_path(abspath)
         try:
             with open(abspath, "rb") as fh:
