@@ -105,9 +105,9 @@ def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
         ),
         click.option(
             "--output-format",
-            type=click.Choice(["text", "json", "github"]),
+            type=click.Choice(["text", "json", "github", "sarif"]),
             default=None,
-            help="How to print findings (default: text).",
+            help="How to print findings (default: text); sarif: SARIF 2.1.0, fixes included.",
         ),
         click.option(
             "-j",
@@ -278,6 +278,7 @@ def _execute(common: _Common, mode: str) -> tuple[RunResult, _Settled]:
         settled.unsafe_fixes,
         selection.settings(config.rules),
         selection.unused_suppressions,
+        fix_details=settled.output_format == "sarif",
     )
     progress = _progress_bar() if sys.stderr.isatty() else None
     config_excludes = config.get("exclude", ())

@@ -115,6 +115,7 @@ class RunOptions:
     unsafe_fixes: bool = False  # apply `review` fixes too
     rules: tuple[tuple[str, RuleSettings], ...] = ()  # (rule id, its settings)
     unused_suppressions: bool = True  # report suppression comments that silence nothing
+    fix_details: bool = False  # give each fix's replacements (SARIF), even in check mode
 
     def settings(self, rule_id: str) -> RuleSettings:
         for key, value in self.rules:

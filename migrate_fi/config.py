@@ -9,7 +9,7 @@
     unsafe-fixes = false         # also apply `review` fixes
     keywords = "tail"            # or "all"
     respect-gitignore = true
-    output-format = "text"       # text, json, github
+    output-format = "text"       # text, json, github, sarif
 
     [tool.migrate-fi.rules.FI004]   # a rule's own options, by code or id (`migrate-fi explain`)
     group-names = ["device_group", "tp_group"]
@@ -45,7 +45,7 @@ __all__ = [
 TABLE = "migrate-fi"
 _CHOICES = {
     "keywords": ("tail", "all"),
-    "output-format": ("text", "json", "github"),
+    "output-format": ("text", "json", "github", "sarif"),
 }
 _TYPES: dict[str, type] = {
     "from": str,

@@ -18,12 +18,14 @@ from __future__ import annotations
 import ast
 import contextlib
 import dataclasses
+import difflib
 import enum
 import os
 import re
 import warnings
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from functools import lru_cache
+from typing import Any
 
 from migrate_fi.codemod import (
     Codemod,
@@ -37,7 +39,15 @@ from migrate_fi.edits import EditError, TextEdit
 from migrate_fi.modules import display_path, in_flashinfer, module_identity
 from migrate_fi.prefilter import Prefilter
 from migrate_fi.resolver import NameResolver
-from migrate_fi.results import Diagnostic, FileError, FileResult, FixSafety, RunResult, Status
+from migrate_fi.results import (
+    Diagnostic,
+    FileError,
+    FileResult,
+    FixSafety,
+    Replacement,
+    RunResult,
+    Status,
+)
 from migrate_fi.sources import SourceError, decode_source, write_atomically
 from migrate_fi.suppression import Suppressions
 from migrate_fi.workers import Batch, SourceFile
@@ -101,10 +111,14 @@ def _parse(text: str, path: str) -> ast.Module:
 
 
 def _settle(
-    ctx: FileContext, suppressions: Suppressions, unsafe: bool
+    ctx: FileContext,
+    suppressions: Suppressions,
+    unsafe: bool,
+    details: Callable[[Fix], tuple[Replacement, ...]] | None = None,
 ) -> tuple[list[Diagnostic], list[Fix]]:
     """Drop what suppression comments silence (a fix whole), and mark which fixes this run
-    applies. Returns the diagnostics and the fixes to apply."""
+    applies; with ``details``, give every kept fix's diagnostic its replacements. Returns the
+    diagnostics and the fixes to apply."""
     by_diagnostic = {id(f.diagnostic): f for f in ctx.fixes}
     kept: list[Diagnostic] = []
     applied: list[Fix] = []
@@ -112,11 +126,79 @@ def _settle(
         if suppressions.comments and suppressions.silences(d):
             continue
         fix = by_diagnostic.get(id(d))
+        if fix is not None and details is not None:
+            d = dataclasses.replace(d, replacements=details(fix))
         if fix is not None and (d.fix is FixSafety.SAFE or unsafe):
             d = dataclasses.replace(d, applies=True)
             applied.append(Fix(d, fix.edits, fix.imports))
         kept.append(d)
     return kept, applied
+
+
+def _apply_fixes(
+    text: str, fixes: Sequence[Fix], cls: type[Codemod], module_cst: Any
+) -> tuple[str, Any]:
+    """The text with ``fixes`` (all of one rule) applied, and the LibCST tree of it (None for
+    a text file; ``module_cst``: the tree of ``text`` when it is already parsed)."""
+    edits = [
+        (f"{cls.code} at {f.diagnostic.line}:{f.diagnostic.col}", e) for f in fixes for e in f.edits
+    ]
+    text_edits = [(label, e) for label, e in edits if isinstance(e, TextEdit)]
+    if text_edits:
+        if len(text_edits) != len(edits) or any(f.imports for f in fixes):
+            raise EditError(f"{cls.id} mixed text edits with other edits: a bug in the rule")
+        from migrate_fi.textedit import apply_text_edits
+
+        return apply_text_edits(text, text_edits), None
+    from migrate_fi.cstedit import apply_edits, parse_exact
+
+    if module_cst is None:
+        module_cst = parse_exact(text)
+    imports = [i for f in fixes for i in f.imports]
+    module_cst = apply_edits(module_cst, edits, imports)
+    return module_cst.code, module_cst
+
+
+def _details(cls: type[Codemod], text: str) -> Callable[[Fix], tuple[Replacement, ...]]:
+    def details(fix: Fix) -> tuple[Replacement, ...]:
+        return replacements(text, _apply_fixes(text, [fix], cls, None)[0])
+
+    return details
+
+
+def replacements(old: str, new: str) -> tuple[Replacement, ...]:
+    """The changes that turn ``old`` into ``new``: changed runs of lines, narrowed to the
+    characters that differ."""
+    a, b = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    out = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        gone, put = "".join(a[i1:i2]), "".join(b[j1:j2])
+        head = _common_prefix(gone, put)
+        tail = _common_prefix(gone[head:][::-1], put[head:][::-1])
+        start = _position(a, i1, gone[:head])
+        end = _position(a, i1, gone[: len(gone) - tail])
+        out.append(Replacement(*start, *end, put[head : len(put) - tail]))
+    return tuple(out)
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _position(lines: Sequence[str], first: int, before: str) -> tuple[int, int]:
+    """(line, col), 1-based, of the point after ``before``, text that starts at line
+    ``first`` (0-based) of ``lines``."""
+    breaks = before.count("\n")
+    if breaks:
+        return first + breaks + 1, len(before) - before.rfind("\n")
+    return first + 1, len(before) + 1
 
 
 @lru_cache(maxsize=64)
@@ -187,7 +269,9 @@ def _process(
         codemod = cls()
         ctx.codemod = codemod
         codemod.find(ctx)
-        diagnostics, fixes = _settle(ctx, suppressions, options.unsafe_fixes)
+        # (each fix alone, in the text as read: a later rule's fixes cannot be told there)
+        details = _details(cls, text) if options.fix_details and text == original else None
+        diagnostics, fixes = _settle(ctx, suppressions, options.unsafe_fixes, details)
         built = ctx.built_resolver
         if resolver is None and built is not None and text == original:
             result.exports = built.exports()
@@ -199,27 +283,7 @@ def _process(
             )
         if mode is Mode.CHECK or not fixes:
             continue
-        edits = [
-            (f"{cls.code} at {f.diagnostic.line}:{f.diagnostic.col}", e)
-            for f in fixes
-            for e in f.edits
-        ]
-        text_edits = [(label, e) for label, e in edits if isinstance(e, TextEdit)]
-        if text_edits:
-            if len(text_edits) != len(edits) or any(f.imports for f in fixes):
-                raise EditError(f"{cls.id} mixed text edits with other edits: a bug in the rule")
-            from migrate_fi.textedit import apply_text_edits
-
-            new_text = apply_text_edits(text, text_edits)
-            module_cst = None  # the LibCST tree no longer matches the text
-        else:
-            from migrate_fi.cstedit import apply_edits, parse_exact
-
-            if module_cst is None:
-                module_cst = parse_exact(text)
-            imports = [i for f in fixes for i in f.imports]
-            module_cst = apply_edits(module_cst, edits, imports)
-            new_text = module_cst.code
+        new_text, module_cst = _apply_fixes(text, fixes, cls, module_cst)
         if is_python:
             try:
                 tree = _parse(new_text, path)

@@ -97,6 +97,10 @@ def render(
             },
         }
         return json.dumps(doc, indent=2) + "\n", ""
+    if fmt == "sarif":
+        from migrate_fi.sarif import sarif_document
+
+        return json.dumps(sarif_document(result, diags, command), indent=2) + "\n", ""
     if fmt == "github":
         report = "".join(_github(d) + "\n" for d in diags)
         return report + "".join(_github_error(e) + "\n" for e in errors), ""

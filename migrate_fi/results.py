@@ -28,6 +28,19 @@ class Status(str, enum.Enum):
 
 
 @dataclass(frozen=True, order=True)
+class Replacement:
+    """One change a fix makes, in the file as it was read: the text from (line, col) up to,
+    not including, (end_line, end_col) becomes ``text``. Lines and columns are 1-based, columns
+    in characters (code points); an insertion has an empty region."""
+
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+    text: str
+
+
+@dataclass(frozen=True, order=True)
 class Diagnostic:
     """One site found by a codemod. A site with a ``fix`` can be rewritten; ``applies`` says
     whether this run's `apply` writes it (a `review` fix needs ``--unsafe-fixes``). A site with
@@ -43,6 +56,9 @@ class Diagnostic:
     applies: bool = False
     end_line: int | None = None
     end_col: int | None = None
+    # what the fix changes, when the run asked for it (SARIF) and it can be told in the text
+    # that was read (a fix of a rule that ran after another one changed the file cannot)
+    replacements: tuple[Replacement, ...] = ()
 
     @property
     def fixable(self) -> bool:

@@ -1,0 +1,141 @@
+"""`--output-format sarif`: valid SARIF 2.1.0 (checked against the OASIS schema), one result per
+site, and fixes whose replacements give exactly what `apply` writes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+from click.testing import CliRunner, Result
+
+from migrate_fi.cli import cli
+
+SCHEMA = json.loads((Path(__file__).parent / "data" / "sarif-schema-2.1.0.json").read_text())
+FROM = ("--from", "0.6.10", "--to", "0.6.11")
+SOURCE = (
+    "from flashinfer import fp4_quantize\n"
+    "from flashinfer.comm import create_allreduce_fusion_workspace\n\n\n"
+    "def q(x, gs, tp_group):\n"
+    "    a = fp4_quantize(x, gs[:1], 16, False, True, False, True)\n"
+    "    b = fp4_quantize(\n"
+    "        x, gs[:1], 16,\n"
+    "        False, True, False, True,  # keep this comment\n"
+    "    )\n"
+    "    c = fp4_quantize(x, *gs)  # left for a person\n"
+    "    d = fp4_quantize(x, gs)  # one element? FI003 asks\n"
+    "    ws = create_allreduce_fusion_workspace(backend='trtllm', world_size=2, rank=0)\n"
+    "    return a, b, c, d, ws\n"
+)
+
+
+def invoke(*args: str) -> Result:
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def sarif(*args: str) -> dict:
+    r = invoke("check", *FROM, "--output-format", "sarif", *args)
+    doc = json.loads(r.stdout)
+    jsonschema.validate(doc, SCHEMA)
+    return doc
+
+
+def apply_replacements(text: str, replacements: list[dict]) -> str:
+    lines = text.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+
+    def offset(line: int, col: int) -> int:
+        return starts[line - 1] + col - 1
+
+    spans = []
+    for r in replacements:
+        region = r["deletedRegion"]
+        start = offset(region["startLine"], region["startColumn"])
+        end = offset(region["endLine"], region["endColumn"])
+        spans.append((start, end, r["insertedContent"]["text"]))
+    for start, end, new in sorted(spans, reverse=True):
+        text = text[:start] + new + text[end:]
+    return text
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "m.py").write_text(SOURCE)
+    return tmp_path
+
+
+def test_sarif_is_valid_and_lists_every_site(project: Path) -> None:
+    doc = sarif("m.py")
+    (run,) = doc["runs"]
+    assert run["tool"]["driver"]["name"] == "migrate-fi"
+    rules = [r["id"] for r in run["tool"]["driver"]["rules"]]
+    results = run["results"]
+    text = invoke("check", *FROM, "m.py").stdout.splitlines()
+    assert len(results) == len(text)
+    for r in results:
+        assert rules[r["ruleIndex"]] == r["ruleId"]
+        region = r["locations"][0]["physicalLocation"]["region"]
+        assert f"m.py:{region['startLine']}:{region['startColumn']}: {r['ruleId']} " in "\n".join(
+            text
+        )
+    assert run["invocations"][0]["executionSuccessful"] is True
+    assert run["columnKind"] == "unicodeCodePoints"
+
+
+def test_sarif_fixes_give_what_apply_writes(project: Path) -> None:
+    doc = sarif("m.py")
+    results = doc["runs"][0]["results"]
+    with_fix = [r for r in results if "fixes" in r]
+    without = [r for r in results if "fixes" not in r]
+    assert {r["ruleId"] for r in with_fix} == {"FI001", "FI004"}
+    assert {r["ruleId"] for r in without} == {"FI001", "FI003"}  # *args, and the scale
+    # each fix alone, on the file as read
+    for r in with_fix:
+        (change,) = r["fixes"][0]["artifactChanges"]
+        assert change["artifactLocation"]["uri"] == "m.py"
+        alone = apply_replacements(SOURCE, change["replacements"])
+        assert alone != SOURCE
+        compile(alone, "m.py", "exec")
+    # the fixes of one rule together: what apply writes for that rule
+    fi001 = [
+        rep
+        for r in with_fix
+        if r["ruleId"] == "FI001"
+        for rep in r["fixes"][0]["artifactChanges"][0]["replacements"]
+    ]
+    expected = invoke("diff", *FROM, "--select", "FI001", "m.py")
+    assert expected.exit_code == 1
+    assert invoke("apply", *FROM, "--select", "FI001", "m.py").exit_code == 1  # *args remains
+    assert apply_replacements(SOURCE, fi001) == (project / "m.py").read_text()
+
+
+def test_sarif_carries_files_that_failed(project: Path) -> None:
+    (project / "bad.py").write_text("from flashinfer import fp4_quantize\ndef f(:\n")
+    doc = sarif(".")
+    invocation = doc["runs"][0]["invocations"][0]
+    assert invocation["executionSuccessful"] is False
+    (note,) = invocation["toolExecutionNotifications"]
+    assert note["level"] == "error" and note["message"]["text"].startswith("bad.py: syntax error")
+
+
+def test_sarif_with_non_ascii_columns(project: Path) -> None:
+    (project / "m.py").write_text(
+        "from flashinfer import fp4_quantize\n"
+        "é = fp4_quantize('é', gs[:1], 16, False, True, False, True)\n"
+    )
+    doc = sarif("m.py")
+    (r,) = doc["runs"][0]["results"]
+    fixed = apply_replacements(
+        (project / "m.py").read_text(), r["fixes"][0]["artifactChanges"][0]["replacements"]
+    )
+    assert fixed.endswith("False, enable_pdl=True)\n")
+
+
+def test_sarif_from_the_configuration(project: Path) -> None:
+    (project / "pyproject.toml").write_text('[tool.migrate-fi]\noutput-format = "sarif"\n')
+    r = invoke("check", *FROM, "m.py")
+    jsonschema.validate(json.loads(r.stdout), SCHEMA)
