@@ -499,3 +499,29 @@ def test_readme_output_sample_is_current(monkeypatch: pytest.MonkeyPatch) -> Non
         0
     ]
     assert block == r.stdout + r.stderr, "README's sample output is stale: paste the new output"
+
+
+def test_shell_completion_scripts_and_completions(tmp_path: Path) -> None:
+    """What the README tells users to eval: click's completion, for commands and choices."""
+    env = {**os.environ, "_MIGRATE_FI_COMPLETE": "bash_source"}
+    script = subprocess.run(
+        [sys.executable, "-m", "migrate_fi"], env=env, capture_output=True, text=True, check=False
+    )
+    assert "_migrate_fi_completion" in script.stdout
+    assert "complete -o nosort -F _migrate_fi_completion migrate-fi" in script.stdout
+
+    def complete(words: str) -> list[str]:
+        env = {
+            **os.environ,
+            "_MIGRATE_FI_COMPLETE": "bash_complete",
+            "COMP_WORDS": words,
+            "COMP_CWORD": str(len(words.split()) - (0 if words.endswith(" ") else 1)),
+        }
+        r = subprocess.run(
+            [sys.executable, "-m", "migrate_fi"], env=env, capture_output=True, text=True
+        )
+        return [line.split(",", 1)[1] for line in r.stdout.splitlines()]
+
+    assert {"check", "diff", "apply", "verify"} <= set(complete("migrate-fi "))
+    assert "--changed-since" in complete("migrate-fi check --ch")
+    assert complete("migrate-fi check --output-format ") == ["text", "json", "github", "sarif"]
