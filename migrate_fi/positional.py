@@ -173,7 +173,7 @@ def _check_call(
     candidates: tuple,
     wording: Wording,
 ) -> None:
-    from migrate_fi.api.differ import api_for, compare_callables, first_change
+    from migrate_fi.api.differ import api_for, callable_diff, first_change
 
     old_v, new_v = str(ctx.options.from_version), str(ctx.options.to_version)
     old_api, new_api = api_for(old_v), api_for(new_v)
@@ -191,7 +191,8 @@ def _check_call(
                 " migrate by hand",
             )
         return
-    d = compare_callables(before, after)
+    d = callable_diff(str(path), old_v, new_v)
+    assert d is not None  # both releases have the callable
     start = d.affected_from
     n = len(args.positional)
     affected = start is not None and (n > start or bool(args.starred))

@@ -13,6 +13,7 @@ import codecs
 import contextlib
 import io
 import os
+import re
 import stat
 import tempfile
 import tokenize
@@ -24,8 +25,18 @@ __all__ = [
     "SourceError",
     "decode_source",
     "is_temporary",
+    "source_lines",
     "write_atomically",
 ]
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+
+
+def source_lines(text: str) -> list[str]:
+    """The lines of ``text`` with their endings, split as Python's parser counts lines: at CR,
+    LF and CRLF only (`str.splitlines` also splits at form feeds and Unicode separators)."""
+    return _LINE.findall(text)
+
 
 TEMPORARY_SUFFIX = ".migrate-fi.tmp"
 

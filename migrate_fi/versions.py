@@ -6,6 +6,8 @@ It runs for ``--from A --to B`` when ``A < introduced_in <= B``.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from packaging.version import InvalidVersion, Version
 
 # Published `flashinfer-python` releases, oldest first (checked against PyPI's index).
@@ -47,6 +49,7 @@ class VersionError(ValueError):
     """A version string that is not a valid PEP 440 version, or a range that makes no sense."""
 
 
+@lru_cache(maxsize=1024)  # asked again and again for the same few dozen releases
 def parse_version(text: str) -> Version:
     """Parse a FlashInfer version such as ``0.6.8.post1``, ``0.7.0rc1`` or ``v0.6.14``."""
     cleaned = text.strip()

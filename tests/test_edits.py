@@ -7,7 +7,7 @@ import ast
 import libcst as cst
 import pytest
 
-from migrate_fi.cstedit import add_imports, apply_edits, parse_exact
+from migrate_fi.cstedit import add_imports, apply_edits, apply_edits_in_regions, parse_exact
 from migrate_fi.edits import (
     AddImport,
     EditError,
@@ -38,9 +38,17 @@ def statements(source: str) -> list[ast.stmt]:
 
 
 def edit(source: str, *edits, imports=()) -> str:
-    module = parse_exact(source)
+    """The edits applied to the whole module, and (what the engine does) to the regions they
+    touch: both must give the same text, or fail alike."""
     labeled = [(f"edit {i}", e) for i, e in enumerate(edits)]
-    return apply_edits(module, labeled, imports).code
+    try:
+        whole = apply_edits(parse_exact(source), labeled, imports).code
+    except EditError:
+        with pytest.raises(EditError):
+            apply_edits_in_regions(source, ast.parse(source), labeled, imports)
+        raise
+    assert apply_edits_in_regions(source, ast.parse(source), labeled, imports) == whole
+    return whole
 
 
 def on_call(source: str, transform) -> str:
@@ -247,7 +255,10 @@ def test_insertions_at_a_range_edge_do_not_overlap() -> None:
 
 
 def imports(source: str, *needs: AddImport) -> str:
-    return add_imports(cst.parse_module(source), needs).code
+    whole = add_imports(cst.parse_module(source), needs).code
+    # the engine parses only the import header for them: the same text
+    assert apply_edits_in_regions(source, ast.parse(source), [], needs) == whole
+    return whole
 
 
 def test_import_already_there_is_not_added() -> None:
@@ -294,3 +305,59 @@ def test_guarded_imports_belong_to_the_block() -> None:
     assert imports(src, AddImport("torch")) == (
         "import os\nif TYPE_CHECKING:\n    import x\nimport torch\nY = 1\n"
     )
+
+
+# ---------------------------------------------------------------------- regions
+
+
+def test_regions_keep_every_byte_outside_the_statements_they_edit() -> None:
+    # LibCST would be given only the call's statement: the rest of the file need not even be
+    # something it can print back (a form feed, odd layout), and is kept byte for byte
+    source = (
+        "import flashinfer\n"
+        "\x0c\n"
+        "def a():  # a comment\n"
+        "\treturn 1\n"
+        "\n\n"
+        "@decorator(\n    1,\n)\n"
+        "def b(x):\n"
+        "    return flashinfer.f(x, 2)\n"
+        "\n\n"
+        "x = 1; y = flashinfer.f(3, 4)\n"
+        "z = [\n    1,\n]\n"
+    )
+    tree = ast.parse(source)
+    calls = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and ast.unparse(n.func) == "flashinfer.f"
+    ]
+    labeled = [
+        (f"e{i}", Replace(span(c), "Call", keywordize({1: "b"}))) for i, c in enumerate(calls)
+    ]
+    out = apply_edits_in_regions(source, tree, labeled, [AddImport("torch")])
+    assert out == (
+        source.replace("(x, 2)", "(x, b=2)")
+        .replace("(3, 4)", "(3, b=4)")
+        .replace("import flashinfer\n", "import flashinfer\nimport torch\n")
+    )
+
+
+def test_regions_far_apart_are_edited_apart() -> None:
+    filler = "".join(f"def f{i}():\n    return {i}\n\n\n" for i in range(2000))
+    source = "g(1, 2)\n" + filler + "g(3, 4)\n"
+    tree = ast.parse(source)
+    calls = [n for n in tree.body if isinstance(n, ast.Expr)]
+    labeled = [
+        (str(i), Replace(span(c.value), "Call", keywordize({1: "y"}))) for i, c in enumerate(calls)
+    ]
+    out = apply_edits_in_regions(source, tree, labeled)
+    assert out == "g(1, y=2)\n" + filler + "g(3, y=4)\n"
+
+
+def test_an_edit_outside_every_statement_fails() -> None:
+    source = "x = 1\n# a comment\n"
+    with pytest.raises(EditError, match="could not locate"):
+        apply_edits_in_regions(
+            source, ast.parse(source), [("e", Replace((2, 0, 2, 11), "Call", keywordize({})))]
+        )

@@ -347,6 +347,17 @@ def _same_meaning(old: list[Param], new: list[Param], j: int) -> bool:
     return renamed and aligned
 
 
+@lru_cache(maxsize=4096)
+def callable_diff(path: str, old_version: str, new_version: str) -> CallableDiff | None:
+    """How ``path``'s signature changed between two releases; None when either release has no
+    callable there. Cached: every call site of one API asks the same."""
+    before = api_for(old_version).callable(path)
+    after = api_for(new_version).callable(path)
+    if before is None or after is None:
+        return None
+    return compare_callables(before, after)
+
+
 def compare_callables(old: CallSignature, new: CallSignature) -> CallableDiff:
     result = CallableDiff(old, new)
     old_pos = old.positional
@@ -526,6 +537,7 @@ def diff_releases(old_version: str, new_version: str) -> list[Change]:
     return changes
 
 
+@lru_cache(maxsize=4096)  # asked at every call site of the path
 def first_change(path: str, old_version: str, new_version: str) -> str | None:
     """The first bundled release after ``old_version`` (up to ``new_version``) on which positional
     calls to ``path`` written for ``old_version`` need a rewrite."""

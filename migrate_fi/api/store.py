@@ -22,12 +22,18 @@ def _file(version: str, folder: str = DATA_DIR) -> str:
 
 
 def available_releases(folder: str = DATA_DIR) -> list[str]:
+    """The releases with a record in ``folder``, oldest first."""
+    return list(_releases_in(folder))
+
+
+@cache  # (cleared when a record is written)
+def _releases_in(folder: str) -> tuple[str, ...]:
     try:
         names = os.listdir(folder)
     except OSError:
-        return []
+        return ()
     versions = [n[: -len(".json.gz")] for n in names if n.endswith(".json.gz")]
-    return sorted(versions, key=parse_version)
+    return tuple(sorted(versions, key=parse_version))
 
 
 def missing_data(version: object) -> str:
@@ -94,4 +100,5 @@ def write_release(record: dict[str, Any], folder: str = DATA_DIR) -> str:
     with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as gz:
         gz.write(payload)
     os.replace(tmp, path)
+    _releases_in.cache_clear()
     return path

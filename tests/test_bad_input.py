@@ -1,0 +1,201 @@
+"""Bad input, all in one tree beside files that must still be migrated: each bad file gets a
+one-line error naming it, or is skipped, or is migrated with its bytes kept; never a traceback,
+never a damaged file; the exit codes are the documented ones, and every patch `diff` prints is
+taken by `git apply --check`.
+
+Runs the real command (`python -m migrate_fi`) in a subprocess, as a user would.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+LEGACY = (
+    "from flashinfer import fp4_quantize\n\n\n"
+    "def q(x, gs):\n"
+    "    return fp4_quantize(x, gs[:1], 16, False, True, False, True)\n"
+)
+MIGRATED = LEGACY.replace("False, True)", "False, enable_pdl=True)")
+RANGE = ("--from", "0.6.10", "--to", "0.6.11")
+
+# name -> (bytes, what must happen: "migrated", "error", "unchanged")
+CASES: dict[str, tuple[bytes, str]] = {
+    "good.py": (LEGACY.encode(), "migrated"),
+    "undecodable.py": (b"# flashinfer fp4_quantize\nx = '\xff\xfe'\n", "error"),
+    "latin1.py": (
+        b"# -*- coding: latin-1 -*-\n# caf\xe9\n" + LEGACY.encode("latin-1"),
+        "migrated",
+    ),
+    "bom.py": (b"\xef\xbb\xbf" + LEGACY.encode(), "migrated"),
+    "crlf.py": (LEGACY.replace("\n", "\r\n").encode(), "migrated"),
+    "cr.py": (LEGACY.replace("\n", "\r").encode(), "migrated"),
+    "mixed_cr.py": (LEGACY.replace("\n", "\r", 2).encode(), "error"),
+    "tabs.py": (
+        LEGACY.replace("    return", "\treturn").replace("\n\n\ndef", "\n\x0c\n\ndef").encode(),
+        "migrated",
+    ),
+    "deep.py": (
+        ("from flashinfer import fp4_quantize\nx = " + "[" * 150 + "]" * 150 + "\n").encode(),
+        "unchanged",
+    ),
+    "too_deep.py": (
+        ("from flashinfer import fp4_quantize\nx = " + "(" * 300 + ")" * 300 + "\n").encode(),
+        "error",
+    ),
+    "python2.py": (b"from flashinfer import fp4_quantize\nprint 'hello'\n", "error"),
+    "empty.py": (b"", "unchanged"),
+    "binary.py": (bytes(range(256)) * 4 + b"flashinfer fp4_quantize\x00", "error"),
+}
+
+
+def big_file() -> bytes:
+    """About 5 MB of code with one legacy call at the end."""
+    body = "".join(f"def f{i}(x):\n    return x + {i}\n\n\n" for i in range(150_000))
+    return (LEGACY.split("\n\n\n")[0] + "\n\n\n" + body + LEGACY.split("\n\n\n", 1)[1]).encode()
+
+
+def run(root: Path, *args: str, drop_dac: bool = False) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "migrate_fi", *args],
+        cwd=root,
+        capture_output=True,
+        timeout=600,
+        check=False,
+        preexec_fn=_drop_dac if drop_dac else None,
+    )
+
+
+def _drop_dac() -> None:
+    """Take away root's power to read any folder (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH) from
+    the command about to run: a folder of mode 000 is then unreadable, as for any user."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for cap in (1, 2):
+        if libc.prctl(24, cap, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
+            raise OSError(ctypes.get_errno(), "PR_CAPBSET_DROP")
+
+
+def _can_drop_dac() -> bool:
+    if os.geteuid() != 0:
+        return True  # nothing to drop: a mode-000 folder is unreadable already
+    try:
+        subprocess.run(["true"], preexec_fn=_drop_dac, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return True
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    src = root / "src"
+    src.mkdir(parents=True)
+    for name, (data, _) in CASES.items():
+        (src / name).write_bytes(data)
+    (src / "big.py").write_bytes(big_file())
+    (src / "readonly.py").write_text(LEGACY)
+    (src / "readonly.py").chmod(0o444)
+    (src / "loop").symlink_to("..")  # a folder symlink back up: never followed
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "legacy.py").write_text(LEGACY)
+    (src / "link_outside.py").symlink_to(outside / "legacy.py")
+    (src / "linked_dir").symlink_to(outside, target_is_directory=True)
+    if shutil.which("git"):
+        for args in (
+            ("init", "-q", "-b", "main"),
+            ("config", "user.email", "t@example.com"),
+            ("config", "user.name", "t"),
+            ("add", "-A"),
+            ("commit", "-q", "-m", "bad input"),
+        ):
+            subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True)
+    return root
+
+
+def error_lines(stderr: str) -> dict[str, str]:
+    out = {}
+    for line in stderr.splitlines():
+        if ": error: " in line and line.startswith("src/"):
+            out[line.split(":", 1)[0]] = line
+    return out
+
+
+def test_check_reports_each_bad_file_in_one_line_and_reads_the_rest(tree: Path) -> None:
+    r = run(tree, "check", *RANGE, "src", "src/good.py")  # a path given twice
+    out, err = r.stdout.decode(), r.stderr.decode()
+    assert "Traceback" not in out + err
+    assert r.returncode == 2  # files that could not be processed
+    errors = error_lines(err)
+    expected_errors = {f"src/{n}" for n, (_, want) in CASES.items() if want == "error"}
+    assert set(errors) == expected_errors, err
+    assert "not valid utf-8" in errors["src/undecodable.py"]
+    assert "syntax error" in errors["src/python2.py"]
+    assert "lone CRs" in errors["src/mixed_cr.py"]
+    reported = [line.split(":", 1)[0] for line in out.splitlines()]
+    migrated = {f"src/{n}" for n, (_, want) in CASES.items() if want == "migrated"}
+    # every file to migrate once (good.py was given twice), the read-only one, the big one;
+    # nothing through a symlink
+    assert sorted(reported) == sorted([*migrated, "src/readonly.py", "src/big.py"])
+    assert "outside" not in out and "linked_dir" not in out and "loop" not in out
+
+
+def test_diff_patches_apply_and_apply_keeps_every_byte_it_does_not_mean_to_change(
+    tree: Path, tmp_path: Path
+) -> None:
+    before = {p: p.read_bytes() for p in (tree / "src").iterdir() if p.is_file()}
+    outside = (tmp_path / "outside" / "legacy.py").read_bytes()
+    d = run(tree, "diff", *RANGE, "src")
+    assert d.returncode == 2 and b"Traceback" not in d.stderr
+    patch = d.stdout
+    if shutil.which("git"):
+        check = subprocess.run(
+            ["git", "apply", "--check", "-"], cwd=tree, input=patch, capture_output=True
+        )
+        assert check.returncode == 0, check.stderr.decode()
+
+    a = run(tree, "apply", *RANGE, "src")
+    err = a.stderr.decode()
+    assert a.returncode == 2 and "Traceback" not in err
+    assert "src/readonly.py: error: " in err and "read-only" in err
+    for name, (data, want) in CASES.items():
+        now = (tree / "src" / name).read_bytes()
+        if want == "migrated":
+            assert now != data and b"enable_pdl=True" in now, name
+            # only the call changed: the rest of the bytes are the file's own
+            assert now.replace(b"enable_pdl=True", b"True") == data, name
+        else:
+            assert now == data, name
+    assert (tree / "src" / "readonly.py").read_bytes() == before[tree / "src" / "readonly.py"]
+    assert (tmp_path / "outside" / "legacy.py").read_bytes() == outside  # never through a link
+    assert (tree / "src" / "link_outside.py").is_symlink()
+    big = (tree / "src" / "big.py").read_bytes()
+    assert big.replace(b"enable_pdl=True", b"True") == before[tree / "src" / "big.py"]
+    assert not [p for p in tree.rglob("*.migrate-fi.tmp")]
+
+    again = run(tree, "apply", *RANGE, "--allow-dirty", "src")  # idempotent
+    assert b"rewritten" not in again.stdout
+    assert {p: p.read_bytes() for p in (tree / "src").iterdir() if p.is_file()} != before
+
+
+@pytest.mark.skipif(not _can_drop_dac(), reason="cannot take root's read-anything capability away")
+def test_an_unreadable_folder_is_an_error_and_the_rest_is_read(tree: Path) -> None:
+    locked = tree / "src" / "locked"
+    locked.mkdir()
+    (locked / "hidden.py").write_text(LEGACY)
+    locked.chmod(0)
+    try:
+        r = run(tree, "check", *RANGE, "src", drop_dac=True)
+    finally:
+        locked.chmod(stat.S_IRWXU)
+    err = r.stderr.decode()
+    assert r.returncode == 2 and "Traceback" not in err
+    assert "src/locked: error: cannot read this folder (Permission denied)" in err
+    assert "src/good.py:5:12: FI001" in r.stdout.decode()
