@@ -36,6 +36,7 @@ __all__ = [
     "add_dict_entry",
     "add_keyword",
     "check_overlaps",
+    "keeps_arguments",
     "keywordize",
     "remove_keyword",
     "rename_keyword",
@@ -111,13 +112,25 @@ def check_overlaps(edits: Sequence[LabeledEdit]) -> None:
     """Raise `EditError` when two edits touch the same source (a bug in the codemod). Two
     insertions at one point are fine (they go in in order), as is an insertion at the edge of
     a replaced range; an insertion strictly inside one is not."""
-    ranges = sorted((*_extent(e), label) for label, e in edits)
-    for i, (start, end, label) in enumerate(ranges):
-        for other_start, other_end, other in ranges[i + 1 :]:
+    # by start, and the wider of two ranges that start together first
+    ranges = sorted(
+        ((*_extent(e), label, e) for label, e in edits),
+        key=lambda r: (r[0], (-r[1][0], -r[1][1]), r[2]),
+    )
+    for i, (start, end, label, edit) in enumerate(ranges):
+        for other_start, other_end, other, other_edit in ranges[i + 1 :]:
             if other_start >= end:
                 break  # sorted by start: nothing later reaches back into this range
             if other_start == other_end and not start < other_start:
                 continue  # an insertion at this range's first point
+            if (
+                _keeps_arguments(edit)
+                and isinstance(other_edit, Replace)
+                and (start, end) != (other_start, other_end)
+                and start <= other_start
+                and other_end <= end
+            ):
+                continue  # a call inside an argument of a call whose arguments get named
             raise EditError(f"two edits overlap ({label} and {other}): a bug in the rule")
 
 
@@ -146,6 +159,18 @@ class AddImport:
 # ------------------------------------------------------------------------- transforms
 
 
+def keeps_arguments(transform: Transform) -> Transform:
+    """Mark a call transform that changes only how arguments are passed (names them, adds or
+    renames a keyword) and keeps every argument's value node as it gets it: an edit inside an
+    argument (a nested call) can then be applied first, and survives it."""
+    transform.keeps_arguments = True  # type: ignore[attr-defined]
+    return transform
+
+
+def _keeps_arguments(edit: Edit) -> bool:
+    return isinstance(edit, Replace) and getattr(edit.transform, "keeps_arguments", False)
+
+
 def keywordize(names: Mapping[int, str]) -> Transform:
     """Turn positional arguments of a call into keywords: ``names`` maps argument index to name.
 
@@ -169,7 +194,7 @@ def keywordize(names: Mapping[int, str]) -> Transform:
             )
         return call.with_changes(args=args)
 
-    return transform
+    return keeps_arguments(transform)
 
 
 def _append(items: list[Any], new: Any, opening: Any) -> list[Any]:
@@ -221,7 +246,7 @@ def add_keyword(name: str, value: str) -> Transform:
         )
         return call.with_changes(args=_append(list(call.args), arg, call.whitespace_before_args))
 
-    return transform
+    return keeps_arguments(transform)
 
 
 def rename_keyword(old: str, new: str) -> Transform:
@@ -237,7 +262,7 @@ def rename_keyword(old: str, new: str) -> Transform:
                 return call.with_changes(args=args)
         raise EditError(f"the call does not pass {old}=")
 
-    return transform
+    return keeps_arguments(transform)
 
 
 def remove_keyword(name: str) -> Transform:

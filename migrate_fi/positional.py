@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from migrate_fi.api.paths import ApiPath, is_flashinfer
 from migrate_fi.calls import CallArgs, CalleeCall, Via, callee_calls
 from migrate_fi.codemod import CodemodSetupError, FileContext, KeywordStyle, RunOptions
-from migrate_fi.edits import Transform, keywordize, rename_keyword
+from migrate_fi.edits import Transform, keeps_arguments, keywordize, rename_keyword
 
 if TYPE_CHECKING:
     from migrate_fi.api.differ import Api, CallableDiff
@@ -286,7 +286,8 @@ def _with_renames(transform: Transform, renames: dict[str, str]) -> Transform:
             call = rename_keyword(old, new)(call)
         return call
 
-    return both
+    # (naming arguments and renaming keywords both keep every argument's value)
+    return keeps_arguments(both)
 
 
 def _fix_renames(ctx: FileContext, site: Site, renames: dict[str, str]) -> None:
@@ -294,7 +295,9 @@ def _fix_renames(ctx: FileContext, site: Site, renames: dict[str, str]) -> None:
         ctx.fix(
             site.call,
             f"{site.name}: {_rename_message(site, renames)}",
-            ctx.replace(site.call, "Call", _with_renames(lambda call: call, renames)),
+            ctx.replace(
+                site.call, "Call", _with_renames(keeps_arguments(lambda call: call), renames)
+            ),
         )
 
 

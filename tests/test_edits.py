@@ -215,12 +215,36 @@ def test_statements_that_do_not_parse_fail() -> None:
 def test_overlapping_edits_are_a_bug_of_the_rule() -> None:
     src = "f(g(x))\n"
     outer, inner = [n for n in ast.walk(ast.parse(src)) if isinstance(n, ast.Call)]
-    with pytest.raises(EditError, match="overlap"):
+    with pytest.raises(EditError, match="overlap"):  # the outer edit would drop the inner one
         edit(
             src,
-            Replace(span(outer), "Call", add_keyword("a", "1")),
+            Replace(span(outer), "Call", replace_with("h()")),
             Replace(span(inner), "Call", add_keyword("b", "2")),
         )
+    with pytest.raises(EditError, match="overlap"):  # the inner one replaces the outer's node
+        edit(
+            src,
+            Replace(span(inner), "Call", replace_with("h()")),
+            Replace(span(inner), "Call", add_keyword("b", "2")),
+        )
+
+
+def test_a_call_inside_an_argument_of_a_call_whose_arguments_get_named() -> None:
+    # fp4_quantize(fp4_quantize(...7 args), ...7 args): both are fixed, the inner one first
+    src = "f(g(x, 1), 2)\n"
+    outer, inner = [n for n in ast.walk(ast.parse(src)) if isinstance(n, ast.Call)]
+    out = edit(
+        src,
+        Replace(span(outer), "Call", keywordize({1: "b"})),
+        Replace(span(inner), "Call", keywordize({1: "k"})),
+    )
+    assert out == "f(g(x, k=1), b=2)\n"
+    out = edit(
+        src,
+        Replace(span(outer), "Call", add_keyword("c", "3")),
+        Replace(span(inner), "Call", replace_with("h()")),
+    )
+    assert out == "f(h(), 2, c=3)\n"
 
 
 def test_same_node_twice_overlaps() -> None:
