@@ -199,3 +199,36 @@ def test_an_unreadable_folder_is_an_error_and_the_rest_is_read(tree: Path) -> No
     assert r.returncode == 2 and "Traceback" not in err
     assert "src/locked: error: cannot read this folder (Permission denied)" in err
     assert "src/good.py:5:12: FI001" in r.stdout.decode()
+
+
+def test_a_file_changed_between_read_and_write_is_not_overwritten(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Someone edits a file while apply is analysing the tree: that file keeps the edit and gets
+    a one-line error; the others are migrated; the exit code says a file failed."""
+    from click.testing import CliRunner
+
+    import migrate_fi.engine as engine
+    from migrate_fi.cli import cli
+
+    for name in ("a.py", "b.py"):
+        (tmp_path / name).write_text(LEGACY)
+    real_write = engine.write_atomically
+
+    def edit_then_write(path: str, new: bytes, old: bytes) -> None:
+        if path.endswith("a.py"):
+            with open(path, "ab") as fh:
+                fh.write(b"# edited meanwhile\n")
+        real_write(path, new, old)
+
+    monkeypatch.setattr(engine, "write_atomically", edit_then_write)
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(cli, ["apply", "--allow-dirty", "-j", "1", *RANGE, "."])
+    assert r.exception is None or isinstance(r.exception, SystemExit)
+    assert r.exit_code == 2, r.output
+    lines = [x for x in r.output.splitlines() if "a.py" in x and "error" in x]
+    assert lines == ["a.py: error: file changed on disk while it was being migrated; not rewritten"]
+    assert (tmp_path / "a.py").read_text() == LEGACY + "# edited meanwhile\n"
+    assert (tmp_path / "b.py").read_text() == MIGRATED
+    debris = [p for p in tmp_path.rglob("*") if p.name.endswith(".migrate-fi.tmp")]
+    assert debris == []
