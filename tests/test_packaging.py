@@ -10,6 +10,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
 
 import migrate_fi.codemods
 from migrate_fi.registry import all_codemods
@@ -54,3 +55,16 @@ def test_wheel_contents(tmp_path: Path) -> None:
         assert data.relative_to(ROOT).as_posix() in names, data
     assert not any(n.startswith("codemods/") for n in names)
     assert not any(n.startswith("tests/") for n in names)
+    (meta,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+    metadata = zipfile.ZipFile(wheel).read(meta).decode()
+    # verify's dependencies are an extra: the other commands never need torch or FlashInfer
+    assert "Provides-Extra: verify" in metadata
+    requires = [
+        Requirement(x.split(":", 1)[1])
+        for x in metadata.splitlines()
+        if x.startswith("Requires-Dist:")
+    ]
+    for name in ("torch", "flashinfer-python"):
+        (req,) = [r for r in requires if r.name == name]
+        assert req.marker is not None and req.marker.evaluate({"extra": "verify"})
+        assert not req.marker.evaluate({"extra": ""})
