@@ -74,6 +74,10 @@ class GraphCaptureTests(Codemod):
     test shapes too unusual to rewrite (runs in different blocks, outputs assigned twice, runs
     that are not plain assignments), each by test name with what to change. A rewrite that had to
     guess (more than two graph runs, comments inside a run call) is a review fix.
+
+    No other FlashInfer wrapper made this change in 0.6.8..0.7.4: of the classes whose
+    constructor takes `use_cuda_graph`, only this one stopped holding buffers between two releases
+    (a test searches the release data for more).
     """
 
     code = "FI005"

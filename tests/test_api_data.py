@@ -100,6 +100,30 @@ def test_cute_dsl_moe_wrapper_init() -> None:
     ]
 
 
+def test_only_cute_dsl_moe_wrapper_stopped_preallocating_for_cuda_graphs() -> None:
+    """FI005 covers one wrapper; this searches the release data for any other with the same
+    change (a class whose constructor takes `use_cuda_graph` and whose instances stop holding
+    buffer attributes in the next release), so new data with another one fails here."""
+
+    def graph_classes(version: str) -> dict[str, set[str]]:
+        out = {}
+        for key, d in load_release(version)["defs"].items():
+            init = d.get("methods", {}).get("__init__", {}).get("sig", [])
+            if d.get("k") == "c" and any(p[0] == "use_cuda_graph" for p in init):
+                out[key] = set(d.get("iattrs") or ())
+        return out
+
+    buffer = re.compile(r"buf|output|workspace|scale|_out")
+    found = []
+    releases = available_releases()
+    for old, new in zip(releases, releases[1:]):
+        before, after = graph_classes(old), graph_classes(new)
+        for key in before.keys() & after.keys():
+            if any(buffer.search(a) for a in before[key] - after[key]):
+                found.append((new, key.rsplit(".", 1)[1]))
+    assert found == [("0.6.14", "CuteDslMoEWrapper")]
+
+
 def test_trtllm_fp4_block_scale_moe() -> None:
     path = "flashinfer.trtllm_fp4_block_scale_moe"
     assert "per_token_scale" not in names("0.6.10", path)
