@@ -10,7 +10,7 @@ from packaging.version import InvalidVersion, Version
 
 from migrate_fi.api.releases import requirements_of
 from migrate_fi.codemod import Codemod, FileContext, RuleOption, RunOptions
-from migrate_fi.pins import Kind, VersionRef, canonical_name, scan
+from migrate_fi.pins import Kind, VersionRef, canonical_name, may_hold_versions, scan
 from migrate_fi.results import FixSafety
 
 _DEPENDENCY_FILES = (
@@ -90,6 +90,11 @@ class CompanionRequirements(Codemod):
         names = _required(str(options.to_version))
         spellings = {n for name in names for n in (name, name.replace("-", "_"))}
         return tuple(sorted(spellings)) or cls.triggers
+
+    @classmethod
+    def wants(cls, data: bytes, path: str, options: RunOptions) -> bool:
+        # `import torch` names a requirement; only a version of it matters here
+        return may_hold_versions(path, data, None, _required(str(options.to_version)))
 
     def find(self, ctx: FileContext) -> None:
         target = str(ctx.options.to_version)

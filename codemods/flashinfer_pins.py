@@ -11,8 +11,16 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from migrate_fi.api.releases import FLASHINFER_INDEX, index_versions
-from migrate_fi.codemod import Codemod, FileContext, RuleOption
-from migrate_fi.pins import CUBIN, MAIN, PIN_FILE_PATTERNS, Kind, VersionRef, scan
+from migrate_fi.codemod import Codemod, FileContext, RuleOption, RunOptions
+from migrate_fi.pins import (
+    CUBIN,
+    MAIN,
+    PIN_FILE_PATTERNS,
+    Kind,
+    VersionRef,
+    may_hold_versions,
+    scan,
+)
 from migrate_fi.results import FixSafety
 
 # files that declare dependencies (a pin there is installed by pip from PyPI)
@@ -95,6 +103,11 @@ class FlashinferPins(Codemod):
             " FlashInfer's wheel index in the CI scripts and Dockerfiles that install FlashInfer).",
         ),
     )
+
+    @classmethod
+    def wants(cls, data: bytes, path: str, options: RunOptions) -> bool:
+        # every module of a serving project says "flashinfer"; few write a version
+        return may_hold_versions(path, data, str(options.from_version))
 
     def find(self, ctx: FileContext) -> None:
         mode = ctx.option("cubin")

@@ -339,6 +339,14 @@ class Codemod:
         (a tuple: all of its strings). Default: ``triggers``."""
         return cls.triggers
 
+    @classmethod
+    def wants(cls, data: bytes, path: str, options: RunOptions) -> bool:
+        """A finer test, asked only of files that passed the prefilter, for a rule whose
+        triggers are common words (every file of a serving project says "flashinfer"): False
+        and the file is not parsed for this rule. It must be cheap and never say False for a
+        file the rule would report or fix. Default: True."""
+        return True
+
     def find(self, ctx: FileContext) -> None:
         raise NotImplementedError
 

@@ -70,6 +70,28 @@ def prefilter_for(codemod: type[Codemod], options: RunOptions) -> Prefilter:
     return Prefilter(codemod.triggers_for(options))
 
 
+def passes(codemod: type[Codemod], data: bytes, path: str, options: RunOptions) -> bool:
+    """Whether ``codemod`` must see the file: its prefilter, then its own finer test."""
+    return prefilter_for(codemod, options).matches(data) and codemod.wants(data, path, options)
+
+
+def _flashinfer_own_file(
+    path: str, data: bytes, codemods: Sequence[type[Codemod]], options: RunOptions
+) -> bool:
+    """A file of FlashInfer's own tree that must be read although no prefilter matched: it
+    reaches the API through relative imports, or names its own definitions without their
+    module (`DirectDenseGemmKernel(...)` where it is defined; tested as if it named its module)."""
+    if not path.endswith(".py"):
+        return False
+    module = module_identity(path)[0]
+    if module is None or not in_flashinfer(module):
+        return False
+    if b"from ." in data:
+        return True
+    named = data + b"\n" + module.replace(".", " ").encode()
+    return any(passes(c, named, path, options) for c in codemods)
+
+
 def process_source(
     data: bytes,
     path: str,
@@ -247,11 +269,7 @@ def _process(
         c
         for c in codemods
         if own_tree
-        or (
-            c.id in prefiltered
-            if prefiltered is not None
-            else prefilter_for(c, options).matches(data)
-        )
+        or (c.id in prefiltered if prefiltered is not None else passes(c, data, path, options))
     ]
     tree: ast.Module | None = None
     if is_python:
@@ -368,7 +386,7 @@ def run(
     patterns = sorted({p for c in codemods for p in c.file_patterns})
     for c in codemods:
         c.prepare(options)  # before any file is touched
-    prefilters = [prefilter_for(c, options) for c in codemods]
+    prefilters = [prefilter_for(c, options) for c in codemods]  # built once, before the walk
     results: dict[str, FileResult] = {}
     candidates: list[SourceFile] = []
     others: list[str] = []  # files the prefilter ruled out (they may still import an alias)
@@ -392,8 +410,8 @@ def run(
         except OSError as exc:
             results[abspath] = failed(shown, f"cannot read: {exc.strerror}")
             continue
-        matched = tuple(c.id for c, p in zip(codemods, prefilters, strict=True) if p.matches(data))
-        if not matched and not (b"from ." in data and in_flashinfer(module_identity(abspath)[0])):
+        matched = tuple(c.id for c in codemods if passes(c, data, abspath, options))
+        if not matched and not _flashinfer_own_file(abspath, data, codemods, options):
             results[abspath] = FileResult(shown, Status.SKIPPED)
             others.append(abspath)
             continue
@@ -484,6 +502,8 @@ def _importers(
             return False
         if b"import_module" in data or b"importorskip" in data:
             return True  # modules named in strings: no import statement to read
+        if not any(m in data for n in names for m in modules_of[n]):
+            return False  # (a necessary condition, much cheaper than reading the imports)
         words = {w for m in _IMPORT.finditer(data) for w in _WORD.findall(m.group(0))}
         return any(modules_of[n] & words for n in names)
 

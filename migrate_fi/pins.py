@@ -38,6 +38,7 @@ __all__ = [
     "Kind",
     "VersionRef",
     "canonical_name",
+    "may_hold_versions",
     "scan",
 ]
 
@@ -104,6 +105,8 @@ _POETRY = re.compile(
     r"[\"'](?P<op>[\^~=<>!]*)\s*(?P<ver>" + _VER + r")"
 )
 _VERSION_LIKE = re.compile(r"^\d+(\.\d+)+([a-z]+\d*|\.post\d+|\.dev\d+)*(\+[\w.]+)?$")
+# in source text, a string literal that may hold such a version (a cheap test before the walk)
+_VERSION_LITERAL = re.compile(r"[\"']\d+(?:\.\d+)+[\w.+]*[\"']")
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 _NEAR = 3  # lines around a FlashInfer mention where an example of the old version counts
 
@@ -189,6 +192,18 @@ def _requirements(
 
 def _family_names(companions: Collection[str]) -> set[str]:
     return {MAIN, CUBIN, JIT_CACHE} | {canonical_name(c) for c in companions}
+
+
+def may_hold_versions(
+    path: str, data: bytes, old_version: str | None = None, companions: Collection[str] = ()
+) -> bool:
+    """Whether `scan` may find anything in the file, from its bytes, without parsing it: what a
+    Python file must contain to hold a version (other files: always)."""
+    if not path.endswith(".py"):
+        return True
+    # Latin-1 maps every byte to one character: the ASCII names and operators match as in
+    # the decoded text, whatever the file's encoding
+    return _python_may_hold(data.decode("latin-1"), old_version, _family_names(companions))
 
 
 def scan(
@@ -341,9 +356,18 @@ def _dist_name(node: ast.expr) -> str | None:
 
 
 @cache
-def _gate(names: frozenset[str]) -> re.Pattern[str]:
+def _rough_gate(names: frozenset[str]) -> re.Pattern[str]:
+    """Matches wherever `_gate` does (in lower-cased text), and some more."""
+    heads = sorted({re.split(r"[-_.]", n)[0].lower() for n in names} | {"flashinfer"})
+    alternatives = "|".join(re.escape(h) for h in heads)
+    return re.compile(rf"(?:{alternatives})[\w.-]*(?:\s*\[[^\]]*\])?(?:\s*{_OP}|[\"'])")
+
+
+@cache
+def _gate(names: frozenset[str], pins_only: bool = False) -> re.Pattern[str]:
     """What a Python file must contain to hold a pin, a check or a requirement of ``names``:
-    a name followed by a version operator, or a quoted distribution name."""
+    a name followed by a version operator, or a quoted distribution name (a check's argument;
+    ``pins_only``: not that)."""
     spelled = "|".join(
         sorted(
             (r"[-_.]".join(re.escape(part) for part in re.split(r"[-_.]", n)) for n in names),
@@ -353,17 +377,21 @@ def _gate(names: frozenset[str]) -> re.Pattern[str]:
     )
     if "flashinfer-python" in names:
         spelled += "|flashinfer"  # the old name of the main package
-    return re.compile(
-        rf"(?<![\w.-])(?:{spelled})(?:\s*\[[^\]]*\])?\s*{_OP}|[\"'](?:{spelled})(?:\[[^\]]*\])?[\"']",
-        re.IGNORECASE,
-    )
+    pin = rf"(?<![\w.-])(?:{spelled})(?:\s*\[[^\]]*\])?\s*{_OP}"
+    quoted = rf"[\"'](?:{spelled})(?:\[[^\]]*\])?[\"']"
+    return re.compile(pin if pins_only else f"{pin}|{quoted}", re.IGNORECASE)
 
 
 def _python_may_hold(text: str, old: str | None, names: Collection[str]) -> bool:
     """A cheap test that most Python files fail: the full scan tokenizes the whole file."""
     if old is not None and old in text:
         return True
-    return _gate(frozenset(names)).search(text) is not None
+    key = frozenset(names)
+    # a necessary condition first: the exact test's leading look-behind and case folding make
+    # it scan slowly; this one starts with a literal, which the regex engine finds fast
+    if _rough_gate(key).search(text.lower()) is None:
+        return False
+    return _gate(key).search(text) is not None
 
 
 def _scan_python(
@@ -379,7 +407,8 @@ def _scan_python(
     taken: set[tuple[int, int]] = set()
     docstrings: set[int] | None = None  # read when the old version is met in a string
     # checks: a call with a FlashInfer distribution name and a version string
-    for node in ast.walk(tree):
+    calls = ast.walk(tree) if _VERSION_LITERAL.search(text) else ()
+    for node in calls:
         if not isinstance(node, ast.Call):
             continue
         args = [*node.args, *(k.value for k in node.keywords)]
@@ -399,7 +428,10 @@ def _scan_python(
                 if ref is not None:
                     out.append(ref)
                     taken.add((ref.line, ref.col))
-    # requirements and examples inside strings and comments
+    # requirements and examples inside strings and comments (tokenizing is the costly part:
+    # skipped where no line holds a requirement or the old version)
+    if not ((old is not None and old in text) or _gate(frozenset(names), True).search(text)):
+        return out
     for token in _tokens(text):
         number, col = token.start
         if token.type not in (tokenize.COMMENT, tokenize.STRING):

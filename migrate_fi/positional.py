@@ -173,7 +173,7 @@ def _check_call(
     candidates: tuple,
     wording: Wording,
 ) -> None:
-    from migrate_fi.api.differ import api_for, callable_diff, first_change
+    from migrate_fi.api.differ import api_for, callable_diff, first_change, moved_hint
 
     old_v, new_v = str(ctx.options.from_version), str(ctx.options.to_version)
     old_api, new_api = api_for(old_v), api_for(new_v)
@@ -187,8 +187,8 @@ def _check_call(
         if view.via is not Via.PARTIAL_CALL and new_api.surely_missing(str(path)):
             ctx.report(
                 call,
-                f"{path.display()} ({path.dotted}) no longer exists in FlashInfer {new_v}:"
-                " migrate by hand",
+                f"{path.display()} ({path.dotted}) no longer exists in FlashInfer {new_v}"
+                f"{moved_hint(old_api, new_api, str(path))}: migrate by hand",
             )
         return
     d = callable_diff(str(path), old_v, new_v)
@@ -228,6 +228,8 @@ def _check_imports(
     ctx: FileContext, old_api: Api, new_api: Api, owns: Callable[[str], bool]
 ) -> None:
     """Imports of FlashInfer names or modules that the new release no longer has."""
+    from migrate_fi.api.differ import moved_hint
+
     resolver = ctx.resolver
     new_v = str(ctx.options.to_version)
     for node in resolver.imports:
@@ -245,8 +247,10 @@ def _check_imports(
             if key is None or not owns(key):
                 continue
             if new_api.canonical(path) is None and new_api.surely_missing(path):
+                hint = moved_hint(old_api, new_api, path)
                 ctx.report(
-                    node, f"{path} no longer exists in FlashInfer {new_v}: this import fails there"
+                    node,
+                    f"{path} no longer exists in FlashInfer {new_v}: this import fails there{hint}",
                 )
 
 

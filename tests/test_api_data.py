@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import itertools
 import os
 import re
 import subprocess
@@ -116,7 +117,7 @@ def test_only_cute_dsl_moe_wrapper_stopped_preallocating_for_cuda_graphs() -> No
     buffer = re.compile(r"buf|output|workspace|scale|_out")
     found = []
     releases = available_releases()
-    for old, new in zip(releases, releases[1:]):
+    for old, new in itertools.pairwise(releases):
         before, after = graph_classes(old), graph_classes(new)
         for key in before.keys() & after.keys():
             if any(buffer.search(a) for a in before[key] - after[key]):
@@ -172,6 +173,17 @@ def test_silent_positional_changes_match_the_facts() -> None:
         before, after = api_for(old).callable(path), api_for(new).callable(path)
         assert before is not None and after is not None, path
         assert compare_callables(before, after).misbinding_index == index, path
+
+
+def test_prefilter_index_is_built_from_the_bundled_data() -> None:
+    """changes.json is derived data: regenerated with the releases (`signatures build`), never
+    edited by hand; a stale index would let files with changed calls skip the analysis."""
+    import json
+
+    from migrate_fi.api.index import INDEX_FILE, build_index
+
+    with open(INDEX_FILE, encoding="utf-8") as fh:
+        assert json.load(fh) == build_index()
 
 
 def test_prefilter_index_names_the_changes() -> None:

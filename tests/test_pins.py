@@ -6,8 +6,19 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from migrate_fi.pins import CUBIN, JIT_CACHE, MAIN, Kind, scan
+from migrate_fi.pins import (
+    CUBIN,
+    JIT_CACHE,
+    MAIN,
+    Kind,
+    _family_names,
+    _gate,
+    _python_may_hold,
+    scan,
+)
 from migrate_fi.project import ProjectVersionError, detect_current_version, find_pins
 
 
@@ -191,3 +202,51 @@ def test_a_release_without_data_says_what_the_data_covers() -> None:
 
 def test_kinds_are_values() -> None:
     assert Kind("check") is Kind.CHECK
+
+
+_PIECES = [
+    "flashinfer",
+    "FlashInfer",
+    "FLASHINFER",
+    "flashinfer-python",
+    "flashinfer_python",
+    "flashinfer.cubin",
+    "Flashinfer-JIT-cache",
+    "nvidia-cutlass-dsl",
+    "torch",
+    "[cu13]",
+    "[",
+    "]",
+    "==",
+    ">=",
+    "<",
+    "~=",
+    "!=",
+    " ",
+    "\n",
+    '"',
+    "'",
+    "0.6.12",
+    ".",
+    "-",
+    "_",
+    "x",
+    "#",
+    "import ",
+    "(",
+    ")",
+    ",",
+    "\t",
+]
+
+
+@given(st.lists(st.sampled_from(_PIECES), max_size=14))
+@settings(max_examples=1500, deadline=None)
+def test_the_quick_python_gate_never_rejects_what_the_exact_one_accepts(pieces: list[str]) -> None:
+    """`_python_may_hold` tries a rough, fast pattern before the exact one: it must decide
+    exactly as the exact pattern alone."""
+    text = "".join(pieces)
+    for companions in ((), ("nvidia-cutlass-dsl", "torch")):
+        names = frozenset(_family_names(companions))
+        exact = _gate(names).search(text) is not None
+        assert _python_may_hold(text, None, names) == exact, text

@@ -130,6 +130,7 @@ class Api:
         self.exports: dict[str, str] = record["exports"]
         self.modules: dict[str, Any] = record["modules"]
         self._names: dict[str, frozenset[str]] = {}
+        self._by_last_name: dict[str, list[tuple[str, str]]] | None = None
 
     def canonical(self, path: str) -> str | None:
         """The definition (or module) a public path reaches. A name a package binds shadows its
@@ -322,6 +323,41 @@ class Api:
                 out[path] = target
         return out
 
+    def same_name_elsewhere(self, path: str, kind: str | None = None) -> list[str]:
+        """Where a definition named like ``path``'s last component lives in this release: one
+        public path per definition (the shortest), of the same kind (`"f"`, `"c"`) if given;
+        ``path`` itself excluded. For "moved to" hints."""
+        if self._by_last_name is None:
+            index: dict[str, list[tuple[str, str]]] = {}
+            for public, target in self.public_paths().items():
+                index.setdefault(public.rsplit(".", 1)[-1], []).append((public, target))
+            self._by_last_name = index
+        best: dict[str, str] = {}
+        for public, target in self._by_last_name.get(path.rsplit(".", 1)[-1], ()):
+            if public == path or (kind is not None and self.defs[target].get("k") != kind):
+                continue
+            if target not in best or (len(public), public) < (len(best[target]), best[target]):
+                best[target] = public
+        return sorted(best.values())
+
+
+def moved_hint(old: Api, new: Api, path: str, limit: int = 3) -> str:
+    """A hint for a ``path`` that ``new`` no longer has: where ``new`` defines a definition (or
+    module) of the same name and kind, as `` (the same name is defined at X: compare before
+    switching)``; ``""`` when nowhere, or in more than ``limit`` places (a common name says
+    nothing about where this one went)."""
+    if path in old.modules:
+        name = path.rsplit(".", 1)[-1]
+        places = sorted(m for m in new.modules if m.rsplit(".", 1)[-1] == name and "._" not in m)
+    else:
+        kind = old.defs.get(old.canonical(path) or "", {}).get("k")
+        if kind not in ("f", "c"):
+            return ""
+        places = new.same_name_elsewhere(path, kind)
+    if not places or len(places) > limit:
+        return ""
+    return f" (the same name is defined at {' and '.join(places)}: compare before switching)"
+
 
 def _params(sig: list[list[Any]]) -> tuple[Param, ...]:
     return tuple(Param(n, k, d) for n, k, d in sig)
@@ -463,8 +499,7 @@ def diff_releases(old_version: str, new_version: str) -> list[Change]:
         before = old.callable(path)
         is_method = ApiPath(path).is_method
         if not is_method and path not in new_public and new.canonical(path) is None:
-            name = path.rsplit(".", 1)[-1]
-            moved = sorted(p for p in new_public if p.rsplit(".", 1)[-1] == name)
+            moved = new.same_name_elsewhere(path)
             detail = f"moved to {', '.join(moved[:3])}" if moved else "no longer exists"
             changes.append(Change(path, "moved" if moved else "removed", detail))
             continue

@@ -39,8 +39,20 @@ def build_index() -> dict[str, object]:
             api_key = ApiPath(key)
             target = api_key.owner if api_key.is_method else key
             paths.update(by_target.get(target, [target]))
+        paths.update(_vanished_paths(old, new))
         pairs[f"{old}..{new}"] = sorted(paths)
     return {"releases": releases, "pairs": pairs}
+
+
+def _vanished_paths(old_version: str, new_version: str) -> set[str]:
+    """Public paths of definitions and modules that no longer resolve, also where the definition
+    lives on elsewhere (a module moved, its class re-exported from the package): an import
+    through the old path fails."""
+    from migrate_fi.api.differ import api_for
+
+    old, new = api_for(old_version), api_for(new_version)
+    candidates = [*old.public_paths(), *(m for m in old.modules if "._" not in m)]
+    return {p for p in candidates if new.canonical(p) is None and new.surely_missing(p)}
 
 
 def write_index(folder: str = DATA_DIR) -> str:
