@@ -376,7 +376,9 @@ def run(
     may import such a name (they contain its name and its module's name) are analysed again with
     those aliases, until no new export appears. A file that never names FlashInfer costs one read.
 
-    ``only``: real paths; other files are left out (``--changed-since``).
+    ``only``: real paths; other files are left out (``--changed-since``), except that the
+    modules the files read import are analysed (never reported, never written) for the
+    re-exports they define: one step, not re-exports of re-exports.
 
     Raises `migrate_fi.discovery.DiscoveryError` for a path that does not exist, and
     `migrate_fi.codemod.CodemodSetupError` when a codemod cannot run for these options.
@@ -391,6 +393,8 @@ def run(
     candidates: list[SourceFile] = []
     others: list[str] = []  # files the prefilter ruled out (they may still import an alias)
     stale: list[str] = []
+    left_out: list[str] = []  # Python files outside ``only``: read only for their re-exports
+    imported: set[bytes] = set()  # the words of the import statements of the files read
 
     def unreadable(folder: str, exc: OSError) -> None:
         shown = display_path(folder)
@@ -402,6 +406,8 @@ def run(
         paths, suffixes, exclude, respect_gitignore, excludes_at, patterns, unreadable, stale.append
     ):
         if only is not None and os.path.realpath(abspath) not in only:
+            if abspath.endswith(".py"):
+                left_out.append(abspath)
             continue
         shown = display_path(abspath)
         try:
@@ -410,6 +416,8 @@ def run(
         except OSError as exc:
             results[abspath] = failed(shown, f"cannot read: {exc.strerror}")
             continue
+        if only is not None:
+            imported |= _import_words(data)
         matched = tuple(c.id for c in codemods if passes(c, data, abspath, options))
         if not matched and not _flashinfer_own_file(abspath, data, codemods, options):
             results[abspath] = FileResult(shown, Status.SKIPPED)
@@ -419,10 +427,13 @@ def run(
 
     batch = Batch(tuple(c.id for c in codemods), options, mode.value, jobs, progress)
     results.update(batch.process(candidates, {}))
+    exporters = _imported_modules(left_out, imported, codemods, options)
+    # (analysed for their exports only: a check, whatever the mode, and not part of the result)
+    beside = Batch(batch.ids, options, Mode.CHECK.value, jobs, None).process(exporters, {})
     aliases: dict[str, str] = {}
     relevant = set().union(*(p.names() for p in prefilters)) if prefilters else set()
     for _ in range(_MAX_REEXPORT_ROUNDS):
-        exported = _merge_exports(results.values(), relevant)
+        exported = _merge_exports([*results.values(), *beside.values()], relevant)
         new = {k: v for k, v in exported.items() if aliases.get(k) != v}
         if not new:
             break
@@ -484,6 +495,36 @@ def _relevant_alias(target: str, names: set[bytes]) -> bool:
     return last.encode() in names
 
 
+def _import_words(data: bytes) -> set[bytes]:
+    """The words of a file's import statements (module names and the names imported)."""
+    return {w for m in _IMPORT.finditer(data) for w in _WORD.findall(m.group(0))}
+
+
+def _imported_modules(
+    paths: Iterable[str],
+    imported: set[bytes],
+    codemods: Sequence[type[Codemod]],
+    options: RunOptions,
+) -> list[SourceFile]:
+    """Of ``paths`` (files a run leaves out), the modules whose name the import statements of
+    the files it reads may name (``imported``), and that a rule would analyse: where the
+    project re-exports what those files import."""
+    out = []
+    for path in paths:
+        module = module_identity(path)[0]
+        if module is None or module.rsplit(".", 1)[-1].encode() not in imported:
+            continue
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            continue  # not a file this run checks: its own errors are not reported
+        matched = tuple(c.id for c in codemods if passes(c, data, path, options))
+        if matched:
+            out.append(SourceFile(data, path, matched))
+    return out
+
+
 def _importers(
     aliases: Mapping[str, str], candidates: Iterable[SourceFile], others: Iterable[str]
 ) -> list[SourceFile]:
@@ -504,7 +545,7 @@ def _importers(
             return True  # modules named in strings: no import statement to read
         if not any(m in data for n in names for m in modules_of[n]):
             return False  # (a necessary condition, much cheaper than reading the imports)
-        words = {w for m in _IMPORT.finditer(data) for w in _WORD.findall(m.group(0))}
+        words = _import_words(data)
         return any(modules_of[n] & words for n in names)
 
     out = [f for f in candidates if imports_one(f.data)]

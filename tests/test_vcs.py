@@ -111,3 +111,30 @@ def test_apply_outside_git_is_not_refused(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.chdir(tmp_path)
     (tmp_path / "m.py").write_text(LEGACY)
     assert invoke("apply", *FROM, "m.py").exit_code == 0
+
+
+def test_changed_since_follows_a_reexport_defined_in_an_unchanged_module(repo: Path) -> None:
+    """The project wraps FlashInfer in a module that does not change; a changed file calls
+    FlashInfer through it: the wrapper is read for its re-exports, and only the changed file
+    is reported."""
+    pkg = repo / "src" / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "kernels.py").write_text("from flashinfer import fp4_quantize as quantize\n")
+    (pkg / "unrelated.py").write_text(LEGACY)  # unchanged, with a site: not reported
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "wrapper")
+    (pkg / "user.py").write_text(
+        "from pkg.kernels import quantize\n\n\n"
+        "def q(x, gs):\n"
+        "    return quantize(x, gs[:1], 16, False, True, False, True)\n"
+    )
+    r = invoke("check", *FROM, "--changed-since", "HEAD", "src")
+    assert r.exit_code == 1, r.output
+    assert [line.split(":")[0] for line in r.stdout.splitlines()] == ["src/pkg/user.py"]
+    assert "1 file scanned" in r.stderr
+    r = invoke("apply", *FROM, "--allow-dirty", "--changed-since", "HEAD", "src")
+    assert r.exit_code == 0, r.output
+    assert "False, enable_pdl=True)" in (pkg / "user.py").read_text()
+    assert (pkg / "unrelated.py").read_text() == LEGACY  # never written
+    assert (pkg / "kernels.py").read_text() == "from flashinfer import fp4_quantize as quantize\n"
