@@ -224,10 +224,28 @@ class FileContext:
 
     # ------------------------------------------------------------------ edits
 
-    def replace(self, node: ast.AST, node_type: str, transform: Transform) -> Replace:
+    def replace(
+        self,
+        node: ast.AST,
+        node_type: str,
+        transform: Transform,
+        as_text: tuple[TextEdit, ...] | None = None,
+    ) -> Replace:
         """An edit: the LibCST node of ``node_type`` at ``node``'s span becomes
-        ``transform(that node)`` (helpers in `migrate_fi.edits`)."""
-        return Replace(self.span(node), node_type, transform)
+        ``transform(that node)`` (helpers in `migrate_fi.edits`); ``as_text``: the same change
+        as text edits, if the rule can say it (see `Replace`)."""
+        return Replace(self.span(node), node_type, transform, as_text)
+
+    def text_between(self, start: tuple[int, int], end: tuple[int, int]) -> str:
+        """The source from ``start`` to ``end`` ((line, character column) pairs), its line
+        breaks written as ``\n``."""
+        if self._lines is None:
+            self._lines = _LINE_BREAK.split(self.text)
+        (l1, c1), (l2, c2) = start, end
+        if l1 == l2:
+            return self._lines[l1 - 1][c1:c2]
+        middle = self._lines[l1 : l2 - 1]
+        return "\n".join([self._lines[l1 - 1][c1:], *middle, self._lines[l2 - 1][:c2]])
 
     def insert_before(self, statement: ast.stmt, code: str) -> InsertStatements:
         return InsertStatements(self.span(statement), code)

@@ -210,7 +210,7 @@ def _shift(edit: Any, lines: int) -> Any:
         return (span[0] - lines, span[1], span[2] - lines, span[3])
 
     if isinstance(edit, Replace):
-        return Replace(move(edit.span), edit.node_type, edit.transform)
+        return Replace(move(edit.span), edit.node_type, edit.transform)  # (as_text: unused here)
     if isinstance(edit, InsertStatements):
         return InsertStatements(move(edit.anchor), edit.code, edit.after)
     return ReplaceStatements(move(edit.first), move(edit.last), edit.code)

@@ -35,7 +35,7 @@ from migrate_fi.codemod import (
     RunOptions,
 )
 from migrate_fi.discovery import discover, wanted_files
-from migrate_fi.edits import EditError, TextEdit
+from migrate_fi.edits import EditError, Replace, TextEdit
 from migrate_fi.modules import display_path, in_flashinfer, module_identity
 from migrate_fi.prefilter import Prefilter
 from migrate_fi.resolver import NameResolver
@@ -180,6 +180,14 @@ def _apply_fixes(
         from migrate_fi.textedit import apply_text_edits
 
         return apply_text_edits(text, text_edits)
+    if not any(f.imports for f in fixes) and all(
+        isinstance(e, Replace) and e.as_text is not None for _, e in edits
+    ):
+        from migrate_fi.textedit import apply_text_edits
+
+        # every edit said as text too: no LibCST (the result is parsed again by the caller)
+        plain = [(label, t) for label, e in edits for t in e.as_text]  # type: ignore[union-attr]
+        return apply_text_edits(text, plain)
     from migrate_fi.cstedit import apply_edits_in_regions
 
     assert tree is not None, "LibCST edits are for Python files"
@@ -470,6 +478,7 @@ _IMPORT = re.compile(
     re.MULTILINE,
 )
 _WORD = re.compile(rb"\w+")
+_FEW_MODULES = 8  # up to this many, substring tests before reading a file's import statements
 
 
 def _merge_exports(results: Iterable[FileResult], relevant: set[bytes]) -> dict[str, str]:
@@ -543,8 +552,9 @@ def _importers(
             return False
         if b"import_module" in data or b"importorskip" in data:
             return True  # modules named in strings: no import statement to read
-        if not any(m in data for n in names for m in modules_of[n]):
-            return False  # (a necessary condition, much cheaper than reading the imports)
+        modules = set().union(*(modules_of[n] for n in names))
+        if len(modules) <= _FEW_MODULES and not any(m in data for m in modules):
+            return False  # (a necessary condition, cheaper than reading the imports)
         words = _import_words(data)
         return any(modules_of[n] & words for n in names)
 

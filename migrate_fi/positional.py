@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from migrate_fi.api.paths import ApiPath, is_flashinfer
 from migrate_fi.calls import CallArgs, CalleeCall, Via, callee_calls
 from migrate_fi.codemod import CodemodSetupError, FileContext, KeywordStyle, RunOptions
-from migrate_fi.edits import Transform, keeps_arguments, keywordize, rename_keyword
+from migrate_fi.edits import TextEdit, Transform, keeps_arguments, keywordize, rename_keyword
 
 if TYPE_CHECKING:
     from migrate_fi.api.differ import Api, CallableDiff
@@ -300,9 +300,77 @@ def _fix_renames(ctx: FileContext, site: Site, renames: dict[str, str]) -> None:
             site.call,
             f"{site.name}: {_rename_message(site, renames)}",
             ctx.replace(
-                site.call, "Call", _with_renames(keeps_arguments(lambda call: call), renames)
+                site.call,
+                "Call",
+                _with_renames(keeps_arguments(lambda call: call), renames),
+                _as_text(ctx, site.call, {}, renames),
             ),
         )
+
+
+def _as_text(
+    ctx: FileContext, call: ast.Call, names: dict[int, str], renames: dict[str, str]
+) -> tuple[TextEdit, ...] | None:
+    """`keywordize(names)` and the keyword renames as text edits: ``name=`` inserted where each
+    argument starts (before any parenthesis around it), a keyword's name replaced. None when the
+    text between the arguments is not plain enough to say it (the LibCST transform does it)."""
+    edits = []
+    for index, name in names.items():
+        if index >= len(call.args):
+            return None
+        arg = call.args[index]
+        # a bare generator or assignment expression needs parentheses once named: LibCST's job
+        if isinstance(arg, (ast.Starred, ast.GeneratorExp, ast.NamedExpr)):
+            return None
+        if any((k.lineno, k.col_offset) < (arg.lineno, arg.col_offset) for k in call.keywords):
+            return None  # `f(k=1, *a)`: argument indices count differently in LibCST
+        before = call.func if index == 0 else call.args[index - 1]
+        point = _argument_start(ctx, before, arg, "(" if index == 0 else ",")
+        if point is None:
+            return None
+        edits.append(TextEdit((*point, *point), f"{name}="))
+    for kw in call.keywords:
+        if kw.arg is None or kw.arg not in renames:
+            continue
+        line, col = ctx.span(kw)[:2]
+        if ctx.text_between((line, col), (line, col + len(kw.arg))) != kw.arg:
+            return None
+        edits.append(TextEdit((line, col, line, col + len(kw.arg)), renames[kw.arg]))
+    return tuple(edits)
+
+
+def _argument_start(
+    ctx: FileContext, before: ast.expr, arg: ast.expr, separator: str
+) -> tuple[int, int] | None:
+    """Where the argument ``arg`` starts, parentheses around it included: after ``separator``
+    (the call's ``(`` or the ``,`` that follows ``before``, the callee or the previous argument),
+    past blanks, line continuations and comments. None if anything else lies between."""
+    start = ctx.span(before)[2:]
+    gap = ctx.text_between(start, ctx.span(arg)[:2])
+    i, seen = 0, False
+    while i < len(gap):
+        c = gap[i]
+        if c == "#":
+            end = gap.find("\n", i)
+            i = len(gap) if end < 0 else end
+        elif c in " \t\f\n\\":  # (outside a comment, a backslash only continues a line)
+            i += 1
+        elif not seen and c == separator:
+            seen = True
+            i += 1
+        elif not seen and c == ")":  # closing parentheses around ``before``
+            i += 1
+        elif seen and c == "(":  # opening parentheses around ``arg``
+            break
+        else:
+            return None
+    if not seen:
+        return None
+    head = gap[:i]
+    breaks = head.count("\n")
+    if not breaks:
+        return start[0], start[1] + i
+    return start[0] + breaks, i - head.rfind("\n") - 1
 
 
 def _written_at(site: Site, position: int) -> int:
@@ -385,4 +453,7 @@ def _positional(ctx: FileContext, site: Site, wording: Wording, renames: dict[st
         )
     if renames:
         message += f"; also {_rename_message(site, renames)}"
-    ctx.fix(call, message, ctx.replace(call, "Call", _with_renames(keywordize(names), renames)))
+    transform = _with_renames(keywordize(names), renames)
+    ctx.fix(
+        call, message, ctx.replace(call, "Call", transform, _as_text(ctx, call, names, renames))
+    )

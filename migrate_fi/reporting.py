@@ -167,14 +167,15 @@ def _how_to_mark(result: RunResult) -> str:
 def patch_path(path: str) -> str:
     """The path a patch names a file by: relative to the current folder when the file is in it;
     else relative to the root of the git repository that holds it (apply the patch there);
-    else as given."""
+    else relative to the file system's root (apply it from there): never `a//abs/path`, which
+    git refuses."""
     if not os.path.isabs(path):
         return path.replace(os.sep, "/")
     from migrate_fi.discovery import find_upward
 
     root = find_upward(os.path.dirname(path), (".git",))
     if root is None:
-        return path
+        root = os.path.splitdrive(path)[0] + os.sep  # the file system's (a drive's) root
     return os.path.relpath(path, root).replace(os.sep, "/")
 
 

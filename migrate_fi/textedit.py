@@ -1,7 +1,8 @@
-"""Applying text edits: spans of a file's text replaced, for files that are not Python.
+"""Applying text edits: spans of a file's text replaced, for files that are not Python and for
+Python edits a rule could say as text (`migrate_fi.edits.Replace.as_text`).
 
-Kept apart from `cstedit` so that `check`/`diff`/`apply` of a `pyproject.toml` or a Dockerfile
-never import LibCST. The same overlap rule applies: two edits touching the same text are a bug.
+Kept apart from `cstedit` so that these runs never import LibCST. The same overlap rule
+applies: two edits touching the same text are a bug. Linear in the text and the edits.
 """
 
 from __future__ import annotations
@@ -36,12 +37,14 @@ def apply_text_edits(text: str, edits: Sequence[tuple[str, TextEdit]]) -> str:
             raise EditError(f"an edit points at line {line}, outside the file")
         return starts[line - 1] + col
 
+    # (insertions at one point go in in the order given: the sort is stable)
     spans = sorted(
-        ((offset(*e.span[:2]), offset(*e.span[2:]), e.text, label) for label, e in edits),
+        ((offset(*e.span[:2]), offset(*e.span[2:]), e.text) for _label, e in edits),
         key=lambda s: (s[0], s[1]),
-        reverse=True,
     )
-    out = text
-    for start, end, new, _label in spans:
-        out = out[:start] + new + out[end:]
-    return out
+    pieces, at = [], 0
+    for start, end, new in spans:
+        pieces += (text[at:start], new)
+        at = end
+    pieces.append(text[at:])
+    return "".join(pieces)

@@ -385,3 +385,34 @@ def test_an_edit_outside_every_statement_fails() -> None:
         apply_edits_in_regions(
             source, ast.parse(source), [("e", Replace((2, 0, 2, 11), "Call", keywordize({})))]
         )
+
+
+def test_named_arguments_are_spliced_as_text_without_libcst() -> None:
+    """FI001/FI002 say their edits as text too: a file whose fixes all can be spliced is
+    rewritten without loading LibCST (a file with thousands of sites takes milliseconds), to
+    the bytes the LibCST transforms give (tests/test_fixtures.py compares the two on every
+    case)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    case = Path(__file__).parent / "fixtures" / "fp4_quantize_keywords" / "argument_layouts"
+    program = (
+        "import sys\n"
+        "from migrate_fi.codemod import RunOptions\n"
+        "from migrate_fi.engine import Mode, process_source\n"
+        "from migrate_fi.registry import select\n"
+        "from migrate_fi.versions import parse_version\n"
+        "old, new = parse_version('0.6.10'), parse_version('0.6.11')\n"
+        "selection = select(old, new, ['FI001'])\n"
+        "options = RunOptions(old, new, rules=selection.settings())\n"
+        "data = open(sys.argv[1], 'rb').read()\n"
+        "r = process_source(data, 'm.py', selection.rules, options, Mode.APPLY)\n"
+        "assert 'libcst' not in sys.modules, 'LibCST was loaded'\n"
+        "sys.stdout.buffer.write(r.new_bytes)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program, f"{case}.before.py"], capture_output=True, check=False
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout == Path(f"{case}.after.py").read_bytes()

@@ -75,3 +75,25 @@ def test_a_target_outside_the_current_folder(
     # the file relative to that repository's root, where it applies
     diff_and_apply(elsewhere, str(repo / "pkg"), repo, monkeypatch)
     assert (repo / "pkg" / "m.py").read_text() == MIGRATED
+
+
+def test_a_target_outside_the_current_folder_and_any_repository(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "m.py").write_text(LEGACY)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    if git(plain, "rev-parse", "--git-dir").returncode == 0:
+        pytest.skip("the temporary folder is inside a git repository")
+    # no repository to be relative to: the file is named from the file system's root, and the
+    # patch applies from there (never `a//tmp/...`, which git refuses)
+    monkeypatch.chdir(elsewhere)
+    r = CliRunner().invoke(cli, ["diff", "--from", "0.6.10", "--to", "0.6.11", str(plain)])
+    assert r.exit_code == 1, r.output
+    name = str(plain / "m.py").lstrip("/")
+    assert r.stdout.startswith(f"--- a/{name}\n+++ b/{name}\n")
+    (tmp_path / "change.patch").write_bytes(r.stdout_bytes)
+    checked = git(Path("/"), "apply", "--check", str(tmp_path / "change.patch"))
+    assert checked.returncode == 0, checked.stderr.decode()

@@ -19,6 +19,7 @@ import inspect
 import itertools
 from dataclasses import dataclass
 from functools import cache
+from unittest import mock
 
 import pytest
 
@@ -90,7 +91,25 @@ def fi002_target() -> Target:
 FP4 = Target("FI001", "0.6.10", "0.6.11", "flashinfer.fp4_quantize")
 
 VALUES = st.sampled_from(
-    ["x", "y_1", "0", "16", "True", "None", "f(a, b)", "g(h(1), k=2)", "(a + b)", "[1, 2]", "'s,t'"]
+    [
+        "x",
+        "y_1",
+        "0",
+        "16",
+        "True",
+        "None",
+        "f(a, b)",
+        "g(h(1), k=2)",
+        "(a + b)",
+        "((a))",
+        "(a) * b",
+        "[1, 2]",
+        "'s,t'",
+        "'#('",
+        "(x for x in a)",
+        "(b := 1)",
+        "lambda q: (q, 1)",
+    ]
 )
 
 
@@ -116,7 +135,9 @@ def calls(draw, target: Target, nested: str | None = None) -> str:
         out.append(piece)
         if i < len(pieces) - 1:
             out.append(",")
-            out.append(draw(st.sampled_from([" ", "\n        ", "  # note\n        "])))
+            out.append(
+                draw(st.sampled_from([" ", "\n        ", "  # note, (\n        ", " \\\n        "]))
+            )
     trailing = draw(st.sampled_from(["", ",\n    "])) if pieces else ""
     return f"{target.name}({''.join(out)}{trailing})"
 
@@ -175,6 +196,10 @@ def check_property(target: Target, call: str) -> None:
         before = mapping(old_sig, old_call)
         assert mapping(old_sig, new_call) == before, new
         assert mapping(new_sig, new_call) == before, new
+    # the edits said as text (no LibCST) give the same bytes as the LibCST transforms
+    with mock.patch("migrate_fi.positional._as_text", lambda *args: None):
+        through_libcst = run(target, source)
+    assert through_libcst.new_text == result.new_text, source
     # idempotent
     again = run(target, new)
     assert again.error is None and again.status is not Status.CHANGED, new
