@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from migrate_fi.api.paths import ApiPath
 from migrate_fi.calls import callee_calls
 from migrate_fi.codemod import Codemod, FileContext
 from migrate_fi.resolver import NameResolver
@@ -113,11 +114,14 @@ class _Shape:
                 return True
             if method in ("reshape", "view", "expand") and len(call.args) == 1:
                 return ast.unparse(call.args[0]).replace(" ", "") in _ONE_ELEMENT_SIZES
+            # a method of a value (`x.max()`, `torch.abs(x).max()`: the resolver names the
+            # latter `torch.abs().max`), not a function of a module (`torch.max`)
+            qual = self.qualname(func, scope)
+            of_a_value = qual is None or ApiPath(qual).is_method
             if method in _REDUCTIONS and not call.args and not named_dim:
-                qual = self.qualname(func, scope)
-                if qual is None or not qual.startswith("torch."):
+                if of_a_value or not qual.startswith("torch."):
                     return True  # `x.abs().max()`: a tensor method, no dimension: 0-d
-            if method in _SAME_SIZE and self.qualname(func, scope) is None:
+            if method in _SAME_SIZE and of_a_value:
                 return self.one(receiver, scope, depth + 1)
         if (
             isinstance(func, ast.Name)
