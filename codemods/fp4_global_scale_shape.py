@@ -118,9 +118,9 @@ class _Shape:
             # latter `torch.abs().max`), not a function of a module (`torch.max`)
             qual = self.qualname(func, scope)
             of_a_value = qual is None or ApiPath(qual).is_method
-            if method in _REDUCTIONS and not call.args and not named_dim:
-                if of_a_value or not qual.startswith("torch."):
-                    return True  # `x.abs().max()`: a tensor method, no dimension: 0-d
+            reduction = method in _REDUCTIONS and not call.args and not named_dim
+            if reduction and (of_a_value or not str(qual).startswith("torch.")):
+                return True  # `x.abs().max()`: a tensor method, no dimension: 0-d
             if method in _SAME_SIZE and of_a_value:
                 return self.one(receiver, scope, depth + 1)
         if (
