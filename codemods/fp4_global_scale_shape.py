@@ -52,6 +52,9 @@ _SAME_SIZE = frozenset(
         "clamp",
         "clamp_min",
         "clamp_max",
+        "clamp_",
+        "clamp_min_",
+        "clamp_max_",
         "neg",
         "squeeze",
         "flatten",
@@ -129,6 +132,10 @@ class _Shape:
             and self.resolver.lookup(func.id, scope) is None
         ):
             return True  # the builtins give Python numbers
+        if isinstance(func, ast.Name):
+            defined = self._function(func.id, scope)
+            if defined is not None:  # a function of this file: what it returns
+                return self._returns_one(defined, depth)
         qual = self.qualname(func, scope)
         if qual is None:
             return False
@@ -150,6 +157,44 @@ class _Shape:
         if name in _TORCH_ELEMENTWISE and call.args:
             return self.one(call.args[0], scope, depth + 1)
         return False
+
+    def _function(self, name: str, scope: Scope) -> ast.FunctionDef | None:
+        """The function statement ``name`` refers to, when it is bound once, by a def."""
+        found = self.resolver.lookup(name, scope)
+        if found is None:
+            return None
+        owner, bindings = found
+        if len(bindings) != 1 or bindings[0].what != "def":
+            return None
+        for node in ast.walk(owner.node):
+            if (
+                isinstance(node, ast.FunctionDef)
+                and node.name == name
+                and node.lineno == bindings[0].line
+                and not node.decorator_list  # a decorator may return anything
+            ):
+                return node
+        return None
+
+    def _returns_one(self, function: ast.FunctionDef, depth: int) -> bool:
+        """Every ``return`` of the function gives one element (and it is not a generator)."""
+        inner = self.resolver.scope_of(function)
+        if inner is None:
+            return False
+        returns: list[ast.Return] = []
+        pending: list[ast.AST] = list(function.body)
+        while pending:
+            node = pending.pop()
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                continue  # their returns are their own
+            if isinstance(node, (ast.Yield, ast.YieldFrom)):
+                return False
+            if isinstance(node, ast.Return):
+                returns.append(node)
+            pending.extend(ast.iter_child_nodes(node))
+        return bool(returns) and all(
+            r.value is not None and self.one(r.value, inner, depth + 1) for r in returns
+        )
 
     def why(self, expr: ast.expr, scope: Scope) -> str:
         """Why ``expr`` may hold more than one element, as a person can check it."""
@@ -176,6 +221,10 @@ class _Shape:
             parts = [p for p in (expr.left, expr.right) if not self.one(p, scope)]
             return self.why(parts[0], scope) if parts else "its size cannot be read here"
         if isinstance(expr, ast.Call):
+            if isinstance(expr.func, ast.Name):
+                defined = self._function(expr.func.id, scope)
+                if defined is not None:
+                    return f"what `{defined.name}` (line {defined.lineno}) returns"
             return f"the result of `{_short(expr.func)}(...)`"
         return "its size cannot be read here"
 
@@ -242,8 +291,9 @@ class Fp4GlobalScaleShape(Codemod):
       `.reshape(1)`, `.view(1)`;
     - a reduction with no dimension (`x.abs().max()`, `torch.amax(x)`);
     - any of these through `.to(...)`, `.float()`, `.cuda()`, `.contiguous()`, `.clone()` and
-      other size-keeping methods, arithmetic of one-element operands (`1.0 / scale[:1]`), and a
-      variable assigned only such values, in any scope.
+      other size-keeping methods, arithmetic of one-element operands (`1.0 / scale[:1]`), a
+      variable assigned only such values, in any scope, and a call of a function of the same
+      file (undecorated, bound once) whose every `return` gives such a value.
 
     A line a person has checked can be marked `# migrate-fi: ignore[FI003]`.
     """
