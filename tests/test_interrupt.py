@@ -77,7 +77,8 @@ def debris(root: Path) -> list[Path]:
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 @pytest.mark.parametrize("command", ["check", "apply"])
 def test_a_signal_ends_the_run_within_a_second(tmp_path: Path, sig: int, command: str) -> None:
-    files = FILES if command == "apply" else 8 * FILES  # check is quick: give it more to read
+    # enough work to be mid-run after a second (apply names arguments as text now: quick too)
+    files = 3 * FILES if command == "apply" else 8 * FILES
     make_tree(tmp_path, files)
     proc = start(tmp_path, command)
     time.sleep(1.0)  # start-up is done: discovery, analysis in the workers, or writes
