@@ -336,6 +336,8 @@ def _as_text(
         if ctx.text_between((line, col), (line, col + len(kw.arg))) != kw.arg:
             return None
         edits.append(TextEdit((line, col, line, col + len(kw.arg)), renames[kw.arg]))
+    if len(edits) != len(names) + len(renames):
+        return None  # (a keyword to rename not written in the call: LibCST says what to do)
     return tuple(edits)
 
 
