@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 
 from migrate_fi.api.paths import is_flashinfer
@@ -33,6 +34,9 @@ DEFAULT_GROUP_NAMES = (
 # keywords through which a communicator object is given its group
 _COMMUNICATOR_KEYWORDS = ("group", "device_group", "process_group", "pg")
 _CPU_HINTS = ("cpu", "gloo")
+# SGLang's and vLLM's `get_tp_group()` and friends return a GroupCoordinator, whose process
+# group for CUDA tensors is its `.device_group`
+_COORDINATOR_GETTER = re.compile(r"^(sglang|vllm)\..*\.get_\w*group$")
 
 
 def _is_cpu(text: str) -> bool:
@@ -64,6 +68,10 @@ class AllreduceWorkspaceGroup(Codemod):
        (by default `device_group`, `group`, `process_group`, `pg`, `tp_group`, `ep_group`,
        `cp_group`, `dp_group`), in that order;
     3. an attribute of `self` with such a name, assigned in the class.
+    A name that holds a group coordinator (SGLang's and vLLM's `GroupCoordinator`: the code reads
+    its `.device_group`, annotates it as a coordinator, or assigns it what their
+    `get_*_group()` returns) gives its `.device_group` (`group=tp_group.device_group`), the
+    process group for CUDA tensors; a name nothing says more about is passed as it is.
     A CPU group (`cpu_group`, a name or value mentioning `cpu` or `gloo`) is never chosen for a
     CUDA workspace. One candidate at the first step that has any: a safe fix. Several: a review
     fix that takes the first and names the others. None: no fix (a made-up name would be a
@@ -281,8 +289,36 @@ class _Site:
                 where = f"a local of `{getattr(owner.node, 'name', 'the function')}`"
             else:
                 continue
+            if self._is_coordinator(name, bindings, owner.node):
+                out.append(_Candidate(f"{name}.device_group", f"{where}, a group coordinator"))
+                continue
             out.append(_Candidate(name, where))
         return out
+
+    def _is_coordinator(self, expr: str, bindings: list[Binding], where: ast.AST) -> bool:
+        """``expr`` holds a group coordinator (SGLang's and vLLM's GroupCoordinator), not a
+        process group: the code reads its `.device_group`, it is annotated as one, or it is
+        assigned what their `get_*_group()` returns."""
+        for node in ast.walk(where):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr == "device_group"
+                and ast.unparse(node.value) == expr
+            ):
+                return True
+            if (
+                isinstance(node, ast.arg)
+                and node.arg == expr
+                and node.annotation is not None
+                and "Coordinator" in ast.unparse(node.annotation)
+            ):
+                return True
+        for b in bindings:
+            if isinstance(b.value, ast.Call) and b.scope is not None:
+                quals = self.resolver.resolve(b.value.func, b.scope).qualnames
+                if any(_COORDINATOR_GETTER.match(q) for q in quals):
+                    return True
+        return False
 
     def _from_self(self) -> list[_Candidate]:
         """`self.<name>` assigned in the class of the enclosing method."""
@@ -301,7 +337,15 @@ class _Site:
             ]
             if values and all(_is_cpu(v) for v in values):
                 continue
-            out.append(_Candidate(f"{s.self_name}.{name}", "an attribute set in the class"))
+            expr = f"{s.self_name}.{name}"
+            if self._is_coordinator(expr, bindings, s.owner_class.node):
+                out.append(
+                    _Candidate(
+                        f"{expr}.device_group", "an attribute set in the class, a coordinator"
+                    )
+                )
+                continue
+            out.append(_Candidate(expr, "an attribute set in the class"))
         return out
 
     # -------------------------------------------------------------- editing
