@@ -22,6 +22,7 @@ LEGACY = (
 )
 MIGRATED = LEGACY.replace("False, True)", "False, enable_pdl=True)")
 FILES = 300
+TRIAL_FILES = 3 * FILES  # apply runs for seconds on these, so the random moments fall inside
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
@@ -78,7 +79,7 @@ def debris(root: Path) -> list[Path]:
 @pytest.mark.parametrize("command", ["check", "apply"])
 def test_a_signal_ends_the_run_within_a_second(tmp_path: Path, sig: int, command: str) -> None:
     # enough work to be mid-run after a second (apply names arguments as text now: quick too)
-    files = 3 * FILES if command == "apply" else 8 * FILES
+    files = TRIAL_FILES if command == "apply" else 8 * FILES
     make_tree(tmp_path, files)
     proc = start(tmp_path, command)
     time.sleep(1.0)  # start-up is done: discovery, analysis in the workers, or writes
@@ -102,7 +103,7 @@ def test_a_signal_ends_the_run_within_a_second(tmp_path: Path, sig: int, command
 def test_sigterm_at_random_moments_leaves_whole_files_and_no_debris(tmp_path: Path) -> None:
     rng = random.Random(7)
     for _ in range(6):
-        make_tree(tmp_path)
+        make_tree(tmp_path, TRIAL_FILES)
         proc = start(tmp_path, "apply")
         time.sleep(rng.uniform(0.3, 2.5))
         proc.send_signal(signal.SIGTERM)
@@ -111,20 +112,20 @@ def test_sigterm_at_random_moments_leaves_whole_files_and_no_debris(tmp_path: Pa
         # -SIGTERM: the signal came while Python was still starting, before any handler (and
         # long before any write)
         assert proc.returncode in (0, 130) or (proc.returncode == -signal.SIGTERM and new == 0)
-        assert old + new == FILES
+        assert old + new == TRIAL_FILES
         assert debris(tmp_path) == []
 
 
 def test_sigkill_leaves_whole_files_and_the_next_run_cleans_up(tmp_path: Path) -> None:
     rng = random.Random(11)
     for _ in range(6):
-        make_tree(tmp_path)
+        make_tree(tmp_path, TRIAL_FILES)
         proc = start(tmp_path, "apply")
         time.sleep(rng.uniform(0.3, 2.5))
         proc.kill()
         proc.communicate(timeout=10)
         old, new = states(tmp_path)
-        assert old + new == FILES
+        assert old + new == TRIAL_FILES
     # a temporary file a killed run may leave: reported by check, removed by the next apply
     stale = tmp_path / "pkg0" / ".m0.py.abc123.migrate-fi.tmp"
     stale.write_text("half")
@@ -137,4 +138,4 @@ def test_sigkill_leaves_whole_files_and_the_next_run_cleans_up(tmp_path: Path) -
     # the planted one, and any the killed runs left
     assert re.search(r"removed \d+ temporary file\(s\) an interrupted run left: .*abc123", err)
     assert debris(tmp_path) == []
-    assert states(tmp_path) == (0, FILES)
+    assert states(tmp_path) == (0, TRIAL_FILES)
