@@ -49,10 +49,13 @@ def _work(
     return process_source(data, path, codemods, options, Mode(mode), module, aliases, prefiltered)
 
 
-def _ignore_interrupts() -> None:
-    """Workers leave Ctrl-C to the main process, which stops them; and die with it, even when
-    it is killed outright (SIGKILL), instead of waiting for work forever (Linux)."""
+def _worker_signals() -> None:
+    """Workers leave Ctrl-C to the main process, which stops them with SIGTERM: that ends a
+    worker at once and quietly (a forked worker would otherwise run the main process's SIGTERM
+    handler and print a traceback); and they die with the main process, even when it is killed
+    outright (SIGKILL), instead of waiting for work forever (Linux)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if sys.platform.startswith("linux"):
         import contextlib
         import ctypes
@@ -113,7 +116,7 @@ class Batch:
         context = multiprocessing.get_context(method)
         workers = min(self.jobs, len(files))
         pool = ProcessPoolExecutor(
-            max_workers=workers, mp_context=context, initializer=_ignore_interrupts
+            max_workers=workers, mp_context=context, initializer=_worker_signals
         )
         try:
             futures = {
