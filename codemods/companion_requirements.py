@@ -10,19 +10,15 @@ from packaging.version import InvalidVersion, Version
 
 from migrate_fi.api.releases import requirements_of
 from migrate_fi.codemod import Codemod, FileContext, RuleOption, RunOptions
-from migrate_fi.pins import Kind, VersionRef, canonical_name, may_hold_versions, scan
-from migrate_fi.results import FixSafety
-
-_DEPENDENCY_FILES = (
-    "pyproject.toml",
-    "requirements*.txt",
-    "*requirements.txt",
-    "requirements*.in",
-    "requirements/*.txt",
-    "requirements/*.in",
-    "constraints*.txt",
-    "setup.cfg",
+from migrate_fi.pins import (
+    DEPENDENCY_FILE_PATTERNS,
+    Kind,
+    VersionRef,
+    canonical_name,
+    may_hold_versions,
+    scan,
 )
+from migrate_fi.results import FixSafety
 
 
 def _required(target: str) -> dict[str, SpecifierSet]:
@@ -74,7 +70,7 @@ class CompanionRequirements(Codemod):
     data_driven: ClassVar[bool] = True
     fix_safety = FixSafety.SAFE
     suffixes = ()
-    file_patterns = _DEPENDENCY_FILES
+    file_patterns = DEPENDENCY_FILE_PATTERNS
     triggers = ("flashinfer",)  # the run's are the names of the target's requirements
     options = (
         RuleOption(

@@ -70,26 +70,31 @@ def prefilter_for(codemod: type[Codemod], options: RunOptions) -> Prefilter:
     return Prefilter(codemod.triggers_for(options))
 
 
-def passes(codemod: type[Codemod], data: bytes, path: str, options: RunOptions) -> bool:
-    """Whether ``codemod`` must see the file: its prefilter, then its own finer test."""
-    return prefilter_for(codemod, options).matches(data) and codemod.wants(data, path, options)
+_Tests = Sequence[tuple[type[Codemod], Prefilter]]  # each codemod with its prefilter for a run
 
 
-def _flashinfer_own_file(
-    path: str, data: bytes, codemods: Sequence[type[Codemod]], options: RunOptions
-) -> bool:
+def _tests(codemods: Sequence[type[Codemod]], options: RunOptions) -> _Tests:
+    return [(c, prefilter_for(c, options)) for c in codemods]
+
+
+def _matching(tests: _Tests, data: bytes, path: str, options: RunOptions) -> tuple[str, ...]:
+    """The ids of the codemods that must see the file: its prefilter, then its finer test."""
+    return tuple(c.id for c, p in tests if p.matches(data) and c.wants(data, path, options))
+
+
+def _flashinfer_own_file(path: str, data: bytes, tests: _Tests, options: RunOptions) -> bool:
     """A file of FlashInfer's own tree that must be read although no prefilter matched: it
     reaches the API through relative imports, or names its own definitions without their
     module (`DirectDenseGemmKernel(...)` where it is defined; tested as if it named its module)."""
-    if not path.endswith(".py"):
-        return False
+    if not path.endswith(".py") or f"flashinfer{os.sep}" not in path:
+        return False  # (cheap: a module of the flashinfer package lies in a folder of that name)
     module = module_identity(path)[0]
     if module is None or not in_flashinfer(module):
         return False
     if b"from ." in data:
         return True
     named = data + b"\n" + module.replace(".", " ").encode()
-    return any(passes(c, named, path, options) for c in codemods)
+    return bool(_matching(tests, named, path, options))
 
 
 def process_source(
@@ -273,12 +278,9 @@ def _process(
     every = {name for c in codemods for name in (c.code, c.id)}
     codemods = [c for c in codemods if reads(c, path)]
     own_tree = is_python and in_flashinfer(module[0])
-    wanted = [
-        c
-        for c in codemods
-        if own_tree
-        or (c.id in prefiltered if prefiltered is not None else passes(c, data, path, options))
-    ]
+    if prefiltered is None:
+        prefiltered = _matching(_tests(codemods, options), data, path, options)
+    wanted = [c for c in codemods if own_tree or c.id in prefiltered]
     tree: ast.Module | None = None
     if is_python:
         try:
@@ -396,7 +398,7 @@ def run(
     patterns = sorted({p for c in codemods for p in c.file_patterns})
     for c in codemods:
         c.prepare(options)  # before any file is touched
-    prefilters = [prefilter_for(c, options) for c in codemods]  # built once, before the walk
+    tests = _tests(codemods, options)  # built once, before the walk
     results: dict[str, FileResult] = {}
     candidates: list[SourceFile] = []
     others: list[str] = []  # files the prefilter ruled out (they may still import an alias)
@@ -426,8 +428,8 @@ def run(
             continue
         if only is not None:
             imported |= _import_words(data)
-        matched = tuple(c.id for c in codemods if passes(c, data, abspath, options))
-        if not matched and not _flashinfer_own_file(abspath, data, codemods, options):
+        matched = _matching(tests, data, abspath, options)
+        if not matched and not _flashinfer_own_file(abspath, data, tests, options):
             results[abspath] = FileResult(shown, Status.SKIPPED)
             others.append(abspath)
             continue
@@ -435,11 +437,11 @@ def run(
 
     batch = Batch(tuple(c.id for c in codemods), options, mode.value, jobs, progress)
     results.update(batch.process(candidates, {}))
-    exporters = _imported_modules(left_out, imported, codemods, options)
+    exporters = _imported_modules(left_out, imported, tests, options)
     # (analysed for their exports only: a check, whatever the mode, and not part of the result)
     beside = Batch(batch.ids, options, Mode.CHECK.value, jobs, None).process(exporters, {})
     aliases: dict[str, str] = {}
-    relevant = set().union(*(p.names() for p in prefilters)) if prefilters else set()
+    relevant = set().union(*(p.names() for _, p in tests)) if tests else set()
     for _ in range(_MAX_REEXPORT_ROUNDS):
         exported = _merge_exports([*results.values(), *beside.values()], relevant)
         new = {k: v for k, v in exported.items() if aliases.get(k) != v}
@@ -512,7 +514,7 @@ def _import_words(data: bytes) -> set[bytes]:
 def _imported_modules(
     paths: Iterable[str],
     imported: set[bytes],
-    codemods: Sequence[type[Codemod]],
+    tests: _Tests,
     options: RunOptions,
 ) -> list[SourceFile]:
     """Of ``paths`` (files a run leaves out), the modules whose name the import statements of
@@ -528,7 +530,7 @@ def _imported_modules(
                 data = fh.read()
         except OSError:
             continue  # not a file this run checks: its own errors are not reported
-        matched = tuple(c.id for c in codemods if passes(c, data, path, options))
+        matched = _matching(tests, data, path, options)
         if matched:
             out.append(SourceFile(data, path, matched))
     return out

@@ -32,6 +32,7 @@ from functools import cache
 
 __all__ = [
     "CUBIN",
+    "DEPENDENCY_FILE_PATTERNS",
     "JIT_CACHE",
     "MAIN",
     "PIN_FILE_PATTERNS",
@@ -52,8 +53,8 @@ FAMILY = {
     "flashinfer-jit-cache": JIT_CACHE,
 }
 
-# files that may hold pins or install lines (besides *.py)
-PIN_FILE_PATTERNS = (
+# files that declare dependencies (besides setup.py)
+DEPENDENCY_FILE_PATTERNS = (
     "pyproject.toml",
     "requirements*.txt",
     "*requirements.txt",
@@ -62,6 +63,10 @@ PIN_FILE_PATTERNS = (
     "requirements/*.in",
     "constraints*.txt",
     "setup.cfg",
+)
+# files that may hold pins or install lines (besides *.py)
+PIN_FILE_PATTERNS = (
+    *DEPENDENCY_FILE_PATTERNS,
     "Dockerfile",
     "Dockerfile.*",
     "*.Dockerfile",

@@ -14,7 +14,7 @@ import os
 from functools import cache
 
 from migrate_fi.api.paths import ApiPath
-from migrate_fi.api.store import DATA_DIR, available_releases
+from migrate_fi.api.store import DATA_DIR, available_releases, write_json
 from migrate_fi.versions import parse_version
 
 __all__ = ["INDEX_FILE", "build_index", "trigger_paths", "write_index"]
@@ -56,11 +56,7 @@ def _vanished_paths(old_version: str, new_version: str) -> set[str]:
 
 
 def write_index(folder: str = DATA_DIR) -> str:
-    path = os.path.join(folder, "changes.json")
-    with open(path + ".tmp", "w", encoding="utf-8") as fh:
-        json.dump(build_index(), fh, indent=1, sort_keys=True)
-        fh.write("\n")
-    os.replace(path + ".tmp", path)
+    path = write_json(os.path.join(folder, "changes.json"), build_index())
     for cached in (_index, trigger_paths, _pair_sets, changed_in):
         cached.cache_clear()
     return path

@@ -18,7 +18,7 @@ import zipfile
 from functools import cache
 from typing import Any
 
-from migrate_fi.api.store import DATA_DIR
+from migrate_fi.api.store import DATA_DIR, write_json
 
 __all__ = [
     "FLASHINFER_INDEX",
@@ -49,21 +49,11 @@ def read_requires_dist(wheel: str) -> list[str]:
 
 
 def write_requires(requires: dict[str, list[str]], folder: str = DATA_DIR) -> str:
-    path = os.path.join(folder, "requires.json")
-    with open(path + ".tmp", "w", encoding="utf-8") as fh:
-        json.dump(requires, fh, indent=1, sort_keys=True)
-        fh.write("\n")
-    os.replace(path + ".tmp", path)
-    return path
+    return write_json(os.path.join(folder, "requires.json"), requires)
 
 
 def write_index_data(data: dict[str, Any], folder: str = DATA_DIR) -> str:
-    path = os.path.join(folder, "indexes.json")
-    with open(path + ".tmp", "w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=1, sort_keys=True)
-        fh.write("\n")
-    os.replace(path + ".tmp", path)
-    return path
+    return write_json(os.path.join(folder, "indexes.json"), data)
 
 
 @cache

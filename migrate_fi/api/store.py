@@ -11,7 +11,14 @@ from typing import Any
 
 from migrate_fi.versions import parse_version
 
-__all__ = ["DATA_DIR", "available_releases", "load_release", "missing_data", "write_release"]
+__all__ = [
+    "DATA_DIR",
+    "available_releases",
+    "load_release",
+    "missing_data",
+    "write_json",
+    "write_release",
+]
 
 DATA_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "api")
 FORMAT = 2  # 2: every module with its names; defs at any depth; synthesized constructors
@@ -87,6 +94,16 @@ def load_release(version: str) -> dict[str, Any]:
                 raise KeyError(f"{version} (data of format {record.get('format')}, not {FORMAT})")
             return record
     raise KeyError(version)
+
+
+def write_json(path: str, data: Any) -> str:
+    """Write bundled data as indented, key-sorted JSON (a stable diff), replacing the file at
+    once."""
+    with open(path + ".tmp", "w", encoding="utf-8") as fh:
+        json.dump(data, fh, indent=1, sort_keys=True)
+        fh.write("\n")
+    os.replace(path + ".tmp", path)
+    return path
 
 
 def write_release(record: dict[str, Any], folder: str = DATA_DIR) -> str:
