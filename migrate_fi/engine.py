@@ -48,7 +48,13 @@ from migrate_fi.results import (
     RunResult,
     Status,
 )
-from migrate_fi.sources import SourceError, decode_source, source_lines, write_atomically
+from migrate_fi.sources import (
+    SourceError,
+    decode_source,
+    signals_deferred,
+    source_lines,
+    write_atomically,
+)
 from migrate_fi.suppression import Suppressions
 from migrate_fi.workers import Batch, SourceFile
 
@@ -576,9 +582,11 @@ def write_changes(result: RunResult) -> None:
     """`apply`: write every changed file atomically; record what was written or why not."""
     for f in result.changed:
         assert f.new_bytes is not None and f.old_bytes is not None
-        try:
-            write_atomically(f.path, f.new_bytes, f.old_bytes)
-        except SourceError as exc:
-            result.write_errors.append(FileError(f.path, str(exc)))
-        else:
-            result.written.append(f.path)
+        # (an interruption lands between files: a file written is a file listed as written)
+        with signals_deferred():
+            try:
+                write_atomically(f.path, f.new_bytes, f.old_bytes)
+            except SourceError as exc:
+                result.write_errors.append(FileError(f.path, str(exc)))
+            else:
+                result.written.append(f.path)

@@ -14,9 +14,11 @@ import contextlib
 import io
 import os
 import re
+import signal
 import stat
 import tempfile
 import tokenize
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 __all__ = [
@@ -25,6 +27,7 @@ __all__ = [
     "SourceError",
     "decode_source",
     "is_temporary",
+    "signals_deferred",
     "source_lines",
     "write_atomically",
 ]
@@ -111,6 +114,26 @@ def write_atomically(path: str, new: bytes, expected_old: bytes) -> None:
         raise SourceError(f"cannot read: {exc.strerror}") from None
     if current != expected_old:
         raise SourceError("file changed on disk while it was being migrated; not rewritten")
+    # Ctrl-C and SIGTERM wait until the file is whole again, old or new: raised between the
+    # temporary file's creation and the `try` below, they would leave it behind
+    with signals_deferred():
+        _replace(real, new, st)
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Ctrl-C and SIGTERM are held (blocked) inside, and delivered when it ends."""
+    if not hasattr(signal, "pthread_sigmask"):  # (Windows: no signal masks)
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _replace(real: str, new: bytes, st: os.stat_result) -> None:
     folder = os.path.dirname(real) or "."
     try:
         fd, tmp = tempfile.mkstemp(
@@ -133,7 +156,7 @@ def write_atomically(path: str, new: bytes, expected_old: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise SourceError(f"cannot write: {exc.strerror}") from None
-    except BaseException:  # interrupted (SIGINT, SIGTERM): the file is old, leave no debris
+    except BaseException:  # interrupted all the same: the file is old, leave no debris
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
