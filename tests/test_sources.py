@@ -63,3 +63,35 @@ def test_undecodable_and_unknown_encodings() -> None:
         decode_source(b"x = '\xff'\n")
     with pytest.raises(SourceError, match="encoding"):
         decode_source(b"# coding: klingon\nx = 1\n")
+
+
+def test_a_signal_during_a_write_waits_until_the_file_is_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGTERM arriving while the temporary file is written is delivered after the replace:
+    the file is new, no temporary file is left, and the interruption still happens."""
+    import signal
+
+    class Stop(Exception):
+        pass
+
+    def stop(signum: int, frame: object) -> None:
+        raise Stop
+
+    f = tmp_path / "m.py"
+    f.write_bytes(b"x = 1\n")
+    real_fsync = os.fsync
+
+    def fsync_then_signal(fd: int) -> None:
+        real_fsync(fd)
+        os.kill(os.getpid(), signal.SIGTERM)  # mid-write: before chmod and replace
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    monkeypatch.setattr(os, "fsync", fsync_then_signal)
+    try:
+        with pytest.raises(Stop):
+            write_atomically(str(f), b"x = 2\n", expected_old=b"x = 1\n")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert f.read_bytes() == b"x = 2\n"
+    assert os.listdir(tmp_path) == ["m.py"]
