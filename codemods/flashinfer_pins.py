@@ -12,8 +12,10 @@ from packaging.version import InvalidVersion, Version
 
 from migrate_fi.api.releases import FLASHINFER_INDEX, index_versions
 from migrate_fi.codemod import Codemod, FileContext, RuleOption, RunOptions
+from migrate_fi.discovery import wanted_files
 from migrate_fi.pins import (
     CUBIN,
+    DEPENDENCY_FILE_PATTERNS,
     MAIN,
     PIN_FILE_PATTERNS,
     Kind,
@@ -27,6 +29,7 @@ from migrate_fi.results import FixSafety
 _DEPENDENCY_FILES = re.compile(
     r"^(pyproject\.toml|setup\.cfg|setup\.py|.*requirements.*\.(txt|in)|constraints.*\.txt)$"
 )
+_DECLARING = wanted_files(("setup.py",), DEPENDENCY_FILE_PATTERNS)
 _INSTALL_FILES = re.compile(r"^(Dockerfile.*|.*\.dockerfile|.*\.Dockerfile|.*\.(sh|bash))$")
 # a command line that installs packages: `pip install`, `RUN pip3 install`, `$PIP_CMD install`,
 # `uv pip install`
@@ -120,14 +123,13 @@ class FlashinferPins(Codemod):
             mode = "report"
         self.target = ctx.options.to_version
         self.origin = ctx.options.from_version
+        self.pinned = ctx.options.pinned
         self.cubin_published = self._published(CUBIN)
         refs = scan(ctx.path, ctx.text, str(self.origin), tree=ctx.tree)
         base = os.path.basename(ctx.path)
         removed_lines: set[int] = set()
         changes: list[_Change] = []
-        declares = bool(_DEPENDENCY_FILES.match(base)) or "/requirements/" in ctx.path.replace(
-            os.sep, "/"
-        )
+        declares = bool(_DEPENDENCY_FILES.match(base)) or _DECLARING(ctx.path)
         for ref in refs:
             unpublished_pin = (
                 ref.package == CUBIN
@@ -215,7 +217,8 @@ class FlashinferPins(Codemod):
         new = str(target) + ("+" + ref.version.split("+", 1)[1] if local else "")
         note = " (the local tag is kept: check that your index serves it)" if local else ""
         reports = []
-        if ref.package == MAIN and version != origin and ref.operator in ("==", "===", ""):
+        in_step = version in (origin, self.pinned)  # (pinned: a migration in progress)
+        if ref.package == MAIN and not in_step and ref.operator in ("==", "===", ""):
             reports.append(
                 f"FlashInfer versions disagree: this {kind} says {ref.version}, the run migrates"
                 f" from {origin}: check which one the code was written for ({where})"

@@ -7,13 +7,16 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from migrate_fi import __version__
 from migrate_fi.config import Config
 from migrate_fi.results import RunResult
+
+if TYPE_CHECKING:
+    from migrate_fi.migration import MigrationRange
 
 INTERRUPTED = 130
 
@@ -232,28 +235,26 @@ def _range_and_rules(
     to_version: str | None,
     select_: list[str] | None = None,
     ignore: list[str] | None = None,
-) -> tuple[Any, Any, list[Any], Any, list[str]]:
-    """(from, to, pins read, the selection, pin files that could not be read): --from defaults
-    to the project's pin."""
-    from migrate_fi.project import ProjectVersionError, detect_current_version
+) -> tuple[Any, Any]:
+    """The run's range (`migrate_fi.migration.MigrationRange`: --from defaults to the project's
+    pin, or to the migration in progress) and the rules selected for it."""
+    from migrate_fi.migration import RangeError, resolve_range
     from migrate_fi.registry import SelectionError, select
-    from migrate_fi.versions import NEWEST_RELEASE, VersionError, check_range, parse_version
 
-    pins: list[Any] = []
-    problems: list[str] = []
     try:
-        if from_version is None:
-            from_version, pins, problems = detect_current_version(paths)
-        from_v = parse_version(from_version)
-        to_v = parse_version(to_version or NEWEST_RELEASE)
-        check_range(from_v, to_v)
-        selection = select(from_v, to_v, select_ or (), ignore or ())
-    except (ProjectVersionError, VersionError, SelectionError) as exc:
+        span = resolve_range(paths, from_version, to_version)
+        selection = select(span.from_version, span.to_version, select_ or (), ignore or ())
+    except (RangeError, SelectionError) as exc:
         raise Fatal(str(exc)) from None
-    return from_v, to_v, pins, selection, problems
+    return span, selection
 
 
-def _execute(common: _Common, mode: str) -> tuple[RunResult, _Settled]:
+def _given(cli_value: str | None, config: Config, key: str) -> str | None:
+    """The command line's value, else the configuration's (an empty string is a value)."""
+    return cli_value if cli_value is not None else config.get(key)
+
+
+def _execute(common: _Common, mode: str) -> tuple[RunResult, _Settled, MigrationRange]:
     from migrate_fi.codemod import CodemodSetupError, KeywordStyle, RunOptions
     from migrate_fi.discovery import DiscoveryError
     from migrate_fi.engine import Mode, run
@@ -264,13 +265,14 @@ def _execute(common: _Common, mode: str) -> tuple[RunResult, _Settled]:
             raise Fatal(f"{p}: no such file or folder")
     config = settled.config
     only = _changed_files(settled.paths, common.changed_since)
-    from_v, to_v, _, selection, problems = _range_and_rules(
+    span, selection = _range_and_rules(
         settled.paths,
-        common.from_version or config.get("from"),
-        common.to_version or config.get("to"),
+        _given(common.from_version, config, "from"),
+        _given(common.to_version, config, "to"),
         settled.select,
         settled.ignore,
     )
+    from_v, to_v = span.from_version, span.to_version
     options = RunOptions(
         from_v,
         to_v,
@@ -279,6 +281,7 @@ def _execute(common: _Common, mode: str) -> tuple[RunResult, _Settled]:
         selection.settings(config.rules),
         selection.unused_suppressions,
         fix_details=settled.output_format == "sarif",
+        pinned=span.pinned,
     )
     progress = _progress_bar() if sys.stderr.isatty() else None
     config_excludes = config.get("exclude", ())
@@ -302,13 +305,13 @@ def _execute(common: _Common, mode: str) -> tuple[RunResult, _Settled]:
             click.echo("\r\033[K", nl=False, err=True)
     result.from_version, result.to_version = str(from_v), str(to_v)
     result.rules = [c.code for c in selection.rules]
-    result.notices = [*selection.dropped, *problems, *result.notices]
+    result.notices = [*span.notices, *selection.dropped, *span.problems, *result.notices]
     if only is not None:
         result.notices.append(
             f"--changed-since {common.changed_since}: {len(result.files)} of the"
             f" {_plural_files(len(only))} changed in git are under the given paths and read"
         )
-    return result, settled
+    return result, settled, span
 
 
 def _progress_bar() -> Callable[[int, int], None]:
@@ -386,7 +389,7 @@ def check(**kwargs: Any) -> None:
     person must look at. Exits 1 when anything is found: use it as a CI gate.
     """
     common = _common(kwargs)
-    result, settled = _execute(common, "check")
+    result, settled, _ = _execute(common, "check")
     _finish(result, common, settled, "check", found=bool(result.diagnostics))
 
 
@@ -401,7 +404,7 @@ def diff(**kwargs: Any) -> None:
     from migrate_fi.reporting import unified_diff
 
     common = _common(kwargs)
-    result, settled = _execute(common, "diff")
+    result, settled, _ = _execute(common, "diff")
     patch = b"".join(
         unified_diff(f.path, f.old_bytes or b"", f.new_bytes or b"") for f in result.changed
     )
@@ -429,16 +432,22 @@ def apply(allow_dirty: bool, **kwargs: Any) -> None:
     a diff of its own. Prints the sites left for a person; exits 1 when there are any.
     """
     from migrate_fi.engine import write_changes
+    from migrate_fi.project import is_pin_file
 
     common = _common(kwargs)
     if not allow_dirty:
         _refuse_dirty(common.paths)
-    result, settled = _execute(common, "apply")
-    _written.clear()
-    result.written = _written  # filled as files are written: said if interrupted
-    write_changes(result)
-    if result.written:
-        _record_apply(settled.paths, result)
+    result, settled, span = _execute(common, "apply")
+    try:
+        # code first, pin and version files last: an apply stopped halfway leaves the old pins,
+        # and the record says where the migration stands either way
+        write_changes(result, last=is_pin_file)
+    except KeyboardInterrupt as exc:
+        signal_name = "SIGTERM" if isinstance(exc, Terminated) else "SIGINT (Ctrl-C)"
+        record = _record_apply(span, result, interrupted=signal_name)
+        raise ApplyInterrupted(signal_name, list(result.written), record) from None
+    if result.written or span.record is not None:
+        _record_apply(span, result)
     if settled.output_format == "text":
         for f in result.changed:
             if f.path in result.written:
@@ -448,17 +457,69 @@ def apply(allow_dirty: bool, **kwargs: Any) -> None:
     _finish(result, common, settled, "apply", found=bool(result.manual), listed=listed)
 
 
-def _record_apply(paths: tuple[str, ...], result: RunResult) -> None:
-    """Keep what apply wrote for `verify` (a warning, never a failure, when it cannot)."""
-    from migrate_fi.project import project_root
-    from migrate_fi.record import write_record
-    from migrate_fi.sources import SourceError
+def _record_apply(
+    span: MigrationRange, result: RunResult, interrupted: str | None = None
+) -> str | None:
+    """Keep where the migration stands, for the next runs and for `verify` (a warning, never a
+    failure, when it cannot); the record's path, or None."""
+    from migrate_fi.record import RecordError, write_record
 
-    root = project_root(paths[0])
     try:
-        write_record(root, result.from_version, result.to_version, result.written)
-    except (OSError, SourceError) as exc:
-        click.echo(f"migrate-fi: warning: cannot record this apply for verify: {exc}", err=True)
+        return write_record(
+            span.root,
+            result.from_version,
+            result.to_version,
+            result.written,
+            left=len(result.manual),
+            interrupted=interrupted,
+        )
+    except RecordError as exc:
+        click.echo(f"migrate-fi: warning: cannot record this apply: {exc}", err=True)
+        return None
+
+
+@cli.command(epilog=EXIT_CODES)
+@click.argument("paths", nargs=-1, type=click.Path(), metavar="[PATH]...")
+@click.option(
+    "--config",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="The pyproject.toml to read [tool.migrate-fi] from.",
+)
+def finish(paths: tuple[str, ...], config: str | None) -> None:
+    """End the migration in progress, once nothing is left of it.
+
+    After an `apply` that left sites for a person (or was stopped), `check`, `diff`, `plan` and
+    `apply` keep migrating from the recorded origin although the pins moved. `finish` checks
+    the recorded range once more: when nothing is found it marks the migration done (from then
+    on the pins alone say where the project is) and exits 0; otherwise it lists what is left
+    and exits 1.
+    """
+    from migrate_fi.record import RecordError, end_migration
+
+    common = _Common(paths, None, None, (), (), (), None, None, False, None, None, None, config)
+    result, settled, span = _execute(common, "check")
+    if span.record is None:
+        for notice in result.notices:
+            click.echo(f"migrate-fi: note: {notice}", err=True)
+        click.echo("No migration in progress here: nothing to finish.")
+        sys.exit(2 if result.errors else 0)
+    if result.diagnostics or result.errors:
+        click.echo(
+            f"The migration {span.record.from_version} -> {span.record.to_version} is not"
+            f" finished: {len(result.diagnostics)} site(s) left (resolve them, or mark a checked"
+            " site with `# migrate-fi: ignore[CODE]`).",
+            err=True,
+        )
+        _finish(result, common, settled, "check", found=True)
+    try:
+        end_migration(span.root, span.record)
+    except RecordError as exc:
+        raise Fatal(str(exc)) from None
+    click.echo(
+        f"Migration {span.record.from_version} -> {span.record.to_version} finished: nothing"
+        " is left; the pins alone say where the project is from now on."
+    )
 
 
 VERIFY_EXIT_CODES = """\b
@@ -597,21 +658,37 @@ def _terminate(signum: int, frame: Any) -> None:
     raise Terminated()
 
 
-# what the running `apply` has written so far: said when it is interrupted
-_written: list[str] = []
+class ApplyInterrupted(KeyboardInterrupt):
+    """`apply` stopped by a signal while writing: what it had written, and its record."""
+
+    def __init__(self, signal_name: str, written: list[str], record: str | None) -> None:
+        super().__init__(signal_name)
+        self.signal_name, self.written, self.record = signal_name, written, record
+
+
+def interruption_lines(exc: BaseException) -> list[str]:
+    """What an interrupted run says: the signal, and every file apply had rewritten."""
+    # click turns a KeyboardInterrupt into Abort, keeping it as the cause
+    cause = exc.__cause__ if isinstance(exc, click.Abort) and exc.__cause__ else exc
+    record: str | None = None
+    if isinstance(cause, ApplyInterrupted):
+        what, written, record = cause.signal_name, cause.written, cause.record
+    else:
+        what, written = ("SIGTERM" if isinstance(cause, Terminated) else "SIGINT (Ctrl-C)"), []
+    if not written:
+        return [f"migrate-fi: interrupted ({what}): no file was written."]
+    kept = f"; the record {os.path.relpath(record)} lists them" if record else ""
+    return [
+        f"migrate-fi: interrupted ({what}): {len(written)} file(s) were rewritten before it"
+        f" stopped, every other file is unchanged{kept}, and the next `migrate-fi apply`"
+        " continues the migration:",
+        *(f"  rewritten: {path}" for path in written),
+    ]
 
 
 def _interrupted(exc: BaseException) -> None:
-    what = "SIGTERM" if isinstance(exc, Terminated) else "Ctrl-C"
-    if _written:
-        files = ", ".join(_written[:20]) + (" ..." if len(_written) > 20 else "")
-        done = (
-            f"{len(_written)} file(s) were rewritten before it stopped ({files}); every other"
-            " file is unchanged"
-        )
-    else:
-        done = "no file was written"
-    click.echo(f"migrate-fi: interrupted ({what}): {done}.", err=True)
+    for line in interruption_lines(exc):
+        click.echo(line, err=True)
     sys.stdout.flush()
     sys.stderr.flush()
     # not sys.exit: its exit handlers would wait for the worker pool's threads to wind down
@@ -759,22 +836,25 @@ def plan(
     scripts, version files), and says when they disagree."""
     from migrate_fi.api.differ import changed_callables
     from migrate_fi.api.store import missing_data
-    from migrate_fi.project import search_pins
+    from migrate_fi.project import MAIN, search_pins
 
     paths = paths or (".",)
     search = search_pins(paths)
     for problem in search.problems:
         click.echo(f"migrate-fi: warning: {problem}", err=True)
     all_pins = search.pins
-    versions = sorted({p.version.split("+", 1)[0] for p in all_pins if not p.marker})
-    if len(versions) > 1 and from_version is None:
-        for p in all_pins:
+    versions = sorted(
+        {p.version.split("+", 1)[0] for p in all_pins if not p.marker and p.package == MAIN}
+    )
+    try:
+        span, selection = _range_and_rules(paths, from_version, to_version)
+    except Fatal:
+        for p in all_pins:  # what the error is about
             click.echo(f"  {os.path.relpath(p.path)}:{p.line} {p.describe()} ({p.kind})")
-        raise Fatal(
-            f"the project's FlashInfer pins disagree ({', '.join(versions)}, listed above):"
-            " pass --from VERSION"
-        )
-    from_v, to_v, pins, selection, _ = _range_and_rules(paths, from_version, to_version)
+        raise
+    from_v, to_v, pins = span.from_version, span.to_version, span.pins
+    for notice in span.notices:
+        click.echo(f"migrate-fi: note: {notice}", err=True)
     rules = []
     for c in selection.rules:
         entry: dict[str, object] = {
@@ -807,12 +887,21 @@ def plan(
             for p in all_pins
         ],
         "pins_disagree": len(versions) > 1,
+        "in_progress": span.record is not None,
         "rules": rules,
     }
     if output_format == "json":
         click.echo(json.dumps(doc, indent=2))
         return
-    source = "the pins below" if pins else ("--from" if from_version else "no pin found")
+    source = (
+        "the pins below"
+        if pins
+        else "--from"
+        if from_version
+        else "the migration in progress"
+        if span.record is not None
+        else "no pin found"
+    )
     click.echo(f"FlashInfer now: {from_v} ({source})")
     click.echo(f"Target:         {to_v}")
     if all_pins:
@@ -820,7 +909,12 @@ def plan(
         for p in all_pins:
             click.echo(f"  {os.path.relpath(p.path)}:{p.line} {p.describe()} ({p.kind})")
         if len(versions) > 1:
-            click.echo(f"  these disagree ({', '.join(versions)}); --from says {from_v}")
+            click.echo(f"  these disagree ({', '.join(versions)}); migrating from {from_v}")
+        lagging = sorted(
+            {p.describe() for p in all_pins if p.package != MAIN and p.version != str(from_v)}
+        )
+        if lagging and span.record is None:
+            click.echo(f"  not at {from_v}: {', '.join(lagging)} (FI006 reports them)")
     click.echo("Migrations:")
     if not rules:
         click.echo("No rule runs for this range.")

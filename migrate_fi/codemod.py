@@ -116,6 +116,9 @@ class RunOptions:
     rules: tuple[tuple[str, RuleSettings], ...] = ()  # (rule id, its settings)
     unused_suppressions: bool = True  # report suppression comments that silence nothing
     fix_details: bool = False  # give each fix's replacements (SARIF), even in check mode
+    # what the project's pins name, where it is not from_version: a migration in progress
+    # (`migrate_fi.migration`) continues from its origin after apply moved the pins
+    pinned: Version | None = None
 
     def settings(self, rule_id: str) -> RuleSettings:
         for key, value in self.rules:

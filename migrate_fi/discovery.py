@@ -29,6 +29,7 @@ SKIPPED_DIRS = frozenset(
         ".git",
         ".hg",
         ".ipynb_checkpoints",
+        ".migrate-fi",
         ".mypy_cache",
         ".nox",
         ".pytest_cache",

@@ -578,9 +578,14 @@ def _importers(
     return out
 
 
-def write_changes(result: RunResult) -> None:
-    """`apply`: write every changed file atomically; record what was written or why not."""
-    for f in result.changed:
+def write_changes(result: RunResult, last: Callable[[str], bool] | None = None) -> None:
+    """`apply`: write every changed file atomically; record what was written or why not.
+    ``last``: files to write after all others (pin and version files: a run stopped halfway
+    leaves the old pins, so the next run still migrates from the old version)."""
+    changed = result.changed
+    if last is not None:
+        changed = sorted(changed, key=lambda f: last(f.path))  # stable: path order within each
+    for f in changed:
         assert f.new_bytes is not None and f.old_bytes is not None
         # (an interruption lands between files: a file written is a file listed as written)
         with signals_deferred():

@@ -7,7 +7,9 @@ JSON and YAML version files. Files in the project root (the nearest folder above
 that has a pin file or a ``.git``) and under the given paths count. A pin names the version when it
 is exact (``==``), a lower bound of a full release number (``>=0.6.12``, ``~=``, Poetry's ``^``;
 not ``>=0.6``), or a version variable;
-``flashinfer-cubin`` and ``flashinfer-jit-cache`` pins count too (they move in step). A local
+flashinfer-python's pins are the authority; ``flashinfer-cubin`` and ``flashinfer-jit-cache`` pins
+count only where the project pins neither name of the main package (a companion pin that lags is
+FI006's finding, never a second opinion on the version). A local
 tag (``+cu128``) is ignored; a wildcard (``==0.6.*``) names no single version. A pin whose
 environment marker may exclude it counts only when no unmarked pin exists.
 """
@@ -20,7 +22,7 @@ from dataclasses import dataclass, field
 
 from migrate_fi.config import tomllib
 from migrate_fi.discovery import DiscoveryError, discover, find_upward, wanted_files
-from migrate_fi.pins import PIN_FILE_PATTERNS, Kind, scan
+from migrate_fi.pins import MAIN, PIN_FILE_PATTERNS, Kind, scan
 from migrate_fi.versions import VersionError, parse_version
 
 __all__ = [
@@ -28,7 +30,11 @@ __all__ = [
     "PinSearch",
     "ProjectVersionError",
     "detect_current_version",
+    "disagree_error",
     "find_pins",
+    "is_pin_file",
+    "no_version_error",
+    "pinned_versions",
     "project_root",
     "search_pins",
 ]
@@ -107,8 +113,12 @@ def _listdir(folder: str) -> list[str]:
 _PIN_FILES = wanted_files(("setup.py",), PIN_FILE_PATTERNS)
 
 
-def _is_pin_file(path: str) -> bool:
+def is_pin_file(path: str) -> bool:
+    """A file that may pin FlashInfer's version (dependency, install, Docker, CI, version files)."""
     return _PIN_FILES(path)
+
+
+_is_pin_file = is_pin_file
 
 
 @dataclass
@@ -178,43 +188,57 @@ def find_pins(paths: Iterable[str]) -> list[Pin]:
     return search_pins(paths).pins
 
 
-def detect_current_version(paths: Iterable[str]) -> tuple[str, list[Pin], list[str]]:
-    """The one version the project's pins name, the pins naming it and the pin files that
-    could not be read; or `ProjectVersionError` saying why there is no one version."""
-    found = search_pins(list(paths))
-    pins = found.pins
+def pinned_versions(found: PinSearch) -> dict[str, list[Pin]]:
+    """The releases the pins name, each with its pins: flashinfer-python's pins are the
+    authority (a flashinfer-cubin or jit-cache pin that lags is a finding of FI006, not another
+    opinion on the version the code is written for); unmarked pins before marked ones."""
+    main = [p for p in found.pins if p.package == MAIN]
+    pins = main or found.pins
     unmarked = [p for p in pins if not p.marker]
-    counted = unmarked or pins
     versions: dict[str, list[Pin]] = {}
-    for pin in counted:
+    for pin in unmarked or pins:
         try:
             key = str(parse_version(pin.version.split("+", 1)[0]))
         except VersionError:
             continue
         versions.setdefault(key, []).append(pin)
+    return versions
+
+
+def no_version_error(found: PinSearch) -> ProjectVersionError:
+    if found.unnamed:
+        ranges = "; ".join(
+            f"{p.describe()} in {_shown(p.path)}:{p.line}" for p in found.unnamed[:3]
+        )
+        why = f"the pins found name no single release ({ranges})"
+    else:
+        why = (
+            "no flashinfer-python pin found in pyproject.toml, setup.py, setup.cfg,"
+            " requirements*.txt, Dockerfiles or CI scripts"
+        )
+    if found.problems:
+        why += "; " + "; ".join(found.problems)
+    return ProjectVersionError(
+        f"cannot tell which FlashInfer version the code uses now ({why}): pass --from VERSION"
+    )
+
+
+def disagree_error(versions: dict[str, list[Pin]]) -> ProjectVersionError:
+    where = "; ".join(f"{v} in {_shown(ps[0].path)}:{ps[0].line}" for v, ps in versions.items())
+    return ProjectVersionError(
+        f"the project's flashinfer-python pins disagree ({where}): pass --from VERSION"
+        " (`migrate-fi plan` lists them all)"
+    )
+
+
+def detect_current_version(paths: Iterable[str]) -> tuple[str, list[Pin], list[str]]:
+    """The one version the project's pins name, the pins naming it and the pin files that
+    could not be read; or `ProjectVersionError` saying why there is no one version."""
+    found = search_pins(list(paths))
+    versions = pinned_versions(found)
     if not versions:
-        if found.unnamed:
-            ranges = "; ".join(
-                f"{p.describe()} in {_shown(p.path)}:{p.line}" for p in found.unnamed[:3]
-            )
-            why = f"the pins found name no single release ({ranges})"
-        else:
-            why = (
-                "no flashinfer-python pin found in pyproject.toml, setup.py, setup.cfg,"
-                " requirements*.txt, Dockerfiles or CI scripts"
-            )
-        if found.problems:
-            why += "; " + "; ".join(found.problems)
-        raise ProjectVersionError(
-            f"cannot tell which FlashInfer version the code uses now ({why}): pass --from VERSION"
-        )
+        raise no_version_error(found)
     if len(versions) > 1:
-        where = "; ".join(
-            f"{v} in {os.path.relpath(ps[0].path)}:{ps[0].line}" for v, ps in versions.items()
-        )
-        raise ProjectVersionError(
-            f"the project's FlashInfer pins disagree ({where}): pass --from VERSION"
-            " (`migrate-fi plan` lists them all)"
-        )
+        raise disagree_error(versions)
     ((version, naming),) = versions.items()
     return version, naming, found.problems

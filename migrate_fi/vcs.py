@@ -14,6 +14,8 @@ from collections.abc import Iterable
 
 __all__ = ["VcsError", "changed_since", "dirty_files", "repository_root"]
 
+RECORD_FOLDER = ".migrate-fi"  # (`migrate_fi.record.FOLDER`)
+
 
 class VcsError(Exception):
     """git cannot answer: one line, for the user."""
@@ -76,8 +78,8 @@ def changed_since(ref: str, paths: Iterable[str]) -> set[str]:
 
 def dirty_files(paths: Iterable[str]) -> list[str] | None:
     """Files under ``paths`` with uncommitted changes (modified, staged, untracked and not
-    ignored), as paths relative to the current folder; None when no path is in a git
-    repository."""
+    ignored), as paths relative to the current folder, leaving out migrate-fi's own record;
+    None when no path is in a git repository."""
     out: list[str] = []
     any_repo = False
     for path in paths:
@@ -104,6 +106,8 @@ def dirty_files(paths: Iterable[str]) -> list[str] | None:
             code, name = entry[:2], entry[3:]
             if code[0] in "RC":  # a rename or copy: the source path follows
                 i += 1
+            if f"/{RECORD_FOLDER}/" in f"/{name}":
+                continue  # migrate-fi's own record of the migration, rewritten by every apply
             shown = os.path.relpath(os.path.join(root, name))
             if shown not in out:
                 out.append(shown)
