@@ -16,6 +16,7 @@ from migrate_fi.discovery import wanted_files
 from migrate_fi.pins import (
     CUBIN,
     DEPENDENCY_FILE_PATTERNS,
+    LOCK_FILES,
     MAIN,
     PIN_FILE_PATTERNS,
     Kind,
@@ -39,6 +40,41 @@ _INSTALL = re.compile(
 _PYTHON_SPEC = re.compile(
     r"flashinfer[-_]python(?:\[[^\]]*\])?\s*==\s*(?P<version>[\"']?[\w.${}+-]+)"
 )
+
+
+_HASH = re.compile(r"\s+--hash[= ]\s*\S+")
+
+
+def _hashed(lines: list[str], number: int) -> int | None:
+    """When the requirement on line ``number`` (1-based) carries ``--hash`` options: the last
+    line they take (continuation lines of nothing but hashes); None when it has none."""
+    last = number
+    has = "--hash" in lines[number - 1]
+    while lines[last - 1].rstrip("\r\n").rstrip().endswith("\\") and last < len(lines):
+        following = lines[last].strip()
+        if not following.startswith("--hash"):
+            break
+        has = True
+        last += 1
+    return last if has else None
+
+
+_INDEX_OPTION = re.compile(r"(?:--(?:extra-)?index-url|--find-links|\s-[if])\b|PIP_\w*INDEX")
+_VAR_NAME = re.compile(r"\b(?P<var>[A-Za-z_][A-Za-z0-9_]*)\b")
+_CUBIN_FROM_VARIABLE = re.compile(
+    r"(?P<spec>flashinfer[-_]cubin\s*==\s*[\"']?\$\{?(?P<var>[A-Za-z_][A-Za-z0-9_]*)\}?)"
+)
+
+
+def _command_at(lines: list[str], number: int) -> str:
+    """The shell command that line ``number`` (1-based) is part of, over ``\\`` continuations."""
+    start = number
+    while start > 1 and lines[start - 2].rstrip().endswith("\\"):
+        start -= 1
+    end = number
+    while end < len(lines) and lines[end - 1].rstrip().endswith("\\"):
+        end += 1
+    return "\n".join(lines[start - 1 : end])
 
 
 @dataclass(frozen=True)
@@ -95,7 +131,7 @@ class FlashinferPins(Codemod):
     data_driven: ClassVar[bool] = True
     fix_safety = FixSafety.SAFE
     suffixes = (".py",)
-    file_patterns = PIN_FILE_PATTERNS
+    file_patterns = (*PIN_FILE_PATTERNS, *LOCK_FILES)
     triggers = ("flashinfer", "FLASHINFER", "FlashInfer", "Flashinfer")
     options = (
         RuleOption(
@@ -104,6 +140,7 @@ class FlashinferPins(Codemod):
             'What to do with a flashinfer-cubin pin the target has not published on PyPI: "report",'
             ' or "install-from-index" (drop it from dependency files, install it from'
             " FlashInfer's wheel index in the CI scripts and Dockerfiles that install FlashInfer).",
+            choices=("report", "install-from-index"),
         ),
     )
 
@@ -113,14 +150,7 @@ class FlashinferPins(Codemod):
         return may_hold_versions(path, data, str(options.from_version))
 
     def find(self, ctx: FileContext) -> None:
-        mode = ctx.option("cubin")
-        if mode not in ("report", "install-from-index"):
-            ctx.report(
-                (1, 0, 1, 0),
-                f'option cubin must be "report" or "install-from-index", not {mode!r}: nothing'
-                " was done for flashinfer-cubin",
-            )
-            mode = "report"
+        mode = ctx.option("cubin")  # (checked against its choices with the configuration)
         self.target = ctx.options.to_version
         self.origin = ctx.options.from_version
         self.pinned = ctx.options.pinned
@@ -142,12 +172,16 @@ class FlashinferPins(Codemod):
                 continue
             if ref.line in removed_lines:
                 continue
+            if not declares and mode == "report" and self._cubin_install_left(ctx, ref):
+                continue
             change, reports = self._plan(ref)
             if change is not None:
                 changes.append(change)
             for message in reports:
                 ctx.report(ref.span, message)
         self._apply(ctx, changes)
+        if not declares and not self.cubin_published and mode == "report":
+            self._shared_variables(ctx, changes)
         if mode == "install-from-index" and not self.cubin_published and _INSTALL_FILES.match(base):
             self._install_step(ctx, refs)
 
@@ -166,6 +200,15 @@ class FlashinferPins(Codemod):
         where = ref.context or ref.version
         if ref.kind is Kind.EXAMPLE or ref.in_comment:
             if ref.version == str(origin) and origin < target:
+                if ref.prose:
+                    return _Change(
+                        ref,
+                        str(target),
+                        f"{ref.version}, the version being migrated from, in a comment that names"
+                        f" FlashInfer: now {target} if it says which version is used; keep it"
+                        " (and mark the line) if it states a fact about that release",
+                        FixSafety.REVIEW,
+                    ), []
                 return _Change(
                     ref,
                     str(target),
@@ -176,6 +219,16 @@ class FlashinferPins(Codemod):
         if version is None:
             return None, []
         name = ref.package
+        if ref.kind is Kind.LOCKED:
+            if version >= target:
+                return None, []
+            tool = LOCK_FILES.get(os.path.basename(ref.path), "its tool")
+            return None, [
+                f"this lock file holds {name} {ref.version}: regenerate it (`{tool}`) once the"
+                f" pins say {target}; a lock file is never edited by hand"
+            ]
+        if ref.operator == "@":
+            return self._direct_reference(ref, version)
         if ref.operator in ("<", "<="):
             allowed = SpecifierSet(f"{ref.operator}{ref.version}", prereleases=True)
             if target in allowed:
@@ -212,6 +265,7 @@ class FlashinferPins(Codemod):
             Kind.REQUIREMENT: f"pin {ref.operator}{ref.version}" if ref.operator else "pin",
             Kind.VARIABLE: "version variable",
             Kind.CHECK: "version check",
+            Kind.SOURCE: "source checkout (git tag)",
         }[ref.kind]
         local = "+" in ref.version
         new = str(target) + ("+" + ref.version.split("+", 1)[1] if local else "")
@@ -231,6 +285,23 @@ class FlashinferPins(Codemod):
         )
         return change, reports
 
+    def _direct_reference(
+        self, ref: VersionRef, version: Version
+    ) -> tuple[_Change | None, list[str]]:
+        """``name @ URL`` of a wheel: the URL's version moved (review: nobody asked the server
+        whether the new URL exists)."""
+        if version >= self.target:
+            return None, []
+        url = ref.context.split("@", 1)[1].strip()
+        new = url.replace(ref.version, str(self.target))
+        return _Change(
+            ref,
+            new,
+            f"{ref.package} is installed from a direct URL of a {ref.version} wheel: the URL now"
+            f" names {self.target}; check that it exists (or pin {ref.package}=={self.target})",
+            FixSafety.REVIEW,
+        ), []
+
     def _apply(self, ctx: FileContext, changes: list[_Change]) -> None:
         """One fix per requirement (its clauses move together: a lower bound never moves past
         an upper bound that a review fix would raise), one per other version."""
@@ -243,15 +314,42 @@ class FlashinferPins(Codemod):
                 else (ref.line, str(ref.col), "")
             )
             groups.setdefault(key, []).append(change)
+        lines = ctx.text.splitlines(keepends=True)
         for group in groups.values():
             safety = min((c.safety for c in group), key=lambda s: s.rank)
             first = group[0].ref
+            message = "; ".join(c.message for c in group)
+            hashed = _hashed(lines, first.line) if first.kind is Kind.REQUIREMENT else None
+            if hashed is not None and all(c.ref.line == first.line for c in group):
+                self._move_hashed(ctx, lines, group, hashed, message)
+                continue
             ctx.fix(
                 first.span,
-                "; ".join(c.message for c in group),
+                message,
                 *(ctx.replace_text(c.ref.span, c.new) for c in group),
                 safety=safety,
             )
+
+    def _move_hashed(
+        self, ctx: FileContext, lines: list[str], group: list[_Change], last: int, message: str
+    ) -> None:
+        """A requirement with ``--hash`` options (on its line and on the continuation lines up
+        to ``last``): the old release's hashes cannot stay, and new ones cannot be made here,
+        so they are dropped, in a review fix that says how to get them back."""
+        first = group[0].ref.line
+        line = lines[first - 1].rstrip("\r\n")
+        for change in sorted(group, key=lambda c: c.ref.col, reverse=True):
+            line = line[: change.ref.col] + change.new + line[change.ref.end_col :]
+        kept = _HASH.sub("", line.rstrip().removesuffix("\\")).rstrip()
+        end = lines[last - 1].rstrip("\r\n")
+        ctx.fix(
+            group[0].ref.span,
+            f"{message}; its --hash options were for the old release and are dropped: regenerate"
+            " them (`pip-compile --generate-hashes`, `uv pip compile --generate-hashes`, or"
+            f" `pip hash` of the {self.target} wheels), or `pip install --require-hashes` fails",
+            ctx.replace_text((first, 0, last, len(end)), kept),
+            safety=FixSafety.REVIEW,
+        )
 
     # ----------------------------------------------------------------- cubin
 
@@ -293,6 +391,60 @@ class FlashinferPins(Codemod):
         )
         removed.add(ref.line)
         return True
+
+    def _cubin_install_left(self, ctx: FileContext, ref: VersionRef) -> bool:
+        """A flashinfer-cubin version in an install script or Dockerfile (`pip install
+        flashinfer-cubin==0.6.12`, `FLASHINFER_CUBIN_VERSION=0.6.12`) when the target is not on
+        PyPI: moved only where the install names an index (FlashInfer's serves it); else
+        reported, never moved to a version pip cannot find. True when reported."""
+        if ref.package != CUBIN or self.cubin_published or ref.in_comment:
+            return False
+        if ref.kind not in (Kind.REQUIREMENT, Kind.VARIABLE):
+            return False
+        version = _public(ref.version)
+        if version is None or version >= self.target:
+            return False
+        if ref.kind is Kind.REQUIREMENT:
+            command = _command_at(ctx.text.splitlines(), ref.line)
+            if _INDEX_OPTION.search(command):
+                return False
+        elif FLASHINFER_INDEX.split("://", 1)[1] in ctx.text:
+            return False
+        ctx.report(
+            ref.span,
+            f"flashinfer-cubin {self.target} is not published on PyPI, and this install does not"
+            f" name an index: moving {ref.version} to {self.target} would ask PyPI for it. Install"
+            f" it from FlashInfer's wheel index (add --extra-index-url {FLASHINFER_INDEX} to the"
+            " command that installs it), then move it",
+        )
+        return True
+
+    def _shared_variables(self, ctx: FileContext, changes: list[_Change]) -> None:
+        """`pip install flashinfer-python==${V} flashinfer-cubin==${V}`: moving V moves the
+        cubin to a version PyPI does not serve. Reported at the cubin's use of V."""
+        moved = {
+            m.group("var")
+            for c in changes
+            if c.ref.kind is Kind.VARIABLE and c.ref.package == MAIN
+            for m in _VAR_NAME.finditer(c.ref.context)
+        }
+        if not moved:
+            return
+        lines = ctx.text.splitlines()
+        for number, line in enumerate(lines, 1):
+            for m in _CUBIN_FROM_VARIABLE.finditer(line.split("#", 1)[0]):
+                if m.group("var") not in moved:
+                    continue
+                if _INDEX_OPTION.search(_command_at(lines, number)):
+                    continue
+                ctx.report(
+                    (number, m.start("spec"), number, m.end("spec")),
+                    f"flashinfer-cubin takes its version from {m.group('var')}, which moves to"
+                    f" {self.target} with flashinfer-python, and PyPI has no flashinfer-cubin"
+                    f" {self.target}: install it from FlashInfer's wheel index (add"
+                    f" --extra-index-url {FLASHINFER_INDEX} to this command), or give it a"
+                    " version of its own",
+                )
 
     def _install_step(self, ctx: FileContext, refs: list[VersionRef]) -> None:
         """After the command that installs flashinfer-python, install flashinfer-cubin from

@@ -795,10 +795,15 @@ def api_diff(
     deprecated-positional, renamed, param-removed, param-required, param-added, default,
     keyword-only, enum-value, enum-removed, moved, removed, added.
     """
-    from migrate_fi.api.differ import diff_releases
+    from migrate_fi.api.differ import CHANGE_KINDS, diff_releases
     from migrate_fi.api.store import available_releases, missing_data
     from migrate_fi.versions import VersionError, parse_version
 
+    for kind in kinds:
+        if kind not in CHANGE_KINDS:
+            raise click.UsageError(
+                f"--kind {kind!r} is not a kind of change (kinds: {', '.join(CHANGE_KINDS)})"
+            )
     known = {str(parse_version(v)) for v in available_releases()}
     for v in (old, new):
         try:

@@ -67,9 +67,14 @@ class RuleOption:
     name: str  # kebab-case, as written in the configuration
     default: Any  # str, int, float, bool, or a tuple of str (a list in TOML)
     help: str
+    choices: tuple[str, ...] = ()  # the values allowed (a string option), when they are few
 
     def parse(self, value: Any, where: str) -> Any:
-        """The configured value, checked against the default's type; ValueError says why not."""
+        """The configured value, checked against the default's type and the choices;
+        ValueError says why not, naming the allowed values."""
+        if self.choices and value not in self.choices:
+            allowed = ", ".join(f'"{c}"' for c in self.choices)
+            raise ValueError(f"{where}: {self.name} must be one of {allowed}, not {value!r}")
         expected = type(self.default)
         if isinstance(self.default, tuple):
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):

@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 _ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", ".git")
-_NAMING_OPERATORS = ("==", "===", ">=", "~=", "^", "~", "")
+_NAMING_OPERATORS = ("==", "===", ">=", "~=", "^", "~", "", "@")
 
 
 class ProjectVersionError(Exception):
@@ -175,7 +175,7 @@ def _names_a_release(operator: str, version: str) -> bool:
     if operator not in _NAMING_OPERATORS or "*" in version:
         return False
     release = version.split("+", 1)[0].split(".")
-    return operator in ("==", "===", "") or len(release) >= 3
+    return operator in ("==", "===", "", "@") or len(release) >= 3
 
 
 def _shown(path: str) -> str:

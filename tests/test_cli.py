@@ -344,11 +344,16 @@ def test_conflicting_pins_need_from(tree: Path) -> None:
     (tree / "requirements.txt").write_text("flashinfer-python==0.6.11\n")
     r = invoke("check", "src")
     assert r.exit_code == 2
-    assert "the project's flashinfer-python pins disagree (0.6.8.post1 in pyproject.toml:1;" in r.stderr
+    assert (
+        "the project's flashinfer-python pins disagree (0.6.8.post1 in pyproject.toml:1;"
+        in r.stderr
+    )
     r = invoke("plan", "src")
     assert r.exit_code == 2
     assert "requirements.txt:1 flashinfer-python ==0.6.11 (requirement)" in r.stdout
-    assert "pins disagree (0.6.8.post1 in pyproject.toml:1; 0.6.11 in requirements.txt:1)" in r.stderr
+    assert (
+        "pins disagree (0.6.8.post1 in pyproject.toml:1; 0.6.11 in requirements.txt:1)" in r.stderr
+    )
     # with --from, check says which pin disagrees, as a finding of its own
     r = invoke("check", "--from", "0.6.8.post1", "--to", "0.6.14", "--select", "FI006", ".")
     assert r.exit_code == 1

@@ -440,6 +440,24 @@ def compare_callables(old: CallSignature, new: CallSignature) -> CallableDiff:
     return result
 
 
+# every kind of change `diff_releases` reports (`migrate-fi api-diff --kind`)
+CHANGE_KINDS = (
+    "positional",
+    "deprecated-positional",
+    "renamed",
+    "param-removed",
+    "param-required",
+    "param-added",
+    "default",
+    "keyword-only",
+    "enum-value",
+    "enum-removed",
+    "moved",
+    "removed",
+    "added",
+)
+
+
 @dataclass(frozen=True)
 class Change:
     symbol: str

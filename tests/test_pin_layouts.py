@@ -1,0 +1,106 @@
+"""Pins in the layouts real projects use, configuration errors, and `python -m` safety.
+
+The layouts themselves are fixture cases of FI006 (tests/fixtures/flashinfer_pins: Poetry's
+parentheses, direct URLs, hashes, docker bake JSON and HCL, lock files, a cubin sharing the
+main package's variable, git tags); these tests run them through the command line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from migrate_fi.cli import cli
+
+
+def invoke(*args: str) -> Result:
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.mark.parametrize("given", ["requirements/cuda.txt", "."])
+def test_a_requirements_folder_at_the_root_is_read_as_dependency_files(
+    project: Path, given: str
+) -> None:
+    (project / "requirements").mkdir()
+    cuda = project / "requirements" / "cuda.txt"
+    cuda.write_text("flashinfer-python==0.6.13\nflashinfer-cubin==0.6.13\n")
+    r = invoke("apply", "--to", "0.6.14", given)
+    # the python pin moves; the cubin pin cannot (0.6.14 is not on PyPI) and is reported
+    assert cuda.read_text() == "flashinfer-python==0.6.14\nflashinfer-cubin==0.6.13\n"
+    assert r.exit_code == 1
+    assert "requirements/cuda.txt:2:19: FI006 flashinfer-cubin 0.6.14 is not published" in r.stdout
+
+
+def test_a_lagging_cubin_pin_is_a_finding_not_a_fatal_disagreement(project: Path) -> None:
+    (project / "requirements.txt").write_text(
+        "flashinfer-python==0.6.14\nflashinfer-cubin==0.6.12\n"
+    )
+    for command in ("check", "diff", "plan"):
+        r = invoke(command, "--to", "0.7.4", ".")
+        assert r.exit_code in (0, 1), (command, r.output)
+        assert "disagree" not in r.output
+    plan = invoke("plan", "--to", "0.7.4", ".")
+    assert "FlashInfer now: 0.6.14" in plan.stdout
+
+
+def test_a_direct_url_names_the_version_the_project_is_on(project: Path) -> None:
+    (project / "requirements.txt").write_text(
+        "flashinfer-python @ https://example.org/flashinfer_python-0.6.10-py3-none-any.whl\n"
+    )
+    plan = invoke("plan", "--to", "0.6.11", ".")
+    assert plan.exit_code == 0, plan.output
+    assert "FlashInfer now: 0.6.10 (the pins below)" in plan.stdout
+
+
+def test_poetry_parentheses_name_the_version(project: Path) -> None:
+    (project / "pyproject.toml").write_text(
+        '[project]\nname = "p"\ndependencies = ["flashinfer-python (==0.6.9)"]\n'
+    )
+    assert "FlashInfer now: 0.6.9" in invoke("plan", "--to", "0.6.11", ".").stdout
+
+
+def test_a_wrong_rule_option_value_is_a_configuration_error(project: Path) -> None:
+    (project / "pyproject.toml").write_text(
+        '[project]\nname = "p"\ndependencies = ["flashinfer-python==0.6.12"]\n'
+        '[tool.migrate-fi.rules.FI006]\ncubin = "instal-from-index"\n'
+    )
+    r = invoke("check", ".")
+    assert r.exit_code == 2
+    assert "pyproject.toml: [tool.migrate-fi.rules].FI006: cubin must be one of" in r.stderr
+    assert '"report", "install-from-index"' in r.stderr and "instal-from-index" in r.stderr
+
+
+def test_an_unknown_change_kind_and_an_empty_target_are_usage_errors(project: Path) -> None:
+    r = invoke("api-diff", "0.6.10", "0.6.11", "--kind", "bogus")
+    assert r.exit_code == 2 and "is not a kind of change" in r.output
+    (project / "requirements.txt").write_text("flashinfer-python==0.6.10\n")
+    for command in ("check", "plan"):
+        r = invoke(command, "--to", "", ".")
+        assert r.exit_code == 2 and "--to needs a version" in r.output, r.output
+
+
+def test_python_m_never_imports_the_current_folders_modules(tmp_path: Path) -> None:
+    for name in ("json", "click", "pathspec", "libcst", "packaging"):
+        (tmp_path / f"{name}.py").write_text(
+            f"open({str(tmp_path / ('RAN_' + name))!r}, 'w').write('ran')\n"
+        )
+    (tmp_path / "requirements.txt").write_text("flashinfer-python==0.6.10\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "migrate_fi", "check", "--to", "0.6.11", "."],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "requirements.txt:1:20: FI006" in proc.stdout
+    assert sorted(p.name for p in tmp_path.glob("RAN_*")) == []
