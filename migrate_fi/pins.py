@@ -353,6 +353,7 @@ def scan(
 
 _JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]')
 _JSON_VALUE_KEYS = ("default", "value", "version")  # {"FLASHINFER_VERSION": {"default": "0.6.8"}}
+_LEADING_OPERATOR = re.compile(rf"^(?P<op>{_OP})?\s*")
 _VERSION_KEY = re.compile(r"^FLASHINFER[A-Z0-9_]*?(?:VERSION|REQUIRED|VER)$", re.IGNORECASE)
 
 
@@ -468,9 +469,9 @@ def _json_version_ref(
     package = FAMILY.get(canonical_name(owner))
     if package is None and not _VERSION_KEY.match(owner):
         return None
-    op_match = re.match(rf"^(?P<op>{_OP})?\s*", value)
-    op = op_match.group("op") or "" if op_match else ""
-    version = value[op_match.end() if op_match else 0 :]
+    lead = _LEADING_OPERATOR.match(value)  # (always matches: the operator is optional)
+    assert lead is not None
+    op, version = lead.group("op") or "", value[lead.end() :]
     if not _VERSION_LIKE.match(version):
         return None
     start = at + (len(value) - len(version))

@@ -90,14 +90,14 @@ def _discover(folders: list[str], recursive: bool) -> Iterable[str]:
             candidates = [os.path.join(folder, n) for n in _listdir(folder)]
             candidates += [os.path.join(req, n) for n in _listdir(req)]
             for c in candidates:
-                if os.path.isfile(c) and _is_pin_file(c):
+                if os.path.isfile(c) and is_pin_file(c):
                     yield c
         return
     try:
         yield from (
             f
             for f in discover(folders, ("setup.py",), patterns=PIN_FILE_PATTERNS)
-            if _is_pin_file(f)
+            if is_pin_file(f)
         )
     except DiscoveryError:
         return
@@ -116,9 +116,6 @@ _PIN_FILES = wanted_files(("setup.py",), PIN_FILE_PATTERNS)
 def is_pin_file(path: str) -> bool:
     """A file that may pin FlashInfer's version (dependency, install, Docker, CI, version files)."""
     return _PIN_FILES(path)
-
-
-_is_pin_file = is_pin_file
 
 
 @dataclass
