@@ -5,16 +5,22 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from migrate_fi.api.paths import is_flashinfer
 from migrate_fi.calls import CallArgs, CalleeCall, Via, callee_calls
 from migrate_fi.codemod import Codemod, FileContext, RuleOption, RunOptions
+from migrate_fi.codemods import _callers
+from migrate_fi.codemods._values import is_world_group, literal_string, narrowed_not_none
 from migrate_fi.edits import add_dict_entry, add_keyword
 from migrate_fi.positional import require_api_data
 from migrate_fi.resolver import NameResolver
 from migrate_fi.results import FixSafety
 from migrate_fi.scopes import Binding, Scope
 from migrate_fi.values import read_dict
+
+if TYPE_CHECKING:
+    from migrate_fi.api.differ import CallSignature
 
 # The public paths of the functions that create an all-reduce fusion workspace.
 TARGETS = (
@@ -48,6 +54,7 @@ def _is_cpu(text: str) -> bool:
 class _Candidate:
     expr: str  # what to pass: `device_group`, `self.tp_group`
     why: str  # where it comes from, for the message
+    world: bool = False  # it is torch.distributed.group.WORLD: passing it changes nothing
 
 
 class AllreduceWorkspaceGroup(Codemod):
@@ -146,6 +153,7 @@ class AllreduceWorkspaceGroup(Codemod):
                 )
                 continue
             signature = new_api.callable(hits[0])
+            signatures = [sig for sig in (old_api.callable(hits[0]), signature) if sig is not None]
             group_index = (
                 next((i for i, p in enumerate(signature.positional) if p.name == "group"), None)
                 if signature
@@ -154,7 +162,7 @@ class AllreduceWorkspaceGroup(Codemod):
             later = calls_of.get(id(call), [])
             if later and all(_group_passed(v.args, group_index) is not None for v in later):
                 continue
-            _Site(ctx, resolver, view, name, group_index, names).check()
+            _Site(ctx, resolver, view, name, group_index, names, signatures).check()
 
 
 def _group_passed(args: CallArgs, index: int | None) -> ast.expr | None:
@@ -174,13 +182,28 @@ class _Site:
         name: str,
         group_index: int | None,
         names: list[str],
+        signatures: list[CallSignature],
     ) -> None:
         self.ctx, self.resolver, self.call, self.scope = ctx, resolver, view.node, view.scope
         self.name, self.group_index, self.names = name, group_index, names
+        self.signatures = signatures
         self.args = view.args
         self.since = AllreduceWorkspaceGroup.introduced_in
 
     def check(self) -> None:
+        invalid = self._invalid_keywords()
+        if invalid:
+            words = ", ".join(f"`{k}=`" for k in invalid)
+            self.ctx.report(
+                self.call,
+                f"{self.name} is passed {words}, which it takes in neither FlashInfer"
+                f" {self.ctx.options.from_version} nor {self.ctx.options.to_version}: this call"
+                " raises TypeError already; fix its keywords (the process group goes in group=)",
+            )
+            return
+        backend = self._keyword("backend")
+        if backend is not None and literal_string(self.resolver, backend, self.scope) == "mnnvl":
+            return  # the MNNVL workspace never reads group=
         passed = _group_passed(self.args, self.group_index)
         if passed is not None:
             self._none_paths(passed, passed)
@@ -194,6 +217,8 @@ class _Site:
             )
             return
         chosen, safety, note = self._choose()
+        if chosen is not None and chosen.world:
+            return  # the group in sight is WORLD: group= would change nothing
         problem = (
             f"{self.name} without group=: since {self.since} its workspace rendezvouses on WORLD,"
             " so a TP/EP/CP sub-group hangs in CUDA-graph warm-up or addresses the wrong peers"
@@ -244,10 +269,25 @@ class _Site:
                     if kw.arg in _COMMUNICATOR_KEYWORDS:
                         text = ast.unparse(kw.value)
                         if not _is_cpu(text) and not _is_none(kw.value):
+                            world = is_world_group(self.resolver, kw.value, self.scope)
                             found.setdefault(
-                                text, _Candidate(text, "the group its comm_backend is built with")
+                                text,
+                                _Candidate(text, "the group its comm_backend is built with", world),
                             )
         return list(found.values())
+
+    def _keyword(self, name: str) -> ast.expr | None:
+        return next((v for k, v in self._keyword_values() if k == name), None)
+
+    def _invalid_keywords(self) -> list[str]:
+        """Keywords the call passes that neither release's signature takes."""
+        if not self.signatures:
+            return []
+        return [
+            k
+            for k, _ in self._keyword_values()
+            if not any(sig.may_accept_keyword(k) for sig in self.signatures)
+        ]
 
     def _keyword_values(self) -> list[tuple[str, ast.expr]]:
         return [(k, kw.value) for k, kw in self.args.keywords.items()] + list(
@@ -292,7 +332,8 @@ class _Site:
             if self._is_coordinator(name, bindings, owner.node):
                 out.append(_Candidate(f"{name}.device_group", f"{where}, a group coordinator"))
                 continue
-            out.append(_Candidate(name, where))
+            world = is_world_group(self.resolver, ast.Name(id=name, ctx=ast.Load()), self.scope)
+            out.append(_Candidate(name, where, world))
         return out
 
     def _is_coordinator(self, expr: str, bindings: list[Binding], where: ast.AST) -> bool:
@@ -368,22 +409,86 @@ class _Site:
 
     def _none_paths(self, value: ast.expr, at: ast.AST) -> None:
         """`group=None`, or a group variable that is None on some path: the WORLD fallback."""
-        tail = (
+        if _is_none(value):
+            self.ctx.report(value, f"{self.name} gets group=None: {self._tail()}")
+            return
+        for binding, described in self._none_bindings(value):
+            if binding.what == "parameter":
+                self._default_none(described, at)
+            else:
+                self.ctx.report(
+                    at,
+                    f"{self.name}: `{described}` is set to None at line {binding.line}; {self._tail()}",
+                )
+
+    def _tail(self) -> str:
+        return (
             f"since {self.since} a workspace given group=None rendezvouses on WORLD, so a TP/EP/CP"
             " sub-group hangs or addresses the wrong peers: pass the sub-group's device group on"
             " every path"
         )
-        if _is_none(value):
-            self.ctx.report(value, f"{self.name} gets group=None: {tail}")
-            return
-        for binding, described in self._none_bindings(value):
-            where = (
-                f"the parameter `{described}` defaults to None, so a caller that omits it gets"
-                " the fallback (make it required, or check that every caller passes it)"
-                if binding.what == "parameter"
-                else f"`{described}` is set to None at line {binding.line}"
+
+    def _default_none(self, param: str, at: ast.AST) -> None:
+        """A parameter that defaults to None: what its callers in sight pass decides. Each one
+        that passes None (or a variable set to None before the call) is reported where the None
+        comes from; when every caller passes a group, nothing is."""
+        function = _callers.function_of_parameter(self.resolver, self.ctx.path, param, self.scope)
+        passes = None if function is None else _callers.arguments(function, param, methods=True)
+        if not passes:
+            self.ctx.report(
+                at,
+                f"{self.name}: the parameter `{param}` defaults to None, so a caller that omits it"
+                " gets the fallback (make it required, or check that every caller passes it);"
+                f" {self._tail()}",
             )
-            self.ctx.report(at, f"{self.name}: {where}; {tail}")
+            return
+        assert function is not None
+        of = f"`{getattr(function.node, 'name', param)}`"
+        for passed in passes:
+            where = passed.where(self.ctx.path)
+            if passed.value is None:
+                self.ctx.report(
+                    at,
+                    f"{self.name}: the call of {of} at {where} leaves `{param}` at its default"
+                    f" None; {self._tail()}",
+                )
+            elif _is_none(passed.value):
+                self.ctx.report(
+                    at,
+                    f"{self.name}: the call of {of} at {where} passes {param}=None; {self._tail()}",
+                )
+            elif isinstance(passed.value, ast.Name):
+                self._caller_none(passed, passed.value.id, of, where, at)
+
+    def _caller_none(
+        self, passed: _callers.Passed, name: str, of: str, where: str, at: ast.AST
+    ) -> None:
+        """A caller passes a variable: each None it may be set to before the call is reported at
+        its own line when it is in this file, else here, naming it."""
+        found = passed.resolver.lookup(name, passed.scope)
+        if found is None:
+            return
+        owner, bindings = found
+        for b in bindings:
+            if b.what != "None" or b.line > passed.line:
+                continue
+            call = _call_at(passed.resolver.tree, passed.line)
+            if call is not None and narrowed_not_none(owner.node, name, call):
+                continue
+            text = (
+                f"{self.name}: `{name}` is set to None here and passed to {of} at {where};"
+                f" {self._tail()}"
+            )
+            statement = _assignment_at(passed.resolver.tree, b.line, name)
+            if passed.resolver is self.resolver and statement is not None:
+                self.ctx.report(statement, text)
+            else:
+                shown = _callers.display_path(passed.path)
+                self.ctx.report(
+                    at,
+                    f"{self.name}: `{name}` is set to None at {shown}:{b.line} and passed to {of}"
+                    f" at {where}; {self._tail()}",
+                )
 
     def _none_bindings(self, value: ast.expr) -> list[tuple[Binding, str]]:
         if isinstance(value, ast.Name):
@@ -391,6 +496,8 @@ class _Site:
             if found is None:
                 return []
             owner, bindings = found
+            if narrowed_not_none(_function_scope(self.scope).node, value.id, self.call):
+                return []
             out = [(b, value.id) for b in bindings if b.what == "None"]
             node = owner.node
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _defaults_to_none(
@@ -411,6 +518,20 @@ class _Site:
                 if b.what == "None"
             ]
         return []
+
+
+def _call_at(tree: ast.AST, line: int) -> ast.Call | None:
+    return next((n for n in ast.walk(tree) if isinstance(n, ast.Call) and n.lineno == line), None)
+
+
+def _assignment_at(tree: ast.AST, line: int, name: str) -> ast.stmt | None:
+    """The statement at ``line`` that assigns ``name``."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.lineno == line:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                return node
+    return None
 
 
 def _is_none(node: ast.expr) -> bool:

@@ -83,6 +83,16 @@ def _is_importer_call(value: ast.expr) -> bool:
     )
 
 
+def _arms(expr: ast.expr) -> list[ast.expr]:
+    """The values a conditional expression may give, literal Nones left out (``x if c else
+    None`` is x or nothing usable); any other expression is its own one arm."""
+    if isinstance(expr, ast.IfExp):
+        return _arms(expr.body) + _arms(expr.orelse)
+    if isinstance(expr, ast.Constant) and expr.value is None:
+        return []
+    return [expr]
+
+
 class NameResolver:
     """Scopes and bindings of one module, and what names refer to. Build once per file; every
     codemod shares it."""
@@ -216,8 +226,8 @@ class NameResolver:
                     qual = self._project(f"{cand.qualname}.{expr.attr}")
                     out.append(Candidate(qual, cand.line, cand.what))
             return out
-        if isinstance(expr, ast.IfExp):
-            return self._resolve(expr.body, scope, seen) + self._resolve(expr.orelse, scope, seen)
+        if isinstance(expr, ast.IfExp):  # `x if c else None`: None is no other implementation
+            return [c for arm in _arms(expr) for c in self._resolve(arm, scope, seen)]
         if isinstance(expr, ast.Call):
             funcs = self._resolve(expr.func, scope, seen)
             names = {c.qualname for c in funcs}
@@ -257,7 +267,12 @@ class NameResolver:
                 continue
             if b.alias_of is not None:
                 assert b.scope is not None
-                out.extend(self._resolve(b.alias_of, b.scope, seen))
+                for arm in _arms(b.alias_of):
+                    if isinstance(arm, ast.Name) and arm.id == name:
+                        found = self.lookup(name, b.scope)
+                        if found is not None and found[0] is owner:
+                            continue  # `x = x if c else None`: x's other bindings say what it is
+                    out.extend(self._resolve(arm, b.scope, seen))
             else:
                 out.append(Candidate(self._project(b.qualname), b.line, b.what))
         if not bindings and owner.stars:

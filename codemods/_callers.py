@@ -1,0 +1,397 @@
+"""Who passes what to a parameter: every call of a function, in its own file and across the project.
+
+A rule that meets a parameter (FI003: a global scale; FI004: a process group) asks what the
+callers pass. The answer is all of them or none: `arguments` gives one `Passed` per call when
+every use of the function in the project is a plain call whose arguments bind to it (a function
+handed around as a value, called through ``*args``/``**kwargs``, a method, or decorated by
+something that may change how it is called, gives None: "unknown", never a guess).
+
+The project is searched from the top of the file's package (the folder above its outermost
+`__init__.py`), or from the git work tree above it when there is one, so tests next to the
+package count. Files that do not mention the function's name are never parsed; parsed files and
+file lists are cached per process, so a rule pays for each searched file once per run.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+
+from migrate_fi.discovery import SKIPPED_DIRS, find_upward
+from migrate_fi.modules import display_path, module_identity
+from migrate_fi.resolver import NameResolver
+from migrate_fi.scopes import Scope
+
+__all__ = ["Function", "Passed", "arguments", "function_of_parameter"]
+
+Def = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
+# decorators that keep how a function is called (its parameters, by position and keyword)
+_KEEPING = frozenset(
+    {
+        "functools.cache",
+        "functools.lru_cache",
+        "functools.wraps",
+        "torch.compile",
+        "torch.no_grad",
+        "torch.inference_mode",
+        "torch.library.custom_op",
+        "torch.compiler.disable",
+        "staticmethod",
+    }
+)
+_MAX_FILES = 20_000  # a search root larger than this is not searched (callers: unknown)
+
+
+@dataclass(frozen=True)
+class Function:
+    """A function whose parameter is asked about: its node, the name it is bound to, and where."""
+
+    node: Def
+    name: str | None  # the name it is bound to (a def's name, `f = lambda ...`'s target)
+    owner: Scope  # the scope that binds that name
+    resolver: NameResolver
+    path: str
+
+
+@dataclass(frozen=True)
+class Passed:
+    """What one call passes for the parameter."""
+
+    value: ast.expr | None  # None: the call leaves it out, so the default applies
+    scope: Scope  # where the value is evaluated
+    resolver: NameResolver  # of the caller's file
+    path: str  # the caller's file
+    line: int  # the call's line
+    caller: Function | None  # the function the call is made in, when it is one
+
+    def where(self, seen_from: str) -> str:
+        """``line 12`` in the file it is seen from, else ``path:12``."""
+        if os.path.abspath(self.path) == os.path.abspath(seen_from):
+            return f"line {self.line}"
+        return f"{display_path(self.path)}:{self.line}"
+
+
+def function_of_parameter(
+    resolver: NameResolver, path: str, name: str, scope: Scope
+) -> Function | None:
+    """The function whose parameter ``name`` (seen from ``scope``) is, or None."""
+    found = resolver.lookup(name, scope)
+    if found is None:
+        return None
+    owner, bindings = found
+    if not any(b.what == "parameter" for b in bindings):
+        return None
+    node = owner.node
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        return None
+    outer = owner.parent
+    if outer is None:
+        return None
+    if isinstance(node, ast.Lambda):
+        bound = _lambda_name(node, outer)
+        return None if bound is None else Function(node, bound, outer, resolver, path)
+    return Function(node, node.name, outer, resolver, path)
+
+
+def _lambda_name(node: ast.Lambda, outer: Scope) -> str | None:
+    """`f = lambda ...`: the name it is bound to, when that is its only binding."""
+    for name, bindings in outer.bindings.items():
+        if any(b.value is node for b in bindings):
+            return name if len(bindings) == 1 else None
+    return None
+
+
+def bound_argument(
+    node: Def, call: ast.Call, param: str, skip: int = 0
+) -> tuple[bool, ast.expr | None]:
+    """What ``call`` binds to ``param`` of ``node``: ``(True, expr)``, ``(True, None)`` when it
+    is left out (its default applies), ``(False, None)`` when it cannot be known (``*args``,
+    ``**kwargs``, or arguments that do not bind at all). ``skip``: leading parameters the call
+    does not spell (a method's ``self``)."""
+    a = node.args
+    positional = [p.arg for p in (*a.posonlyargs, *a.args)][skip:]
+    for kw in call.keywords:
+        if kw.arg is None:
+            return False, None
+        if kw.arg == param:
+            return True, kw.value
+    for i, arg in enumerate(call.args):
+        if isinstance(arg, ast.Starred):
+            return False, None
+        if i < len(positional) and positional[i] == param:
+            return True, arg
+    if param in positional[: len(call.args)]:
+        return False, None
+    return True, None
+
+
+def arguments(function: Function, param: str, methods: bool = False) -> list[Passed] | None:
+    """What every call of ``function`` in the project passes for ``param``; None when a use of
+    it is not such a call, or the function is one whose calls cannot all be seen.
+
+    With ``methods``, a method's calls are those in sight: ``<anything>.name(...)`` in its own
+    file and in the files that name its class (an instance handed to a module that never names
+    the class is not seen: use this for wording a report, never to stay silent on a doubt)."""
+    if function.name is None:
+        return None
+    if function.owner.kind == "class":
+        return _method_arguments(function, param) if methods else None
+    if not _calls_visible(function):
+        return None
+    out: list[Passed] = []
+    own = _uses_in_file(function, param, function.resolver, function.path)
+    if own is None:
+        return None
+    out += own
+    if function.owner.kind == "module" and function.resolver.module_name:
+        qualname = f"{function.resolver.module_name}.{function.name}"
+        words = {function.name.encode()} | {
+            op.rsplit(".", 1)[-1].encode() for op in _op_names(function)
+        }
+        for path in _mentioning(_search_root(function.path), tuple(sorted(words))):
+            if os.path.abspath(path) == os.path.abspath(function.path):
+                continue
+            resolver = _resolver_for(path)
+            if resolver is None:
+                return None  # a file that mentions it but cannot be read: unknown
+            found = _uses_in_file(function, param, resolver, path, qualname)
+            if found is None:
+                return None
+            out += found
+    for passed in out:
+        if passed.value is None and not _has_default(function.node, param):
+            return None  # a call that leaves out a required parameter: not this function
+    return out
+
+
+def _method_arguments(function: Function, param: str) -> list[Passed] | None:
+    node, cls = function.node, function.owner.node
+    if isinstance(node, ast.Lambda) or not isinstance(cls, ast.ClassDef):
+        return None
+    kinds = {
+        q
+        for d in node.decorator_list
+        for q in function.resolver.resolve(d, function.owner).qualnames | {ast.unparse(d)}
+    }
+    skip = 0 if "staticmethod" in kinds else 1
+    if node.decorator_list and not kinds & {"staticmethod", "classmethod"}:
+        return None  # a property, or a decorator that may change how it is called
+    paths = [function.path] + [
+        p
+        for p in _mentioning(_search_root(function.path), (cls.name.encode(),))
+        if os.path.abspath(p) != os.path.abspath(function.path)
+        and node.name.encode() in (_read(p) or b"")
+    ]
+    module = function.resolver.module_name
+    out: list[Passed] = []
+    for path in paths:
+        resolver = function.resolver if path == function.path else _resolver_for(path)
+        if resolver is None:
+            return None
+        if resolver is not function.resolver and not _names_class(resolver, f"{module}.{cls.name}"):
+            continue  # another class of the same name
+        parents = _parents(resolver.tree)
+        for attr in ast.walk(resolver.tree):
+            if not (
+                isinstance(attr, ast.Attribute)
+                and attr.attr == node.name
+                and isinstance(attr.ctx, ast.Load)
+            ):
+                continue
+            call = parents.get(id(attr))
+            if not isinstance(call, ast.Call) or call.func is not attr:
+                return None  # handed around as a value
+            through_class = isinstance(attr.value, ast.Name) and attr.value.id == cls.name
+            known, value = bound_argument(node, call, param, 0 if through_class else skip)
+            if not known:
+                return None
+            scope = resolver.scope_at(attr)
+            out.append(
+                Passed(value, scope, resolver, path, call.lineno, _caller(scope, resolver, path))
+            )
+    return out
+
+
+def _names_class(resolver: NameResolver, qualname: str) -> bool:
+    """The file refers to the class ``qualname`` (imports it, or reaches it through its module)."""
+    name = qualname.rsplit(".", 1)[-1]
+    for node in ast.walk(resolver.tree):
+        named = (isinstance(node, ast.Name) and node.id == name) or (
+            isinstance(node, ast.Attribute) and node.attr == name
+        )
+        if named and qualname in resolver.resolve(node, resolver.scope_at(node)).qualnames:
+            return True
+    return False
+
+
+def _parents(tree: ast.AST) -> dict[int, ast.AST]:
+    parents: dict[int, ast.AST] = {}
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+    return parents
+
+
+def _calls_visible(function: Function) -> bool:
+    node = function.node
+    if function.owner.kind == "class":
+        return False  # a method: `obj.method(...)` calls cannot be told apart
+    if isinstance(node, ast.Lambda):
+        return True
+    for decorator in node.decorator_list:
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        quals = function.resolver.resolve(target, function.owner).qualnames
+        if len(quals) != 1 or next(iter(quals)) not in _KEEPING:
+            return False
+        if next(iter(quals)) == "torch.library.custom_op" and _op_name(decorator) is None:
+            return False  # also called as `torch.ops.<namespace>.<name>`, by a name not known
+    return True
+
+
+def _op_name(decorator: ast.expr) -> str | None:
+    """``@torch.library.custom_op("ns::name", ...)``: ``ops.ns.name``, as its calls spell it."""
+    if not isinstance(decorator, ast.Call) or not decorator.args:
+        return None
+    first = decorator.args[0]
+    if not isinstance(first, ast.Constant) or not isinstance(first.value, str):
+        return None
+    namespace, sep, name = first.value.partition("::")
+    if not sep or not namespace.isidentifier() or not name.isidentifier():
+        return None
+    return f"ops.{namespace}.{name}"
+
+
+def _op_names(function: Function) -> tuple[str, ...]:
+    """How a custom op's calls through `torch.ops` spell it (``ops.vllm.quantize``)."""
+    node = function.node
+    if isinstance(node, ast.Lambda):
+        return ()
+    found = (_op_name(d) for d in node.decorator_list)
+    return tuple(op for op in found if op is not None)
+
+
+def _has_default(node: Def, param: str) -> bool:
+    a = node.args
+    positional = [*a.posonlyargs, *a.args]
+    with_default = positional[len(positional) - len(a.defaults) :]
+    if any(p.arg == param for p in with_default):
+        return True
+    return any(
+        p.arg == param and d is not None for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True)
+    )
+
+
+def _uses_in_file(
+    function: Function,
+    param: str,
+    resolver: NameResolver,
+    path: str,
+    qualname: str | None = None,
+) -> list[Passed] | None:
+    """The calls of ``function`` in one file (its own file when ``qualname`` is None: found by
+    scope; another file: found by what its names resolve to); None when it is used there other
+    than by a call, or by a call whose arguments cannot be bound."""
+    name = function.name
+    assert name is not None
+    ops = _op_names(function)
+    parents = _parents(resolver.tree)
+    out: list[Passed] = []
+    for node in ast.walk(resolver.tree):
+        if not isinstance(node, (ast.Name, ast.Attribute)) or not isinstance(node.ctx, ast.Load):
+            continue
+        is_op = (
+            bool(ops)
+            and isinstance(node, ast.Attribute)
+            and node.attr in {op.rsplit(".", 1)[-1] for op in ops}
+            and any(ast.unparse(node).endswith(op) for op in ops)
+        )
+        if not is_op and (node.id if isinstance(node, ast.Name) else node.attr) != name:
+            continue
+        if not is_op and isinstance(node, ast.Attribute) and qualname is None:
+            continue  # in its own file it is called by its name
+        scope = resolver.scope_at(node)
+        if is_op:
+            pass  # `torch.ops.ns.name(...)`: a call of the custom op
+        elif qualname is None:
+            found = resolver.lookup(name, scope)
+            if found is None or found[0] is not function.owner:
+                continue
+        else:
+            quals = resolver.resolve(node, scope).qualnames
+            if qualname not in quals:
+                continue
+            if len(quals) != 1:
+                return None  # may be this function or another
+        parent = parents.get(id(node))
+        if not isinstance(parent, ast.Call) or parent.func is not node:
+            return None  # handed around as a value: its calls cannot be followed
+        known, value = bound_argument(function.node, parent, param)
+        if not known:
+            return None
+        out.append(
+            Passed(value, scope, resolver, path, parent.lineno, _caller(scope, resolver, path))
+        )
+    return out
+
+
+def _caller(scope: Scope, resolver: NameResolver, path: str) -> Function | None:
+    """The function a call evaluated in ``scope`` is made in."""
+    s = scope
+    while s.kind == "comprehension" and s.parent is not None:
+        s = s.parent
+    node, outer = s.node, s.parent
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) or outer is None:
+        return None
+    bound = _lambda_name(node, outer) if isinstance(node, ast.Lambda) else node.name
+    return Function(node, bound, outer, resolver, path)
+
+
+def _search_root(path: str) -> str:
+    """Where the project's callers of a function in ``path`` may be: the git work tree above its
+    package, else the folder above its outermost package."""
+    module, is_package = module_identity(path)
+    top = os.path.dirname(os.path.abspath(path))
+    # `a/b/c.py` is module `b.c`: one folder up from `b`; a package's `__init__.py` one more
+    levels = 0 if module is None else module.count(".") + (1 if is_package else 0)
+    for _ in range(levels):
+        top = os.path.dirname(top)
+    return find_upward(top, (".git",)) or top
+
+
+@lru_cache(maxsize=16)
+def _python_files(root: str) -> tuple[str, ...]:
+    found: list[str] = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS and not d.startswith("."))
+        found += [os.path.join(folder, f) for f in sorted(files) if f.endswith(".py")]
+        if len(found) > _MAX_FILES:
+            return ()
+    return tuple(found)
+
+
+@lru_cache(maxsize=4096)
+def _read(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def _mentioning(root: str, words: tuple[bytes, ...]) -> list[str]:
+    return [p for p in _python_files(root) if any(w in (_read(p) or b"") for w in words)]
+
+
+@lru_cache(maxsize=256)
+def _resolver_for(path: str) -> NameResolver | None:
+    data = _read(path)
+    if data is None:
+        return None
+    try:
+        tree = ast.parse(data, filename=path)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    module, is_package = module_identity(path)
+    return NameResolver(tree, module, is_package)
