@@ -58,10 +58,12 @@ class CompanionRequirements(Codemod):
     0.6.14, `nvidia-cudnn-frontend>=1.32.0` in 0.7.4. The SGLang upgrade to 0.6.11 had to move
     its own `nvidia-cutlass-dsl` pin from 4.4.2 to 4.5.0 by hand. This rule reads those
     requirements from the bundled release data and checks the project's pins of the same
-    packages (`pyproject.toml`, `requirements*.txt`, `setup.cfg`): an exact pin or a minimum the
-    target does not accept is reported, with what the target requires. With the option
-    `move = true`, such a pin moves to the lowest version the target accepts (its minimum); an
-    upper bound that excludes every accepted version is only reported.
+    packages (`pyproject.toml`, `requirements*.txt`, `setup.cfg`): an exact pin the target does
+    not accept, or an upper bound that excludes every version it accepts, is reported with what
+    the target requires. A lower minimum (`>=4.5.2` where the target needs `>=4.8.0`) allows
+    what the target needs, so the installer picks it and nothing is said. With the option
+    `move = true`, an exact pin or minimum below what the target accepts moves to the lowest
+    version it accepts (its minimum); an upper bound is only reported.
     """
 
     code = "FI007"
@@ -123,6 +125,15 @@ class CompanionRequirements(Codemod):
             if ref.operator in ("==", "===", ">=", "~="):
                 if spec.contains(version, prereleases=True):
                     continue
+                if (
+                    not move
+                    and ref.operator in (">=", "~=")
+                    and lowest is not None
+                    and SpecifierSet(f"{ref.operator}{ref.version}").contains(
+                        lowest, prereleases=True
+                    )
+                ):
+                    continue  # a lower floor allows what FlashInfer needs: the resolver picks it
                 if lowest is not None and version > lowest:
                     continue  # newer than the minimum but excluded (an upper bound): below
                 what = f"{name}{ref.operator}{ref.version} here; {needs}"
