@@ -36,7 +36,9 @@ class PositionalBinding(Codemod):
     keywords that no longer exist (renamed or removed parameters), newly required parameters the
     call does not pass (when a fixed call still needs one, the fix says so and the parameter is
     reported with it), APIs and imports that were removed or moved, calls with `*args`, and names
-    that may be bound to something else. An API that another rule selected for the same run owns
+    that may be bound to something else. A removed name is reported once, at its import, with the
+    lines that use it (not once per use); an import inside `try: ... except ImportError:` is said
+    to fall back silently, since it raises nothing anyone sees. An API that another rule selected for the same run owns
     (`fp4_quantize`, FI001) is left to that rule; when that rule is not selected, this one checks
     it too. With `--keywords all` every positional argument of an affected call is named.
     """

@@ -145,7 +145,10 @@ def check_calls(ctx: FileContext, owns: Callable[[str], bool], wording: Wording)
     old_v, new_v = str(ctx.options.from_version), str(ctx.options.to_version)
     old_api, new_api = api_for(old_v), api_for(new_v)
     resolver = ctx.resolver
-    _check_imports(ctx, old_api, new_api, owns)
+    missing = _missing_imports(ctx, old_api, new_api, owns)
+    # uses of a name whose import is reported are listed in that finding, not one finding each
+    folded: dict[str, list[int]] = {path: [] for _, path, _ in missing}
+    first = len(ctx.diagnostics)
     for view in callee_calls(resolver):
         candidates = resolver.resolve(view.func, view.func_scope).candidates
         paths = sorted({c.qualname for c in candidates if is_flashinfer(c.qualname)})
@@ -162,7 +165,16 @@ def check_calls(ctx: FileContext, owns: Callable[[str], bool], wording: Wording)
         ambiguous = bool(others) or len(by_key) > 1
         for key, path in by_key.items():
             if owns(key):
-                _check_call(ctx, view, ApiPath(path), ambiguous, candidates, wording)
+                _check_call(ctx, view, ApiPath(path), ambiguous, candidates, wording, folded)
+    calls = ctx.diagnostics[first:]
+    del ctx.diagnostics[first:]
+    for node, path, message in missing:  # (in source order, before the calls they fold)
+        lines = sorted(set(folded[path]))
+        if lines:
+            where = ", ".join(str(n) for n in lines)
+            message += f"; used at line{'s' if len(lines) > 1 else ''} {where}: migrate by hand"
+        ctx.report(node, message)
+    ctx.diagnostics.extend(calls)
 
 
 def _check_call(
@@ -172,6 +184,7 @@ def _check_call(
     ambiguous: object,
     candidates: tuple,
     wording: Wording,
+    folded: dict[str, list[int]] | None = None,
 ) -> None:
     from migrate_fi.api.differ import api_for, callable_diff, first_change, moved_hint
 
@@ -185,6 +198,15 @@ def _check_call(
     if after is None:
         # (a partial's calls are not the place: the partial that names it is)
         if view.via is not Via.PARTIAL_CALL and new_api.surely_missing(str(path)):
+            dotted = path.dotted
+            imported = max(
+                (p for p in folded or () if dotted == p or dotted.startswith(p + ".")),
+                key=len,
+                default=None,
+            )
+            if imported is not None and folded is not None:
+                folded[imported].append(call.lineno)  # said where it is imported
+                return
             ctx.report(
                 call,
                 f"{path.display()} ({path.dotted}) no longer exists in FlashInfer {new_v}"
@@ -224,14 +246,17 @@ def _check_call(
     _positional(ctx, site, wording, renames)
 
 
-def _check_imports(
+def _missing_imports(
     ctx: FileContext, old_api: Api, new_api: Api, owns: Callable[[str], bool]
-) -> None:
-    """Imports of FlashInfer names or modules that the new release no longer has."""
+) -> list[tuple[ast.stmt, str, str]]:
+    """Imports of FlashInfer names or modules that the new release no longer has, with what to
+    say about each: ``(import statement, path, message)``."""
     from migrate_fi.api.differ import moved_hint
 
     resolver = ctx.resolver
     new_v = str(ctx.options.to_version)
+    out: list[tuple[ast.stmt, str, str]] = []
+    guarded = _import_guards(resolver.tree)
     for node in resolver.imports:
         paths: list[str] = []
         if isinstance(node, ast.ImportFrom):
@@ -248,10 +273,54 @@ def _check_imports(
                 continue
             if new_api.canonical(path) is None and new_api.surely_missing(path):
                 hint = moved_hint(old_api, new_api, path)
-                ctx.report(
-                    node,
-                    f"{path} no longer exists in FlashInfer {new_v}: this import fails there{hint}",
+                handler = guarded.get(id(node))
+                fails = (
+                    f"this import raises ImportError there, caught at line {handler}: the"
+                    " fallback runs instead, silently"
+                    if handler is not None
+                    else "this import fails there"
                 )
+                out.append(
+                    (node, path, f"{path} no longer exists in FlashInfer {new_v}: {fails}{hint}")
+                )
+    return out
+
+
+_IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+
+
+def _import_guards(tree: ast.AST) -> dict[int, int]:
+    """Import statements inside a ``try`` whose handler catches ImportError (or a base of it):
+    id of the statement -> the handler's line."""
+    out: dict[int, int] = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Try | getattr(ast, "TryStar", ast.Try)):
+            continue
+        line = None
+        for handler in node.handlers:
+            caught = handler.type
+            names = (
+                [caught]
+                if caught is None or not isinstance(caught, ast.Tuple)
+                else list(caught.elts)
+            )
+            if any(
+                n is None
+                or (
+                    isinstance(n, ast.Name | ast.Attribute)
+                    and ast.unparse(n).rsplit(".", 1)[-1] in _IMPORT_ERRORS
+                )
+                for n in names
+            ):
+                line = handler.lineno
+                break
+        if line is None:
+            continue
+        for stmt in node.body:
+            for inner in ast.walk(stmt):
+                if isinstance(inner, ast.Import | ast.ImportFrom):
+                    out.setdefault(id(inner), line)
+    return out
 
 
 def _keywords(ctx: FileContext, site: Site) -> dict[str, str]:
