@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from migrate_fi.api.paths import is_flashinfer
 from migrate_fi.calls import CallArgs
 from migrate_fi.codemod import Codemod, FileContext, RuleOption, RunOptions
+from migrate_fi.codemods._layout import line_length
 from migrate_fi.edits import AddImport, Edit, remove_keyword, replace_with
 from migrate_fi.positional import require_api_data
 from migrate_fi.resolver import NameResolver
@@ -115,7 +116,7 @@ class GraphCaptureTests(Codemod):
             return
         helpers = _run_helpers(ctx.tree)
         for test in _tests(ctx.tree, resolver):
-            _Rewrite(ctx, resolver, test, wrappers, helpers, ignored).apply()
+            _Rewrite(ctx, resolver, test, wrappers, helpers, ignored, removed).apply()
 
     def _wrapper_names(
         self, ctx: FileContext, resolver: NameResolver, old_api, key: str
@@ -227,9 +228,11 @@ class _Rewrite:
         wrappers: dict[int, tuple[ast.Call, Scope]],
         helpers: dict[str, int],
         ignored: bool,
+        removed: list[str],
     ) -> None:
         self.ctx, self.resolver, self.test = ctx, resolver, test
         self.wrappers, self.helpers, self.ignored = wrappers, helpers, ignored
+        self.removed = frozenset(removed)
         self.fn = test.node
 
     # ------------------------------------------------------------------ find
@@ -292,6 +295,44 @@ class _Rewrite:
                     return True
         return False
 
+    def _reads_removed(self, graph: dict[str, ast.Call]) -> bool:
+        """The test reads state the release removed from a wrapper it builds (its buffers,
+        `max_num_tokens`): on the target it fails at that read, whatever capture it does."""
+        return any(
+            isinstance(node, ast.Attribute)
+            and node.attr in self.removed
+            and isinstance(node.value, ast.Name)
+            and node.value.id in graph
+            for node in ast.walk(self.fn)
+        )
+
+    def _compares_outputs(self, runs: list[_Run]) -> bool:
+        """Some comparison (`assert_close`, `allclose`, `equal`, an `assert`, a unittest
+        `assert*`) reads what a graph-mode run returned: a parity test."""
+        parents = _parents(self.fn)
+        outputs = set()
+        for r in runs:
+            stmt = parents.get(id(r.call))
+            if isinstance(stmt, ast.Assign):
+                outputs |= {
+                    n.id for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name)
+                }
+        if not outputs:
+            return True  # unusual shapes: the rewrite reports them
+        for node in ast.walk(self.fn):
+            if isinstance(node, ast.Assert):
+                checked: ast.AST = node.test
+            elif isinstance(node, ast.Call) and (
+                self.resolver.resolve(node.func, self.test.scope).qualnames & _COMPARE
+                or (isinstance(node.func, ast.Attribute) and node.func.attr.startswith("assert"))
+            ):
+                checked = node
+            else:
+                continue
+            if any(isinstance(n, ast.Name) and n.id in outputs for n in ast.walk(checked)):
+                return True
+        return False
+
     # ----------------------------------------------------------------- apply
 
     def apply(self) -> None:
@@ -301,6 +342,10 @@ class _Rewrite:
         calls = self._runs(graph)
         if not calls or self._explicit_capture():
             return
+        if self._reads_removed(graph):
+            return  # it depends on what the release removed: reported there, left alone
+        if not self._compares_outputs(calls):
+            return  # not a parity test (a wrapper's lifetime, a smoke run): it still works
         name = self.fn.name
         parents = _parents(self.fn)
         runs: list[_Run] = []
@@ -353,17 +398,21 @@ class _Rewrite:
         first_new = first + "1" if first + "1" not in used else _fresh(f"{first}_replay1", used)
         warmups = int(ctx.option("warmup-runs"))
         tolerance = ctx.option("replay-tolerance")
-        run_text, guessed = self._call_text(runs[0].call)
+        run_text, guessed = self._call_text(runs[0].call, runs[0].statement)
+        width = line_length(ctx.path)
         safety = FixSafety.REVIEW if guessed or len(runs) > 2 else FixSafety.SAFE
         edits: list[Edit] = []
+        # three phases, a blank line apart: warm up, capture, replay
         head = [
             f"for _ in range({warmups}):",
-            f"    {run_text}",
+            _indented(run_text),
             "torch.cuda.synchronize()",
+            "",
             f"{g} = torch.cuda.CUDAGraph()",
             f"with torch.cuda.graph({g}):",
-            f"    {captured} = {run_text}",
+            _indented(f"{captured} = {run_text}"),
             "torch.cuda.synchronize()",
+            "",
             f"{g}.replay()",
             "torch.cuda.synchronize()",
             f"{first_new} = {captured}.clone()",
@@ -383,11 +432,7 @@ class _Rewrite:
         for stmt, pair in self._graph_comparisons(set(outputs), runs[0].statement):
             a, b = (outputs[p] for p in pair)
             message = 'f"cuda_graph replay diverged too much: max_diff={max_diff}"'
-            check = (
-                f"self.assertLess(max_diff, {tolerance}, {message})"
-                if self.test.is_method
-                else f"assert max_diff < {tolerance}, {message}"
-            )
+            check = _fitted(self.test.is_method, str(tolerance), message, width - stmt.col_offset)
             code = _lines([f"max_diff = ({a} - {b}).abs().max().item()", check])
             edits.append(ctx.replace_statements(stmt, stmt, code))
             replaced.append(stmt)
@@ -434,15 +479,20 @@ class _Rewrite:
             safety=safety,
         )
 
-    def _call_text(self, call: ast.Call) -> tuple[str, bool]:
-        """The run call as source: as written when on one line; else normalized (a call with
-        comments inside is kept as written, and the fix asks for review)."""
+    def _call_text(self, call: ast.Call, statement: ast.stmt) -> tuple[str, bool]:
+        """The run call as written, its own line breaks, quotes and comments kept; lines after
+        the first are made relative to the statement's indentation (the edit re-indents them
+        with the block they land in). A line less indented than the statement (a string
+        continued at column 0) cannot be moved: the call is then joined into one line, and the
+        fix asks for review."""
         segment = ast.get_source_segment(self.ctx.text, call) or ast.unparse(call)
         if "\n" not in segment:
             return segment, False
-        if "#" in segment:
+        base = self.ctx.text.splitlines()[statement.lineno - 1][: statement.col_offset]
+        first, *rest = segment.splitlines()
+        if any(line.strip() and not line.startswith(base) for line in rest) or base.strip():
             return " ".join(line.strip() for line in segment.splitlines()), True
-        return ast.unparse(call), False
+        return "\n".join([first, *(line[len(base) :] for line in rest)]), False
 
     def _graph_comparisons(
         self, outputs: set[str], after: ast.stmt
@@ -462,6 +512,27 @@ class _Rewrite:
                     found.append((stmt, (names[0], names[1])))
                     break
         return found
+
+
+def _indented(text: str) -> str:
+    """``text`` one level into a block, every line of it (a call written over several lines)."""
+    return "\n".join(("    " + line) if line.strip() else line for line in text.split("\n"))
+
+
+def _fitted(method: bool, tolerance: str, message: str, width: int) -> str:
+    """The bound on two replays' difference, wrapped as a formatter would to fit ``width``."""
+    if method:
+        one = f"self.assertLess(max_diff, {tolerance}, {message})"
+        if len(one) <= width:
+            return one
+        inner = f"    max_diff, {tolerance}, {message}"
+        if len(inner) <= width:
+            return f"self.assertLess(\n{inner}\n)"
+        return f"self.assertLess(\n    max_diff,\n    {tolerance},\n    {message},\n)"
+    one = f"assert max_diff < {tolerance}, {message}"
+    if len(one) <= width:
+        return one
+    return f"assert max_diff < {tolerance}, (\n    {message}\n)"
 
 
 def _lines(lines: list[str]) -> str:

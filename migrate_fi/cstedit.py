@@ -123,13 +123,27 @@ class _ApplyEdits(cst.CSTTransformer):
 CodeRange = Any
 
 
+class _BareBlankLines(cst.CSTTransformer):
+    """Blank lines of generated code carry no indentation (no trailing whitespace)."""
+
+    def leave_EmptyLine(
+        self, original_node: cst.EmptyLine, updated_node: cst.EmptyLine
+    ) -> cst.EmptyLine:
+        if updated_node.comment is None and updated_node.indent:
+            return updated_node.with_changes(indent=False, whitespace=cst.SimpleWhitespace(""))
+        return updated_node
+
+
 def _statements(code: str) -> list[cst.BaseStatement]:
     if not code.strip():
         return []
     try:
-        return list(cst.parse_module(code).body)
+        module = cst.parse_module(code)
     except cst.ParserSyntaxError as exc:
         raise EditError(f"a rule produced statements that do not parse: {exc.message}") from None
+    if "\n\n" in code:
+        module = module.visit(_BareBlankLines())
+    return list(module.body)
 
 
 def apply_edits(
