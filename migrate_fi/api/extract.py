@@ -248,7 +248,7 @@ def _module_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
             if not _type_checking(stmt.test):
                 yield from _module_statements(stmt.body)
             yield from _module_statements(stmt.orelse)
-        elif isinstance(stmt, _TRY):
+        elif isinstance(stmt, ast.Try | getattr(ast, "TryStar", ast.Try)):
             yield from _module_statements(stmt.body)
             for handler in stmt.handlers:
                 yield from _module_statements(handler.body)
@@ -264,6 +264,44 @@ def _string_tuple(node: ast.expr) -> list[str] | None:
     ):
         return [e.value for e in node.elts]  # type: ignore[attr-defined]
     return None
+
+
+def _extends_all(stmt: ast.stmt) -> bool:
+    """``__all__ += [...]``, ``__all__.extend([...])``, ``__all__.append("x")``."""
+    if isinstance(stmt, ast.AugAssign):
+        return isinstance(stmt.target, ast.Name) and stmt.target.id == "__all__"
+    return (
+        isinstance(stmt, ast.Expr)
+        and isinstance(stmt.value, ast.Call)
+        and isinstance(stmt.value.func, ast.Attribute)
+        and stmt.value.func.attr in ("extend", "append")
+        and isinstance(stmt.value.func.value, ast.Name)
+        and stmt.value.func.value.id == "__all__"
+        and len(stmt.value.args) == 1
+    )
+
+
+def _extend_all(m: _Module, stmt: ast.stmt) -> None:
+    """More public names (also when added under a condition, such as an optional dependency
+    being importable: the API exists where it is installed). Names that cannot be read make
+    every public-looking name count, as with an unreadable ``__all__``."""
+    if isinstance(stmt, ast.AugAssign):
+        added = _string_tuple(stmt.value) if isinstance(stmt.op, ast.Add) else None
+    else:
+        assert isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)
+        call, arg = stmt.value, stmt.value.args[0]
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "append":
+            added = (
+                [arg.value]
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str)
+                else None
+            )
+        else:
+            added = _string_tuple(arg)
+    if added is None or m.all_names is None:
+        m.all_names = None
+        return
+    m.all_names = [*m.all_names, *(n for n in added if n not in m.all_names)]
 
 
 def _target_names(target: ast.expr) -> Iterator[str]:
@@ -333,6 +371,8 @@ def _index(module: str, source: str, is_package: bool) -> _Module | None:
                 else:
                     # the first binding wins: in try/except ImportError the `try` one is the API
                     m.bindings.setdefault(alias.asname or alias.name, f"{base}.{alias.name}")
+        elif _extends_all(stmt):
+            _extend_all(m, stmt)
         elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             value = stmt.value
@@ -400,7 +440,7 @@ class _LazyModules:
         self.parsed: dict[str, _Module | None] = {}
 
     def __contains__(self, name: object) -> bool:
-        return name in self.sources and self.get(name) is not None  # type: ignore[arg-type]
+        return name in self.sources and self.get(name) is not None
 
     def __iter__(self) -> Iterator[str]:
         return iter(sorted(self.sources))
@@ -451,8 +491,8 @@ class _Release:
                 if not target.startswith("flashinfer"):
                     return None  # something of another package
             if m.served is not None and name in m.served.names:
-                target = m.served.names[name]
-                found = self.canonical(target, seen) if target else None
+                served = m.served.names[name]
+                found = self.canonical(served, seen) if served else None
                 return found or path
         if path in self.modules:
             return path
