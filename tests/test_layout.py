@@ -50,3 +50,15 @@ def test_the_replay_bound_wraps_like_a_formatter() -> None:
             len(line) <= max(width, 66)
             for line in _fitted(True, "0.5", MESSAGE, width).splitlines()
         )
+
+
+def test_configuration_above_the_project_root_is_another_projects(tmp_path: Path) -> None:
+    from migrate_fi.codemods import _layout
+
+    _layout._for_folder.cache_clear()
+    (tmp_path / "pyproject.toml").write_text("[tool.ruff]\nline-length = 120\n")
+    vendored = tmp_path / "third_party" / "lib"
+    vendored.mkdir(parents=True)
+    (vendored / "pyproject.toml").write_text("[project]\nname = 'lib'\n")
+    assert line_length(str(vendored / "m.py")) == DEFAULT_LINE_LENGTH
+    assert line_length(str(tmp_path / "third_party" / "m.py")) == 120

@@ -1,0 +1,85 @@
+"""How generated code should look in a given project: its configured line length.
+
+Read from the nearest configuration above the file that sets one: `ruff.toml`/`.ruff.toml`
+(`line-length`), `pyproject.toml` (`[tool.ruff] line-length`, `[tool.black] line-length`),
+`setup.cfg`/`tox.ini`/`.flake8` (`[flake8] max-line-length`), up to the project's root (the
+first folder with a `pyproject.toml`, `.git` or `.hg`); black's default, 88, otherwise. A
+configuration that cannot be read counts as not setting it.
+"""
+
+from __future__ import annotations
+
+import configparser
+import os
+import sys
+from functools import lru_cache
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+__all__ = ["DEFAULT_LINE_LENGTH", "line_length"]
+
+DEFAULT_LINE_LENGTH = 88
+# a project's root, as black finds it: configuration above it is another project's
+_ROOTS = ("pyproject.toml", ".git", ".hg")
+
+
+def _toml(path: str) -> dict[str, Any] | None:
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return None
+
+
+def _positive(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _in_folder(folder: str) -> int | None:
+    for name in ("ruff.toml", ".ruff.toml"):
+        data = _toml(os.path.join(folder, name))
+        if data is not None and _positive(data.get("line-length")):
+            return _positive(data.get("line-length"))
+    data = _toml(os.path.join(folder, "pyproject.toml"))
+    if data is not None:
+        tool = data.get("tool", {})
+        if isinstance(tool, dict):
+            for section in ("ruff", "black"):
+                table = tool.get(section, {})
+                if isinstance(table, dict):
+                    found = _positive(table.get("line-length", table.get("line_length")))
+                    if found:
+                        return found
+    for name in ("setup.cfg", "tox.ini", ".flake8"):
+        path = os.path.join(folder, name)
+        if not os.path.isfile(path):
+            continue
+        parser = configparser.ConfigParser()
+        try:
+            parser.read(path, encoding="utf-8")
+            text = parser.get("flake8", "max-line-length", fallback="")
+        except (configparser.Error, UnicodeDecodeError):
+            continue
+        if text.strip().isdigit() and int(text) > 0:
+            return int(text)
+    return None
+
+
+@lru_cache(maxsize=256)
+def _for_folder(folder: str) -> int:
+    found = _in_folder(folder)
+    if found is not None:
+        return found
+    parent = os.path.dirname(folder)
+    if parent == folder or any(os.path.exists(os.path.join(folder, m)) for m in _ROOTS):
+        return DEFAULT_LINE_LENGTH  # the project's root sets none: the formatters' default
+    return _for_folder(parent)
+
+
+def line_length(path: str) -> int:
+    """The line length configured for the project ``path`` belongs to."""
+    return _for_folder(os.path.dirname(os.path.abspath(path)))
