@@ -24,8 +24,7 @@ PY
 target=$(python3 -c 'import importlib.metadata as m; print(m.version("flashinfer-python"))')
 
 # the demo first (single GPU, fp4 kernels): apply, then verify against the tree before it.
-# Run from /tmp: in the repository, `python -m migrate_fi` would import the source tree, whose
-# codemods/ folder is installed as migrate_fi.codemods only by pip.
+# Run from /tmp, so that `python -m migrate_fi` imports what pip installed.
 cd /tmp
 cp -r "$repo/tests/fixtures/projects/demo" /tmp/demo
 (cd /tmp/demo && git init -q && git add -A && git -c user.email=ci@x -c user.name=ci commit -qm before)

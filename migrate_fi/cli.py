@@ -841,7 +841,8 @@ def plan(
     scripts, version files), and says when they disagree."""
     from migrate_fi.api.differ import changed_callables
     from migrate_fi.api.store import missing_data
-    from migrate_fi.project import MAIN, search_pins
+    from migrate_fi.pins import MAIN
+    from migrate_fi.project import search_pins
 
     paths = paths or (".",)
     search = search_pins(paths)

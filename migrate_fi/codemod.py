@@ -326,7 +326,7 @@ class FileContext:
 
 
 class Codemod:
-    """Base class of every migration. Subclass it in a module of `codemods/`; the module's name
+    """Base class of every migration. Subclass it in a module of `migrate_fi/codemods/`; the module's name
     becomes the codemod's id (its `--select` value, fixture folder and docs anchor).
 
     The class docstring is the rule's documentation (`migrate-fi explain CODE`).

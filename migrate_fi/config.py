@@ -126,7 +126,7 @@ def load_config(path: str | None) -> Config:
             raise ConfigError(f"{where}: unknown key {key!r} (known keys: {known})")
         if not isinstance(value, expected):
             raise ConfigError(f"{where}: {key} must be a {_type_name(expected)}")
-        if expected is list and not all(isinstance(v, str) for v in value):
+        if isinstance(value, list) and not all(isinstance(v, str) for v in value):
             raise ConfigError(f"{where}: {key} must be a list of strings")
         if key in _CHOICES and value not in _CHOICES[key]:
             raise ConfigError(f"{where}: {key} must be one of {', '.join(_CHOICES[key])}")

@@ -53,8 +53,10 @@ class _ApplyEdits(cst.CSTTransformer):
             elif isinstance(edit, InsertStatements):
                 table = self.after if edit.after else self.before
                 table.setdefault(edit.anchor[:2], []).append((label, edit))
-            else:
+            elif isinstance(edit, ReplaceStatements):
                 self.statements[edit.first[:2]] = (label, edit)
+            else:  # a TextEdit is spliced into the text by the engine, never given here
+                raise EditError(f"{label}: a text edit cannot be applied to the syntax tree")
         self.applied: set[int] = set()
 
     def _pos(self, node: cst.CSTNode) -> CodeRange | None:
@@ -63,7 +65,7 @@ class _ApplyEdits(cst.CSTTransformer):
         except KeyError:
             return None
 
-    def on_leave(self, original_node: cst.CSTNode, updated_node: Any) -> Any:  # type: ignore[override]
+    def on_leave(self, original_node: cst.CSTNode, updated_node: Any) -> Any:
         if self.replace:
             pos = self._pos(original_node)
             if pos is not None:
@@ -98,16 +100,19 @@ class _ApplyEdits(cst.CSTTransformer):
                 self.applied.add(id(edit))
             replaced = self.statements.get(start) if start else None
             if replaced is not None:
-                _label, edit = replaced
-                new_statements = _statements(edit.code)
+                _label, replacing = replaced
+                new_statements = _statements(replacing.code)
                 if new_statements:
                     new_statements[0] = new_statements[0].with_changes(
-                        leading_lines=[*new.leading_lines, *new_statements[0].leading_lines]
+                        leading_lines=[
+                            *getattr(new, "leading_lines", ()),
+                            *getattr(new_statements[0], "leading_lines", ()),
+                        ]
                     )
                 body.extend(new_statements)
-                self.applied.add(id(edit))
-                if edit.last[:2] != start:
-                    skip_until = edit.last[:2]
+                self.applied.add(id(replacing))
+                if replacing.last[:2] != start:
+                    skip_until = replacing.last[:2]
                     continue
             else:
                 body.append(new)
@@ -198,8 +203,11 @@ def _header_end(tree: ast.Module) -> int:
             isinstance(s, (ast.Import, ast.ImportFrom)) for s in node.body
         )
         if not (docstring or guarded or isinstance(node, (ast.Import, ast.ImportFrom))):
-            first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
-            return first - 1
+            lines: list[int] = [
+                node.lineno,
+                *(d.lineno for d in getattr(node, "decorator_list", ())),
+            ]
+            return min(lines) - 1
     return (tree.body[-1].end_lineno or 0) if tree.body else 0
 
 
@@ -353,7 +361,7 @@ def add_imports(module: cst.Module, imports: Sequence[AddImport]) -> cst.Module:
     """Add each import unless the module already has it at top level; ``from m import n`` is
     merged into an existing ``from m import ...``; new statements go after the module's first
     block of imports (after the docstring and ``__future__`` imports when there is none)."""
-    body = list(module.body)
+    body: list[cst.BaseStatement] = list(module.body)
     for need in sorted(set(imports)):
         if any(_provides(n, need) for s in body for n in _import_nodes(s)):
             continue

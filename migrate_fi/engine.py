@@ -70,10 +70,14 @@ class Mode(str, enum.Enum):
 _LONE_CR = re.compile(r"\r(?!\n)")
 
 
-@lru_cache(maxsize=64)
 def prefilter_for(codemod: type[Codemod], options: RunOptions) -> Prefilter:
     """The text test a file must pass for ``codemod`` to parse it in this run."""
-    return Prefilter(codemod.triggers_for(options))
+    return _prefilter(codemod.triggers_for(options))
+
+
+@lru_cache(maxsize=64)
+def _prefilter(triggers: tuple[str | tuple[str, ...], ...]) -> Prefilter:
+    return Prefilter(triggers)
 
 
 _Tests = Sequence[tuple[type[Codemod], Prefilter]]  # each codemod with its prefilter for a run
@@ -251,9 +255,13 @@ def _position(lines: Sequence[str], first: int, before: str) -> tuple[int, int]:
     return first + 1, len(before) + 1
 
 
+def _wanted(codemod: type[Codemod]) -> Callable[[str], bool]:
+    return _wanted_files(codemod.suffixes, codemod.file_patterns)
+
+
 @lru_cache(maxsize=64)
-def _wanted(codemod: type[Codemod]):  # -> discovery._Wanted
-    return wanted_files(codemod.suffixes, codemod.file_patterns)
+def _wanted_files(suffixes: tuple[str, ...], patterns: tuple[str, ...]) -> Callable[[str], bool]:
+    return wanted_files(suffixes, patterns)
 
 
 def reads(codemod: type[Codemod], path: str) -> bool:

@@ -384,7 +384,7 @@ def _json_versions(path: str, text: str) -> Iterator[VersionRef]:
             stack[-1][0] = token[1:-1]
             key_next = False
         else:
-            keys = [k[0] for k in stack if k[0] not in (None, "[]")]
+            keys: list[str | None] = [k[0] for k in stack if k[0] not in (None, "[]")]
             value = token[1:-1]
             ref = _json_version_ref(path, text, starts, m.start() + 1, keys, value)
             if ref is not None:
@@ -534,7 +534,7 @@ def _examples_in_text(
     path: str, lines: list[str], old: str, taken: set[tuple[int, int]], hash_comments: bool
 ) -> list[VersionRef]:
     """The old version in a comment near a FlashInfer mention (text files)."""
-    out = []
+    out: list[VersionRef] = []
     if not hash_comments:
         return out
     pattern = re.compile(rf"(?<![\w.]){re.escape(old)}(?![\w.]*\d)")

@@ -22,6 +22,7 @@ from migrate_fi.edits import TextEdit, Transform, keeps_arguments, keywordize, r
 
 if TYPE_CHECKING:
     from migrate_fi.api.differ import Api, CallableDiff
+    from migrate_fi.resolver import Candidate
 
 __all__ = ["Site", "Wording", "check_calls", "ordinal", "require_api_data"]
 
@@ -182,7 +183,7 @@ def _check_call(
     view: CalleeCall,
     path: ApiPath,
     ambiguous: object,
-    candidates: tuple,
+    candidates: tuple[Candidate, ...],
     wording: Wording,
     folded: dict[str, list[int]] | None = None,
 ) -> None:

@@ -1,7 +1,8 @@
 """Finding codemods and choosing which run.
 
-Every module in the `migrate_fi.codemods` package (the repository's `codemods/` folder) that
-defines a `Codemod` subclass is a rule: adding a file adds a rule. Which rules run is decided here,
+Every module in the `migrate_fi.codemods` package (`migrate_fi/codemods/`) whose name does not
+start with `_` defines one `Codemod` subclass, and is a rule: adding a file adds a rule. The
+`_`-modules beside them hold code several rules share (`_callers.py`, `_values.py`...). Which rules run is decided here,
 from declared metadata (the FlashInfer release each one handles) and `--select`/`--ignore`,
 never by the codemods themselves.
 """

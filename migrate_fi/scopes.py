@@ -14,7 +14,9 @@ to names is `migrate_fi.values`.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = ["Binding", "DictWrite", "Scope", "ScopeBuilder", "dotted_name"]
 
@@ -40,7 +42,7 @@ def _skip(_self: object, _node: ast.AST) -> None:
     return None
 
 
-_DISPATCH: dict[type, object] = {}
+_DISPATCH: dict[type, Callable[[Any, ast.AST], None]] = {}
 
 
 class Scope:
@@ -190,11 +192,12 @@ class ScopeBuilder(ast.NodeVisitor):
         cls = type(node)
         method = _DISPATCH.get(cls)
         if method is None:
-            if issubclass(cls, self._SKIP):
-                method = _skip
-            else:
-                method = getattr(type(self), "visit_" + cls.__name__, ScopeBuilder.generic_visit)
-            _DISPATCH[cls] = method
+            found: Callable[[Any, ast.AST], None] = (
+                _skip
+                if issubclass(cls, self._SKIP)
+                else getattr(type(self), "visit_" + cls.__name__, ScopeBuilder.generic_visit)
+            )
+            _DISPATCH[cls] = method = found
         method(self, node)
 
     def generic_visit(self, node: ast.AST) -> None:

@@ -42,7 +42,8 @@ def apply_text_edits(text: str, edits: Sequence[tuple[str, TextEdit]]) -> str:
         ((offset(*e.span[:2]), offset(*e.span[2:]), e.text) for _label, e in edits),
         key=lambda s: (s[0], s[1]),
     )
-    pieces, at = [], 0
+    pieces: list[str] = []
+    at = 0
     for start, end, new in spans:
         pieces += (text[at:start], new)
         at = end

@@ -175,6 +175,7 @@ def test_silent_positional_changes_match_the_facts() -> None:
         assert compare_callables(before, after).misbinding_index == index, path
 
 
+@pytest.mark.slow
 def test_prefilter_index_is_built_from_the_bundled_data() -> None:
     """changes.json is derived data: regenerated with the releases (`signatures build`), never
     edited by hand; a stale index would let files with changed calls skip the analysis."""
@@ -355,6 +356,7 @@ def test_recorded_signatures_equal_the_wheel_source(version: str) -> None:
             assert recorded == source_text, path
 
 
+@pytest.mark.slow
 def test_a_release_against_itself_changes_nothing() -> None:
     """`api-diff V V` is empty for every bundled release (positional-only parameters are not
     keywords that could disappear)."""

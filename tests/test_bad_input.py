@@ -128,6 +128,7 @@ def error_lines(stderr: str) -> dict[str, str]:
     return out
 
 
+@pytest.mark.slow
 def test_check_reports_each_bad_file_in_one_line_and_reads_the_rest(tree: Path) -> None:
     r = run(tree, "check", *RANGE, "src", "src/good.py")  # a path given twice
     out, err = r.stdout.decode(), r.stderr.decode()
@@ -147,6 +148,7 @@ def test_check_reports_each_bad_file_in_one_line_and_reads_the_rest(tree: Path) 
     assert "outside" not in out and "linked_dir" not in out and "loop" not in out
 
 
+@pytest.mark.slow
 def test_diff_patches_apply_and_apply_keeps_every_byte_it_does_not_mean_to_change(
     tree: Path, tmp_path: Path
 ) -> None:
@@ -185,6 +187,7 @@ def test_diff_patches_apply_and_apply_keeps_every_byte_it_does_not_mean_to_chang
     assert {p: p.read_bytes() for p in (tree / "src").iterdir() if p.is_file()} != before
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not _can_drop_dac(), reason="cannot take root's read-anything capability away")
 def test_an_unreadable_folder_is_an_error_and_the_rest_is_read(tree: Path) -> None:
     locked = tree / "src" / "locked"

@@ -100,6 +100,7 @@ def test_a_signal_ends_the_run_within_a_second(tmp_path: Path, sig: int, command
         assert f"{new} file(s) were rewritten before it stopped" in err
 
 
+@pytest.mark.slow
 def test_sigterm_at_random_moments_leaves_whole_files_and_no_debris(tmp_path: Path) -> None:
     rng = random.Random(7)
     for _ in range(6):
@@ -116,6 +117,7 @@ def test_sigterm_at_random_moments_leaves_whole_files_and_no_debris(tmp_path: Pa
         assert debris(tmp_path) == []
 
 
+@pytest.mark.slow
 def test_sigkill_leaves_whole_files_and_the_next_run_cleans_up(tmp_path: Path) -> None:
     rng = random.Random(11)
     for _ in range(6):

@@ -43,6 +43,7 @@ def git(project: Path, *args: str) -> None:
     subprocess.run(["git", "-C", str(project), *args], check=True, capture_output=True)
 
 
+@pytest.mark.slow
 def test_check_and_apply_hooks(tmp_path: Path) -> None:
     project, home = tmp_path / "project", tmp_path / "pre-commit-home"
     project.mkdir()

@@ -65,7 +65,8 @@ def write_index(folder: str = DATA_DIR) -> str:
 @cache
 def _index() -> dict[str, list[str]]:
     with open(INDEX_FILE, encoding="utf-8") as fh:
-        return json.load(fh)["pairs"]
+        pairs: dict[str, list[str]] = json.load(fh)["pairs"]
+        return pairs
 
 
 @cache

@@ -8,13 +8,14 @@ written with ``()``: ``flashinfer.BatchDecodeWithPagedKVCacheWrapper().plan`` is
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeGuard
 
 __all__ = ["ApiPath", "is_flashinfer"]
 
 _INSTANCE = "()."
 
 
-def is_flashinfer(path: str | None) -> bool:
+def is_flashinfer(path: str | None) -> TypeGuard[str]:
     return path is not None and (path == "flashinfer" or path.startswith("flashinfer."))
 
 

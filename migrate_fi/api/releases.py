@@ -60,7 +60,8 @@ def write_index_data(data: dict[str, Any], folder: str = DATA_DIR) -> str:
 def _requires() -> dict[str, list[str]]:
     try:
         with open(REQUIRES_FILE, encoding="utf-8") as fh:
-            return json.load(fh)
+            requires: dict[str, list[str]] = json.load(fh)
+            return requires
     except OSError:
         return {}
 
@@ -80,7 +81,8 @@ def requirements_of(version: str) -> list[str]:
 def _indexes() -> dict[str, Any]:
     try:
         with open(INDEXES_FILE, encoding="utf-8") as fh:
-            return json.load(fh)
+            indexes: dict[str, Any] = json.load(fh)
+            return indexes
     except OSError:
         return {}
 

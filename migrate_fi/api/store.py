@@ -83,7 +83,7 @@ def load_release(version: str) -> dict[str, Any]:
             enabled = gc.isenabled()
             gc.disable()
             try:
-                record = json.loads(raw)
+                record: dict[str, Any] = json.loads(raw)
             finally:
                 if enabled:
                     gc.enable()

@@ -154,7 +154,8 @@ class SynthesizedInit:
             else:
                 continue
             if entry is None:
-                fields.pop(stmt.target.id if isinstance(stmt, ast.AnnAssign) else "", None)
+                target = stmt.target if isinstance(stmt, ast.AnnAssign) else None
+                fields.pop(target.id if isinstance(target, ast.Name) else "", None)
                 continue
             if entry[0] in fields:  # redeclared: keeps its place, takes the new default
                 fields[entry[0]] = entry

@@ -13,6 +13,7 @@ from migrate_fi.codemod import Codemod, FileContext, RuleOption, RunOptions
 from migrate_fi.codemods import _callers
 from migrate_fi.codemods._values import is_world_group, literal_string, narrowed_not_none
 from migrate_fi.edits import add_dict_entry, add_keyword
+from migrate_fi.modules import display_path
 from migrate_fi.positional import require_api_data
 from migrate_fi.resolver import NameResolver
 from migrate_fi.results import FixSafety
@@ -21,6 +22,7 @@ from migrate_fi.values import read_dict
 
 if TYPE_CHECKING:
     from migrate_fi.api.differ import CallSignature
+    from migrate_fi.edits import Edit
 
 # The public paths of the functions that create an all-reduce fusion workspace.
 TARGETS = (
@@ -391,7 +393,7 @@ class _Site:
 
     # -------------------------------------------------------------- editing
 
-    def _edit(self, expr: str):  # -> Edit
+    def _edit(self, expr: str) -> Edit:
         """Into the dict the call unpacks when it is built in the same function; else the call."""
         for unpacked in (kw.value for kw in self.call.keywords if kw.arg is None):
             if not isinstance(unpacked, ast.Name):
@@ -483,7 +485,7 @@ class _Site:
             if passed.resolver is self.resolver and statement is not None:
                 self.ctx.report(statement, text)
             else:
-                shown = _callers.display_path(passed.path)
+                shown = display_path(passed.path)
                 self.ctx.report(
                     at,
                     f"{self.name}: `{name}` is set to None at {shown}:{b.line} and passed to {of}"

@@ -291,7 +291,7 @@ class _Shape:
         if not isinstance(expr, ast.Call):
             return None
         func, args = expr.func, expr.args
-        keywords = {k.arg: k.value for k in expr.keywords if k.arg}
+        keywords: dict[str, ast.expr] = {k.arg: k.value for k in expr.keywords if k.arg}
         if isinstance(func, ast.Attribute) and self._of_value(func, scope):
             method, receiver = func.attr, func.value
             if (
@@ -340,7 +340,7 @@ class _Shape:
 
     @staticmethod
     def _reduced(
-        rank: int | None, args: list[ast.expr], keywords: dict[str | None, ast.expr]
+        rank: int | None, args: list[ast.expr], keywords: dict[str, ast.expr]
     ) -> int | None:
         """The rank after a reduction over ``dim`` (given by position or keyword)."""
         if rank is None:

@@ -63,7 +63,11 @@ def is_world_group(resolver: NameResolver, expr: ast.expr, scope: Scope, depth: 
     if depth >= _DEPTH or not isinstance(expr, ast.Name):
         return False
     values = _values(resolver, expr, scope)
-    return bool(values) and all(is_world_group(resolver, v, s, depth + 1) for v, s in values)
+    return (
+        values is not None
+        and bool(values)
+        and all(is_world_group(resolver, v, s, depth + 1) for v, s in values)
+    )
 
 
 def _tests_not_none(test: ast.expr, name: str) -> bool:

@@ -6,6 +6,7 @@ import ast
 import os
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from migrate_fi.api.paths import is_flashinfer
 from migrate_fi.calls import CallArgs
@@ -16,6 +17,9 @@ from migrate_fi.positional import require_api_data
 from migrate_fi.resolver import NameResolver
 from migrate_fi.results import FixSafety
 from migrate_fi.scopes import Scope
+
+if TYPE_CHECKING:
+    from migrate_fi.api.differ import Api
 
 WRAPPER = "flashinfer.CuteDslMoEWrapper"
 _COMPARE = frozenset(
@@ -110,16 +114,17 @@ class GraphCaptureTests(Codemod):
         removed = _removed_attributes(old_api, new_api, key)
         ignored = _ignores_max_num_tokens(new_api)
         resolver = ctx.resolver
+        tree = resolver.tree
         wrappers = self._wrapper_names(ctx, resolver, old_api, key)
         self._report_internals(ctx, resolver, wrappers, removed)
         if not is_test_file(ctx.path):
             return
-        helpers = _run_helpers(ctx.tree)
-        for test in _tests(ctx.tree, resolver):
+        helpers = _run_helpers(tree)
+        for test in _tests(tree, resolver):
             _Rewrite(ctx, resolver, test, wrappers, helpers, ignored, removed).apply()
 
     def _wrapper_names(
-        self, ctx: FileContext, resolver: NameResolver, old_api, key: str
+        self, ctx: FileContext, resolver: NameResolver, old_api: Api, key: str
     ) -> dict[int, tuple[ast.Call, Scope]]:
         """Constructions of the wrapper: id(call) -> (call, scope)."""
         out = {}
@@ -141,7 +146,7 @@ class GraphCaptureTests(Codemod):
         if not removed:
             return
         built = {id(call) for call, _ in wrappers.values()}
-        for node in ast.walk(ctx.tree):
+        for node in ast.walk(resolver.tree):
             if not (isinstance(node, ast.Attribute) and node.attr in removed):
                 continue
             owner = node.value
@@ -159,7 +164,7 @@ class GraphCaptureTests(Codemod):
                 )
 
 
-def _removed_attributes(old_api, new_api, key: str) -> list[str]:
+def _removed_attributes(old_api: Api, new_api: Api, key: str) -> list[str]:
     """Instance attributes of the wrapper on --from that --to no longer sets."""
     old = old_api.defs.get(key, {}).get("iattrs")
     new_key = new_api.key(WRAPPER)
@@ -169,7 +174,7 @@ def _removed_attributes(old_api, new_api, key: str) -> list[str]:
     return sorted(set(old) - set(new))
 
 
-def _ignores_max_num_tokens(new_api) -> bool:
+def _ignores_max_num_tokens(new_api: Api) -> bool:
     """0.6.14 and later take `max_num_tokens` but ignore it (its default is None)."""
     c = new_api.callable(WRAPPER)
     if c is None:
@@ -279,8 +284,9 @@ class _Rewrite:
             return func.value.id
         if isinstance(func, ast.Name) and func.id in self.helpers:
             index = self.helpers[func.id]
-            if len(call.args) > index and isinstance(call.args[index], ast.Name):
-                return call.args[index].id
+            argument = call.args[index] if len(call.args) > index else None
+            if isinstance(argument, ast.Name):
+                return argument.id
         return None
 
     def _explicit_capture(self) -> bool:
@@ -427,7 +433,7 @@ class _Rewrite:
             ]
             edits.append(ctx.replace_statements(r.statement, r.statement, _lines(lines)))
             outputs[r.target] = r.target
-        replaced = [r.statement for r in runs]
+        replaced: list[ast.stmt] = [r.statement for r in runs]
         # comparisons of two graph outputs: a bound on the difference of two replays
         for stmt, pair in self._graph_comparisons(set(outputs), runs[0].statement):
             a, b = (outputs[p] for p in pair)
@@ -442,7 +448,7 @@ class _Rewrite:
                 isinstance(node, ast.Name)
                 and node.id == first
                 and isinstance(node.ctx, ast.Load)
-                and node.lineno > runs[0].statement.end_lineno
+                and node.lineno > (runs[0].statement.end_lineno or runs[0].statement.lineno)
                 and not any(_inside(node, s) for s in replaced)
             ):
                 edits.append(ctx.replace(node, "Name", replace_with(first_new)))
@@ -499,7 +505,7 @@ class _Rewrite:
     ) -> list[tuple[ast.stmt, tuple[str, str]]]:
         """Statements that compare two graph outputs: `assert_close(a, b)`,
         `self.assertTrue(torch.allclose(a, b))`, `assert torch.equal(a, b)`."""
-        found = []
+        found: list[tuple[ast.stmt, tuple[str, str]]] = []
         for stmt in ast.walk(self.fn):
             if not isinstance(stmt, (ast.Expr, ast.Assert)) or stmt.lineno <= after.lineno:
                 continue
@@ -579,8 +585,8 @@ def _block_of(fn: ast.AST, statement: ast.stmt) -> list[ast.stmt] | None:
     return None
 
 
-def _inside(node: ast.AST, statement: ast.stmt) -> bool:
+def _inside(node: ast.expr, statement: ast.stmt) -> bool:
     return (statement.lineno, statement.col_offset) <= (node.lineno, node.col_offset) and (
-        node.end_lineno,
-        node.end_col_offset,
-    ) <= (statement.end_lineno, statement.end_col_offset)
+        node.end_lineno or node.lineno,
+        node.end_col_offset or node.col_offset,
+    ) <= (statement.end_lineno or statement.lineno, statement.end_col_offset or 0)

@@ -221,7 +221,11 @@ def _names_class(resolver: NameResolver, qualname: str) -> bool:
         named = (isinstance(node, ast.Name) and node.id == name) or (
             isinstance(node, ast.Attribute) and node.attr == name
         )
-        if named and qualname in resolver.resolve(node, resolver.scope_at(node)).qualnames:
+        if (
+            named
+            and isinstance(node, ast.expr)
+            and qualname in resolver.resolve(node, resolver.scope_at(node)).qualnames
+        ):
             return True
     return False
 
