@@ -102,6 +102,8 @@ class RuleSettings:
 
     options: tuple[tuple[str, Any], ...] = ()  # (name, value) of the options set in the config
     deferred_apis: frozenset[str] = frozenset()  # APIs another rule selected for this run owns
+    # (public path, parameter) pairs another rule selected for this run owns
+    deferred_parameters: frozenset[tuple[str, str]] = frozenset()
 
     def option(self, name: str) -> Any:
         for key, value in self.options:
@@ -181,6 +183,13 @@ class FileContext:
         self.codemod: Codemod | None = None  # set by the engine while a codemod runs
         self.diagnostics: list[Diagnostic] = []
         self.fixes: list[Fix] = []
+
+    @property
+    def lines(self) -> list[str]:
+        """The file's lines, without their line breaks."""
+        if self._lines is None:
+            self._lines = _LINE_BREAK.split(self.text)
+        return self._lines
 
     @property
     def built_resolver(self) -> NameResolver | None:
@@ -352,6 +361,9 @@ class Codemod:
     # Public FlashInfer paths whose positional-binding checks this rule takes over from the
     # data-driven rule when both run (the engine tells that rule, through its settings).
     owns_apis: ClassVar[frozenset[str]] = frozenset()
+    # (public path, parameter) pairs whose change this rule handles itself (FI005 drops
+    # `max_num_tokens=` where 0.6.14 ignores it): the data-driven rules leave them alone.
+    owns_parameters: ClassVar[frozenset[tuple[str, str]]] = frozenset()
     # Options this rule reads with `FileContext.option`.
     options: ClassVar[tuple[RuleOption, ...]] = ()
 

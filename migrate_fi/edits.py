@@ -230,24 +230,54 @@ def _append(items: list[Any], new: Any, opening: Any) -> list[Any]:
         )
     else:
         between = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    # One element per line: a comment at the end of a line belongs to the element on it. The
+    # separator copied from the line before leaves that line's comment behind; the last
+    # element keeps its own, which the new element (now last) does not take.
+    one_per_line = isinstance(between.whitespace_after, cst.ParenthesizedWhitespace)
+    if one_per_line:
+        between = between.with_changes(
+            whitespace_after=between.whitespace_after.with_changes(
+                first_line=cst.TrailingWhitespace()
+            )
+        )
+    own: Any = None  # the last element's end-of-line comment, when it has one
+    if trailing is not None and isinstance(trailing.whitespace_after, cst.ParenthesizedWhitespace):
+        own = trailing.whitespace_after.first_line
+        trailing = trailing.with_changes(
+            whitespace_after=trailing.whitespace_after.with_changes(
+                first_line=cst.TrailingWhitespace()
+            )
+        )
     if hasattr(last, "whitespace_after_arg"):
         # call arguments keep the whitespace before `)` on the last one: it moves to the new one
-        new = new.with_changes(whitespace_after_arg=last.whitespace_after_arg)
+        after = last.whitespace_after_arg
+        if one_per_line and own is None and isinstance(after, cst.ParenthesizedWhitespace):
+            own = after.first_line
+            after = after.with_changes(first_line=cst.TrailingWhitespace())
+        new = new.with_changes(whitespace_after_arg=after)
         last = last.with_changes(whitespace_after_arg=cst.SimpleWhitespace(""))
+    if one_per_line and own is not None:
+        between = between.with_changes(
+            whitespace_after=between.whitespace_after.with_changes(first_line=own)
+        )
     if trailing is not None:
         # `a,\n)` -> `a,<sep>new,\n)`: the trailing comma's layout moves to the new element
         return [*items[:-1], last.with_changes(comma=between), new.with_changes(comma=trailing)]
     return [*items[:-1], last.with_changes(comma=between), new]
 
 
-def add_keyword(name: str, value: str) -> Transform:
-    """Add ``name=value`` as the last argument of a call (``value`` is Python source)."""
+def add_keyword(name: str, value: str, one_per_line: bool = False) -> Transform:
+    """Add ``name=value`` as the last argument of a call (``value`` is Python source). With
+    ``one_per_line`` (a call on one line that the new argument makes too long), every argument
+    goes on its own line with a trailing comma, as black writes a call that does not fit."""
 
     def transform(call: Any) -> Any:
         import libcst as cst
 
         if any(a.keyword is not None and a.keyword.value == name for a in call.args):
             raise EditError(f"the call already passes {name}=")
+        if one_per_line:
+            return _exploded(call, name, value)
         arg = cst.Arg(
             value=cst.parse_expression(value),
             keyword=cst.Name(name),
@@ -259,6 +289,37 @@ def add_keyword(name: str, value: str) -> Transform:
         return call.with_changes(args=_append(list(call.args), arg, call.whitespace_before_args))
 
     return keeps_arguments(transform)
+
+
+def _exploded(call: Any, name: str, value: str) -> Any:
+    """``call`` with ``name=value`` added and one argument per line (one level deeper than the
+    line the call starts on; the closing bracket back on that level)."""
+    import libcst as cst
+
+    def line(extra: str) -> Any:
+        return cst.ParenthesizedWhitespace(
+            first_line=cst.TrailingWhitespace(),
+            empty_lines=[],
+            indent=True,
+            last_line=cst.SimpleWhitespace(extra),
+        )
+
+    arg = cst.Arg(
+        value=cst.parse_expression(value),
+        keyword=cst.Name(name),
+        equal=cst.AssignEqual(
+            whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
+        ),
+    )
+    args = [*call.args, arg]
+    laid = [
+        a.with_changes(
+            comma=cst.Comma(whitespace_after=line("    " if i < len(args) - 1 else "")),
+            whitespace_after_arg=cst.SimpleWhitespace(""),
+        )
+        for i, a in enumerate(args)
+    ]
+    return call.with_changes(args=laid, whitespace_before_args=line("    "))
 
 
 def rename_keyword(old: str, new: str) -> Transform:

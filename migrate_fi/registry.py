@@ -153,9 +153,11 @@ class Selection:
         options = options or {}
         out = []
         for cls in self.rules:
-            deferred = frozenset().union(*(c.owns_apis for c in self.rules if c is not cls))
+            others = [c for c in self.rules if c is not cls]
+            deferred = frozenset().union(*(c.owns_apis for c in others))
+            parameters = frozenset().union(*(c.owns_parameters for c in others))
             values = tuple(sorted(options.get(cls.id, {}).items()))
-            out.append((cls.id, RuleSettings(values, deferred)))
+            out.append((cls.id, RuleSettings(values, deferred, parameters)))
         return tuple(out)
 
 

@@ -13,6 +13,7 @@ the release's own legacy-name table, with ``**kwargs`` forwarded to the implemen
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from typing import Any
@@ -25,11 +26,14 @@ __all__ = [
     "CallSignature",
     "CallableDiff",
     "Change",
+    "DefaultChange",
     "api_for",
     "changed_callables",
+    "changed_defaults",
     "compare_callables",
     "diff_releases",
     "first_change",
+    "is_cosmetic",
 ]
 
 
@@ -508,6 +512,58 @@ def changed_callables(
     return out
 
 
+@dataclass(frozen=True)
+class DefaultChange:
+    """A parameter whose default is another value on the new release."""
+
+    path: str  # a public path of the callable (on the old release)
+    name: str
+    old: str  # the defaults as FlashInfer's source writes them
+    new: str
+    keyword: bool  # it can be passed by keyword on both releases
+
+
+def _literal(text: str) -> tuple[bool, object]:
+    try:
+        return True, ast.literal_eval(text)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False, None
+
+
+def is_cosmetic(old: str, new: str) -> bool:
+    """The same value spelled differently (`1.0` and `1.`, quotes), or dataclass factories,
+    whose values are not written in a signature."""
+    if old.startswith("<factory") or new.startswith("<factory"):
+        return True
+    (a_ok, a), (b_ok, b) = _literal(old), _literal(new)
+    return a_ok and b_ok and type(a) is type(b) and a == b
+
+
+@cache
+def changed_defaults(old_version: str, new_version: str) -> dict[str, tuple[DefaultChange, ...]]:
+    """Callables a parameter of which has another default on ``new_version``, by the key of
+    their definition on ``old_version``; cosmetic changes left out."""
+    old, new = api_for(old_version), api_for(new_version)
+    out: dict[str, tuple[DefaultChange, ...]] = {}
+    for path, key in _callable_paths(old).items():
+        before, after = old.callable(path), new.callable(path)
+        if before is None or after is None:
+            continue
+        now = {p.name: p for p in after.params}
+        found = []
+        for p in before.params:
+            q = now.get(p.name)
+            if q is None or p.default is None or q.default is None or p.default == q.default:
+                continue
+            if is_cosmetic(p.default, q.default):
+                continue
+            keyword = p.kind in ("A", "K") and q.kind in ("A", "K")
+            found.append(DefaultChange(path, p.name, p.default, q.default, keyword))
+        if found:
+            out[key] = tuple(found)
+    return out
+
+
 def diff_releases(old_version: str, new_version: str) -> list[Change]:
     old, new = api_for(old_version), api_for(new_version)
     changes: list[Change] = []
@@ -564,7 +620,12 @@ def diff_releases(old_version: str, new_version: str) -> list[Change]:
                         Change(path, "param-added", f"new parameter {p.name}={p.default}")
                     )
                 continue
-            if q.default is not None and p.default is not None and q.default != p.default:
+            if (
+                q.default is not None
+                and p.default is not None
+                and q.default != p.default
+                and not is_cosmetic(q.default, p.default)
+            ):
                 changes.append(
                     Change(path, "default", f"default of {p.name}: {q.default} -> {p.default}")
                 )

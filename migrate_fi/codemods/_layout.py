@@ -9,6 +9,7 @@ configuration that cannot be read counts as not setting it.
 
 from __future__ import annotations
 
+import ast
 import configparser
 import os
 import sys
@@ -20,7 +21,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["DEFAULT_LINE_LENGTH", "line_length"]
+__all__ = ["DEFAULT_LINE_LENGTH", "line_length", "overflows", "quote_like"]
 
 DEFAULT_LINE_LENGTH = 88
 # a project's root, as black finds it: configuration above it is another project's
@@ -83,3 +84,33 @@ def _for_folder(folder: str) -> int:
 def line_length(path: str) -> int:
     """The line length configured for the project ``path`` belongs to."""
     return _for_folder(os.path.dirname(os.path.abspath(path)))
+
+
+def _quote(text: str) -> str:
+    """The quote the file's strings mostly use (docstrings' triple quotes not counted); double
+    quotes, the formatters' choice, when it is even."""
+    double = text.count('"') - 3 * text.count('"""')
+    single = text.count("'") - 3 * text.count("'''")
+    return "'" if single > double else '"'
+
+
+def quote_like(value: object, text: str) -> str:
+    """A literal ``value`` as source, its strings quoted the way the file ``text`` quotes."""
+    if isinstance(value, str):
+        quote, written = _quote(text), repr(value)
+        if written[0] == quote:
+            return written
+        other, body = written[0], written[1:-1]  # repr escaped its own quote, not ours
+        return quote + body.replace("\\" + other, other).replace(quote, "\\" + quote) + quote
+    if isinstance(value, tuple):
+        items = ", ".join(quote_like(v, text) for v in value)
+        return f"({items},)" if len(value) == 1 else f"({items})"
+    return repr(value)
+
+
+def overflows(lines: list[str], call: ast.Call, addition: str, path: str) -> bool:
+    """A call written on one line that ``addition`` (inserted before its closing bracket) would
+    push past the project's line length."""
+    if call.end_lineno != call.lineno or not 0 < call.lineno <= len(lines):
+        return False
+    return len(lines[call.lineno - 1].rstrip("\r\n")) + len(addition) > line_length(path)

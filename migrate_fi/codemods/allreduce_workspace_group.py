@@ -11,6 +11,7 @@ from migrate_fi.api.paths import is_flashinfer
 from migrate_fi.calls import CallArgs, CalleeCall, Via, callee_calls
 from migrate_fi.codemod import Codemod, FileContext, RuleOption, RunOptions
 from migrate_fi.codemods import _callers
+from migrate_fi.codemods._layout import overflows
 from migrate_fi.codemods._values import is_world_group, literal_string, narrowed_not_none
 from migrate_fi.edits import add_dict_entry, add_keyword
 from migrate_fi.modules import display_path
@@ -405,7 +406,8 @@ class _Site:
             if found[0] is _function_scope(self.scope):
                 kind = "Dict" if isinstance(source.built, ast.Dict) else "Call"
                 return self.ctx.replace(source.built, kind, add_dict_entry("group", expr))
-        return self.ctx.replace(self.call, "Call", add_keyword("group", expr))
+        wrap = overflows(self.ctx.lines, self.call, f", group={expr}", self.ctx.path)
+        return self.ctx.replace(self.call, "Call", add_keyword("group", expr, one_per_line=wrap))
 
     # ---------------------------------------------------------------- None
 

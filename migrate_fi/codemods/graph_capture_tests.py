@@ -90,6 +90,7 @@ class GraphCaptureTests(Codemod):
     introduced_in = "0.6.14"
     fix_safety = FixSafety.SAFE
     triggers = (("flashinfer", "CuteDslMoEWrapper"),)
+    owns_parameters = frozenset({(WRAPPER, "max_num_tokens")})  # its default changed, ignored
     options = (
         RuleOption("warmup-runs", 3, "Eager runs before the capture."),
         RuleOption(

@@ -1,0 +1,156 @@
+"""FI008: calls that leave out an argument whose default changed between the two releases."""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, ClassVar
+
+from migrate_fi.api.paths import ApiPath, is_flashinfer
+from migrate_fi.calls import Via, callee_calls
+from migrate_fi.codemod import Codemod, FileContext, RuleOption, RunOptions
+from migrate_fi.codemods._layout import overflows, quote_like
+from migrate_fi.edits import add_keyword
+from migrate_fi.positional import require_api_data
+from migrate_fi.results import FixSafety
+
+if TYPE_CHECKING:
+    from migrate_fi.api.differ import Api, DefaultChange
+    from migrate_fi.calls import CalleeCall
+
+
+class ChangedDefaults(Codemod):
+    """Calls that leave out an argument whose default is another value on the target release.
+
+    Read from the release data of `--from` and `--to` (`migrate-fi api-diff OLD NEW --kind
+    default`): a changed default changes what a call does with no error. Between 0.6.8.post1 and
+    0.7.4, for example, `fp4_quantize`, `nvfp4_quantize`, `mxfp4_quantize` and `mxfp8_quantize`
+    went from `backend="cuda"` to `backend="auto"`, `BatchDecodeWithPagedKVCacheWrapper.run`
+    from `q_len_per_req=1` to `None`, and `BatchPrefillCuteDSLWrapper.plan` from `sm_scale=1.0`
+    to `None` (which now means `1/sqrt(head_dim_qk)`).
+
+    Each call of such an API (resolved as the other rules resolve calls: aliases, module
+    attributes, instances, partials) that neither passes the argument by keyword nor reaches its
+    position is fixed by passing the old default explicitly (`backend="cuda"`), which keeps what
+    the call did; the message says what the new default is, so that a person can drop the
+    argument to take it. With the option `keep = false` the calls are only reported. Only
+    reported, whatever the option: an old default that is not a plain literal (a module
+    constant, a truncated or computed value), a parameter that cannot be passed by keyword, and
+    calls through a `functools.partial`. Left alone: calls whose `*args` or `**kwargs` may pass
+    it, spellings of the same value (`1.0` and `1.`), and parameters another rule handles
+    (FI005: `CuteDslMoEWrapper(max_num_tokens=)`, ignored since 0.6.14).
+    """
+
+    code = "FI008"
+    summary = "Calls that leave out an argument whose default changed: pass the old value (from the API data)"
+    introduced_in = "*"
+    data_driven: ClassVar[bool] = True
+    fix_safety = FixSafety.SAFE
+    triggers = ("flashinfer",)
+    options = (
+        RuleOption(
+            "keep",
+            True,
+            "Pass the old default explicitly, keeping what the call did (false: only report the"
+            " calls).",
+        ),
+    )
+
+    @classmethod
+    def prepare(cls, options: RunOptions) -> None:
+        require_api_data(cls.code, options)
+
+    @classmethod
+    def triggers_for(cls, options: RunOptions) -> tuple[str | tuple[str, ...], ...]:
+        from migrate_fi.api.differ import changed_defaults
+
+        changes = changed_defaults(str(options.from_version), str(options.to_version))
+        words = {
+            tuple(part for part in str(c.path).replace("()", "").split("."))
+            for found in changes.values()
+            for c in found
+        }
+        return tuple(sorted(words))
+
+    def find(self, ctx: FileContext) -> None:
+        from migrate_fi.api.differ import api_for, changed_defaults
+
+        old_v, new_v = str(ctx.options.from_version), str(ctx.options.to_version)
+        changes = changed_defaults(old_v, new_v)
+        if not changes:
+            return
+        old_api = api_for(old_v)
+        keep = bool(ctx.option("keep"))
+        owned = {(old_api.key(path), name) for path, name in ctx.settings.deferred_parameters}
+        for view in callee_calls(ctx.resolver):
+            candidates = ctx.resolver.resolve(view.func, view.func_scope).candidates
+            keys = {
+                old_api.key(c.qualname) if is_flashinfer(c.qualname) else None for c in candidates
+            }
+            if len(keys) != 1 or None in keys:
+                continue  # not FlashInfer's, or maybe another implementation: left alone
+            (key,) = keys
+            assert key is not None
+            if key not in changes or view.via is Via.PARTIAL:
+                continue  # (a partial is judged where it is called)
+            for change in changes[key]:
+                if (key, change.name) not in owned:  # (another rule's to handle)
+                    self._check(ctx, view, change, old_api, keep, new_v)
+
+    def _check(
+        self,
+        ctx: FileContext,
+        view: CalleeCall,
+        change: DefaultChange,
+        old_api: Api,
+        keep: bool,
+        new_v: str,
+    ) -> None:
+        args = view.args
+        if args.passed(change.name) is not None or args.starred or args.opaque_kwargs:
+            return
+        before = old_api.callable(change.path)
+        if before is None:
+            return
+        index = next((i for i, p in enumerate(before.positional) if p.name == change.name), None)
+        if index is not None and index < len(args.positional):
+            return  # passed by position
+        if before.varargs is not None and len(args.positional) > len(before.positional):
+            return  # positional arguments into *args, which a shim may map onto it
+        name = ApiPath(change.path).display()
+        old, new = change.old, change.new
+        told = (
+            f"{name}: this call leaves out {change.name}, whose default is {new} in FlashInfer"
+            f" {new_v} ({old} in {ctx.options.from_version}), so it now runs with {change.name}="
+            f"{new}"
+        )
+        plain, literal = _literal(old)
+        if not keep or not plain or not change.keyword or view.via is not Via.DIRECT:
+            ctx.report(view.node, f"{told}: pass {change.name}={old} to keep what it did")
+            return
+        value = quote_like(literal, ctx.text)
+        wrap = overflows(ctx.lines, view.node, f", {change.name}={value}", ctx.path)
+        ctx.fix(
+            view.node,
+            f"{told}: pass {change.name}={value} to keep what it did (drop it to take the new"
+            " default)",
+            ctx.replace(view.node, "Call", add_keyword(change.name, value, one_per_line=wrap)),
+        )
+
+
+def _literal(text: str) -> tuple[bool, object]:
+    """``(True, value)`` when the old default is a plain literal (strings, numbers, booleans,
+    None, tuples of them); ``(False, None)`` otherwise (a name, a call, a value the data
+    truncated)."""
+    if text.endswith("..."):
+        return False, None
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False, None
+    return _plain(value), value
+
+
+def _plain(value: object) -> bool:
+    if isinstance(value, tuple):
+        return all(_plain(v) for v in value)
+    return value is None or isinstance(value, (str, int, float, bool))
