@@ -54,7 +54,8 @@ class VersionComparisons(Codemod):
     introduced_in = "*"
     data_driven: ClassVar[bool] = True  # (runs for every range: the releases decide)
     fix_safety = FixSafety.SAFE
-    triggers = ("flashinfer",)
+    # a file must name FlashInfer and a version (`__version__`, `version("flashinfer-python")`)
+    triggers = (("flashinfer", "version"),)
 
     def find(self, ctx: FileContext) -> None:
         resolver = ctx.resolver
