@@ -55,7 +55,11 @@ class VersionComparisons(Codemod):
     data_driven: ClassVar[bool] = True  # (runs for every range: the releases decide)
     fix_safety = FixSafety.SAFE
     # a file must name FlashInfer and a version (`__version__`, `version("flashinfer-python")`)
-    triggers = (("flashinfer", "version"),)
+    triggers = (
+        ("flashinfer", "__version__"),
+        ("flashinfer", "version"),
+        ("flashinfer", "get_distribution"),
+    )
 
     def find(self, ctx: FileContext) -> None:
         resolver = ctx.resolver
