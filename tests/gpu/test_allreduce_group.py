@@ -3,8 +3,10 @@ FlashInfer all-reduce fusion and `torch.distributed.all_reduce`.
 
 A legacy workspace factory (the shape of SGLang's before its 0.6.11 upgrade) is migrated with
 migrate-fi's engine; the migrated code then runs on two processes, one per GPU, with `group=` a
-`torch.distributed.new_group` of both ranks: `allreduce_fusion` eagerly and replayed from a CUDA
-graph must match `torch.distributed.all_reduce`. Skipped, with the reason, without two CUDA GPUs
+`torch.distributed.new_group` of both ranks (a group object that is not WORLD): `allreduce_fusion`
+eagerly and replayed from a CUDA graph must match `torch.distributed.all_reduce` on that group.
+Two legacy shapes: keywords from a dict, and SGLang's manager whose method takes the group as a
+parameter defaulting to None that every caller passes. Skipped, with the reason, without two CUDA GPUs
 or an installed flashinfer-python (CI has neither). The first run compiles the kernels (minutes).
 """
 
@@ -49,15 +51,46 @@ LEGACY = textwrap.dedent(
         return comm.create_allreduce_fusion_workspace(**kwargs)
     """
 )
+# SGLang's manager shape: the group is a parameter of a method that defaults to None, and every
+# caller passes it (FI004 judges the callers: no report, one fix)
+MANAGER = textwrap.dedent(
+    """
+    import torch
+    import flashinfer.comm as comm
 
 
-def migrated() -> str:
+    class WorkspaceManager:
+        def __init__(self):
+            self.workspace = None
+
+        def initialize(self, world_size, rank, device_group=None):
+            self.workspace = comm.create_allreduce_fusion_workspace(
+                backend="trtllm",
+                world_size=world_size,
+                rank=rank,
+                max_token_num=128,
+                hidden_dim=1024,
+                dtype=torch.bfloat16,
+            )
+
+
+    def make_workspace(world_size, rank, device_group, cpu_group):
+        manager = WorkspaceManager()
+        manager.initialize(world_size, rank, device_group=device_group)
+        return manager.workspace
+    """
+)
+SHAPES = {"dict_kwargs": LEGACY, "manager_method": MANAGER}
+
+
+def migrated(legacy: str = LEGACY) -> str:
     from_v = parse_version("0.6.10")
     selection = select(from_v, INSTALLED, ["FI004"])
     options = RunOptions(from_v, INSTALLED, rules=selection.settings())
-    result = process_source(LEGACY.encode(), "ws.py", selection.rules, options, Mode.APPLY)
+    result = process_source(legacy.encode(), "ws.py", selection.rules, options, Mode.APPLY)
     assert result.error is None, result.error
     assert result.new_text is not None, result.diagnostics
+    assert not [d for d in result.diagnostics if not d.applies], result.diagnostics
     return result.new_text
 
 
@@ -127,8 +160,9 @@ def _worker(rank: int, port: int, source: str, out_dir: str) -> None:
 @pytest.mark.skipif(
     parse_version("0.6.10.post1") > INSTALLED, reason="needs FlashInfer >= 0.6.10.post1"
 )
-def test_migrated_workspace_with_group_matches_all_reduce(tmp_path) -> None:
-    source = migrated()
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_migrated_workspace_with_group_matches_all_reduce(tmp_path, shape: str) -> None:
+    source = migrated(SHAPES[shape])
     assert "group=device_group" in source
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -136,7 +170,7 @@ def test_migrated_workspace_with_group_matches_all_reduce(tmp_path) -> None:
     torch.multiprocessing.spawn(_worker, args=(port, source, str(tmp_path)), nprocs=2, join=True)
     for rank in (0, 1):
         report = json.loads((tmp_path / f"rank{rank}.json").read_text())
-        print(f"FI004 GPU proof: {report}")
+        print(f"FI004 GPU proof ({shape}): {report}")
         # bf16 sums of two values: within a few ulps of the all-reduce's own result
         assert report["eager_max_abs_diff"] <= 0.0625, report
         assert report["replay_max_abs_diff"] <= 0.0625, report
