@@ -832,6 +832,48 @@ def api_diff(
 @click.option(
     "--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True
 )
+def usage(
+    paths: tuple[str, ...], from_version: str | None, to_version: str | None, output_format: str
+) -> None:
+    """Every FlashInfer API the project uses, where, and what changed in it.
+
+    Calls and imports of FlashInfer's functions, classes and methods, grouped by the definition
+    they reach, each with its number of sites (and how many are in tests) and the changes the
+    release data records between --from and --to; the unchanged ones are listed too."""
+    from migrate_fi.api.store import missing_data
+    from migrate_fi.discovery import DiscoveryError
+    from migrate_fi.usage import inventory, render
+
+    paths = paths or (".",)
+    span, selection = _range_and_rules(paths, from_version, to_version)
+    for notice in span.notices:
+        click.echo(f"migrate-fi: note: {notice}", err=True)
+    try:
+        found = inventory(paths, str(span.from_version), str(span.to_version), selection.rules)
+    except KeyError as exc:
+        raise Fatal(missing_data(exc.args[0])) from None
+    except DiscoveryError as exc:
+        raise Fatal(str(exc)) from None
+    if output_format == "json":
+        doc = {
+            "from": found.from_version,
+            "to": found.to_version,
+            "files": {"scanned": found.files_scanned, "parsed": found.files_parsed},
+            "apis": [a.to_json() for a in found.apis],
+            "not_read": found.unreadable,
+        }
+        click.echo(json.dumps(doc, indent=2))
+        return
+    click.echo(render(found), nl=False)
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, type=click.Path(), metavar="[PATH]...")
+@click.option("--from", "from_version", metavar="VERSION", help="Override the detected version.")
+@click.option("--to", "to_version", metavar="VERSION", help="Target (default: newest known).")
+@click.option(
+    "--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
 def plan(
     paths: tuple[str, ...], from_version: str | None, to_version: str | None, output_format: str
 ) -> None:

@@ -361,6 +361,9 @@ class Codemod:
     # Public FlashInfer paths whose positional-binding checks this rule takes over from the
     # data-driven rule when both run (the engine tells that rule, through its settings).
     owns_apis: ClassVar[frozenset[str]] = frozenset()
+    # Public paths of the FlashInfer APIs whose change this rule migrates (what `usage` and the
+    # report attribute to it: a change no signature shows, such as group='s WORLD fallback).
+    concerns: ClassVar[frozenset[str]] = frozenset()
     # (public path, parameter) pairs whose change this rule handles itself (FI005 drops
     # `max_num_tokens=` where 0.6.14 ignores it): the data-driven rules leave them alone.
     owns_parameters: ClassVar[frozenset[tuple[str, str]]] = frozenset()

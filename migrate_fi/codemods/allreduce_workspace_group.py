@@ -105,6 +105,7 @@ class AllreduceWorkspaceGroup(Codemod):
     introduced_in = "0.6.10.post1"
     fix_safety = FixSafety.SAFE
     triggers = tuple(("flashinfer", path.rsplit(".", 1)[-1]) for path in TARGETS)
+    concerns = frozenset(TARGETS)
     options = (
         RuleOption(
             "group-names",

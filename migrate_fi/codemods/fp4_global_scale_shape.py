@@ -598,6 +598,7 @@ class Fp4GlobalScaleShape(Codemod):
     introduced_in = "0.6.11"
     fix_safety = FixSafety.NONE
     triggers = (("flashinfer", "fp4_quantize"), ("flashinfer", "nvfp4_quantize"))
+    concerns = frozenset(TARGETS)
 
     def find(self, ctx: FileContext) -> None:
         resolver = ctx.resolver

@@ -91,6 +91,7 @@ class Fp4QuantizeKeywords(Codemod):
     # reaches it through a project re-export (the engine's re-export pass finds those files)
     triggers = (("flashinfer", "fp4_quantize"),)
     owns_apis = TARGETS
+    concerns = TARGETS
 
     @classmethod
     def prepare(cls, options: RunOptions) -> None:

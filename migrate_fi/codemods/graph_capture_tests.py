@@ -90,7 +90,8 @@ class GraphCaptureTests(Codemod):
     introduced_in = "0.6.14"
     fix_safety = FixSafety.SAFE
     triggers = (("flashinfer", "CuteDslMoEWrapper"),)
-    owns_parameters = frozenset({(WRAPPER, "max_num_tokens")})  # its default changed, ignored
+    owns_parameters = frozenset({(WRAPPER, "max_num_tokens")})
+    concerns = frozenset({WRAPPER})  # its default changed, ignored
     options = (
         RuleOption("warmup-runs", 3, "Eager runs before the capture."),
         RuleOption(

@@ -1,0 +1,63 @@
+"""`migrate-fi usage`: the FlashInfer APIs a project uses, where, and what changed in each."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from migrate_fi.cli import cli
+
+PROJECTS = Path(__file__).parent / "fixtures" / "projects"
+
+
+def _usage(*args: str) -> str:
+    r = CliRunner().invoke(cli, ["usage", *args], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    return r.stdout
+
+
+@pytest.mark.parametrize(("fmt", "suffix"), [("text", "txt"), ("json", "json")])
+def test_demo_inventory_snapshot(monkeypatch: pytest.MonkeyPatch, fmt: str, suffix: str) -> None:
+    monkeypatch.chdir(PROJECTS)
+    out = _usage("--output-format", fmt, "demo")
+    expected = (PROJECTS / f"demo.usage.{suffix}").read_text()
+    assert out == expected, f"regenerate demo.usage.{suffix} if this change is intended"
+    assert _usage("--output-format", fmt, "demo") == out  # byte-stable
+
+
+def test_changes_come_from_the_data_and_the_rules(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(PROJECTS)
+    doc = json.loads(_usage("--output-format", "json", "demo"))
+    by_api = {a["api"]: a for a in doc["apis"]}
+    kinds = {k["kind"] for k in by_api["flashinfer.fp4_quantize"]["changes"]}
+    assert {"positional", "default", "FI001", "FI003"} <= kinds
+    # group='s WORLD fallback shows in no signature: the rule says it
+    workspace = by_api["flashinfer.comm.create_allreduce_fusion_workspace"]
+    assert [k["kind"] for k in workspace["changes"]] == ["FI004"]
+    # a new optional parameter touches no existing call: not a change
+    assert all(k["kind"] != "param-added" for a in doc["apis"] for k in a["changes"])
+    unchanged = [a["api"] for a in doc["apis"] if not a["changes"]]
+    assert unchanged == ["flashinfer.BatchDecodeWithPagedKVCacheWrapper"]
+
+
+def test_lookalikes_modules_and_unreadable_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.py").write_text(
+        "import flashinfer\nfrom flashinfer import comm\nfrom mylib import fp4_quantize\n\n"
+        "fp4_quantize(1)  # not flashinfer's\nflashinfer.fp4_quantize(x, s)\n"
+    )
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_b.py").write_text("import flashinfer\nflashinfer.fp4_quantize(x)\n")
+    (tmp_path / "broken.py").write_text("import flashinfer\ndef (:\n")
+    doc = json.loads(
+        _usage("--from", "0.6.8.post1", "--to", "0.6.11", "--output-format", "json", ".")
+    )
+    assert [a["api"] for a in doc["apis"]] == ["flashinfer.fp4_quantize"]
+    (fp4,) = doc["apis"]
+    assert (fp4["sites"], fp4["files"], fp4["in_tests"]) == (2, 2, 1)
+    assert doc["not_read"] == ["broken.py: cannot parse (SyntaxError)"]
