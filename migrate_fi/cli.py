@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -357,6 +358,23 @@ def _finish(
     if result.errors:
         sys.exit(2)
     sys.exit(1 if found and not common.exit_zero else 0)
+
+
+def _write_new(path: str, data: bytes) -> None:
+    """Write a file the tool produces (a report) whole or not at all: a temporary file in the
+    same folder, then an atomic rename over the target."""
+    import tempfile
+
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def _common(kwargs: dict[str, Any]) -> _Common:
@@ -823,6 +841,103 @@ def api_diff(
     for c in changes:
         click.echo(f"{c.symbol}: {c.kind}: {c.detail}")
     click.echo(f"{len(changes)} changes between {old} and {new}.", err=True)
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, type=click.Path(), metavar="[PATH]...")
+@click.option("--from", "from_version", metavar="VERSION", help="Override the detected version.")
+@click.option("--to", "to_version", metavar="VERSION", help="Target (default: newest known).")
+@click.option("--select", multiple=True, metavar="RULES", help="Run only these rules.")
+@click.option("--ignore", multiple=True, metavar="RULES", help="Do not run these rules.")
+@click.option("--exclude", multiple=True, metavar="GLOB", help="Skip paths matching this pattern.")
+@click.option(
+    "--lang",
+    type=click.Choice(["en", "zh"]),
+    default="en",
+    show_default=True,
+    help="Language of the headings and the tool's sentences (code, paths, messages unchanged).",
+)
+@click.option(
+    "--output-format",
+    type=click.Choice(["markdown", "json"]),
+    default="markdown",
+    show_default=True,
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, writable=True),
+    default=None,
+    help="Write the report to this file (atomically) instead of printing it.",
+)
+def report(
+    paths: tuple[str, ...],
+    from_version: str | None,
+    to_version: str | None,
+    select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    exclude: tuple[str, ...],
+    lang: str,
+    output_format: str,
+    output: str | None,
+) -> None:
+    """The upgrade's pull-request description, in Markdown: what changed and why, the files,
+    the sites left for a person, the FlashInfer APIs used, risks and impact.
+
+    Computed from the tree as it is (run it before `apply`, or after it to list what is left);
+    deterministic, no network. Writes nothing unless -o is given."""
+    from migrate_fi import report as reporting_pr
+    from migrate_fi.api.store import missing_data
+    from migrate_fi.registry import select as select_rules
+    from migrate_fi.usage import inventory
+
+    common = _Common(
+        paths,
+        from_version,
+        to_version,
+        select,
+        ignore,
+        exclude,
+        None,
+        None,
+        True,
+        None,
+        None,
+        None,
+        None,
+    )
+    result, settled, span = _execute(common, "check")
+    if result.errors:
+        for error in result.errors:
+            click.echo(f"migrate-fi: error: {error.path}: {error.reason}", err=True)
+        sys.exit(2)
+    selection = select_rules(span.from_version, span.to_version)
+    try:
+        found = inventory(
+            settled.paths, str(span.from_version), str(span.to_version), selection.rules
+        )
+    except KeyError as exc:
+        raise Fatal(missing_data(exc.args[0])) from None
+    shown = ", ".join(settled.paths) if settled.paths != (".",) else ""
+    facts = reporting_pr.Report(
+        result=result,
+        rules=list(selection.rules),
+        inventory=found,
+        pins=[f"{os.path.relpath(p.path)}:{p.line} {p.describe()}" for p in span.pins],
+        verify=f"migrate-fi verify --baseline HEAD {shown}".rstrip(),
+    )
+    if output_format == "json":
+        text = json.dumps(reporting_pr.to_json(facts), indent=2, ensure_ascii=False) + "\n"
+    else:
+        text = reporting_pr.render_markdown(facts, lang)
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    try:
+        _write_new(output, text.encode("utf-8"))
+    except OSError as exc:
+        raise Fatal(f"{output}: cannot write the report ({exc.strerror})") from None
+    click.echo(f"migrate-fi: report written to {output}", err=True)
 
 
 @cli.command()

@@ -1,0 +1,292 @@
+"""The pull-request description of a FlashInfer upgrade, in Markdown, from what a run found.
+
+Every statement is derived from facts the tool has: the range and the pins, what each rule
+changed and why (its summary and the release it migrates), the files and their role, the sites
+left for a person with their reason, the FlashInfer APIs the project uses (changed and not), and
+what the migration did not cover (changed APIs used in runtime code that no test of the project
+calls). Deterministic: the same tree and range give the same bytes. `--lang zh` renders the
+same facts with Chinese headings and sentences (the rules' own messages stay as they are).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass
+
+from migrate_fi.codemod import Codemod
+from migrate_fi.results import Diagnostic, RunResult
+from migrate_fi.usage import Inventory
+
+__all__ = ["LANGUAGES", "Report", "render_markdown", "to_json"]
+
+LANGUAGES = ("en", "zh")
+
+# the tool's sentences, by language; {name} fields are filled with facts
+_TEXT: dict[str, dict[str, str]] = {
+    "en": {
+        "title": "Upgrade FlashInfer {origin} -> {target}",
+        "summary": "Summary",
+        "summary_line": "{fixes} by migrate-fi in {files}; {manual} left for a person.",
+        "action": "Recommended action",
+        "action_manual": "Review the {manual} below, resolve each, then run the tests on a GPU"
+        " with the target FlashInfer installed: `{verify}`.",
+        "action_clean": "Review the diff, then run the tests on a GPU with the target FlashInfer"
+        " installed: `{verify}`.",
+        "why": "Why: the FlashInfer changes this project meets",
+        "how": "What changed, rule by rule",
+        "fixed": "fixed",
+        "for_person": "for a person",
+        "files": "Key files",
+        "file_head": "| File | Role | Rules | Sites |",
+        "person": "Left for a person",
+        "person_none": "Nothing: every site found was fixed.",
+        "apis": "FlashInfer APIs used",
+        "apis_line": "{used} used in {parsed} parsed files: {changed} changed, {unchanged}"
+        " unchanged.",
+        "changed": "Changed",
+        "unchanged": "Unchanged",
+        "risks": "Risks and impact",
+        "risk_behaviour": "**behaviour**: {what}",
+        "risk_install": "**install flow**: pins or install steps change in {files}",
+        "risk_untested": "**test coverage**: {apis} changed and used in runtime code, but no test"
+        " file of the project calls {them} directly: run the runtime paths that use {them}",
+        "risk_none": "None found beyond the sites above.",
+        "pins": "Pins",
+        "pins_none": "No pin of flashinfer-python found.",
+        "sites": "{n} site",
+        "sites_plural": "{n} sites",
+        "fixes": "{n} change",
+        "fixes_plural": "{n} changes",
+        "in_files": "{n} file",
+        "in_files_plural": "{n} files",
+        "more": "... and {n} more",
+        "since": "since FlashInfer {release}",
+        "every": "from the release data",
+        "role_source": "source",
+        "role_test": "test",
+        "role_config": "config",
+        "role_infra": "infra",
+        "it": "it",
+        "them": "them",
+        "notes": "Notes",
+    },
+    "zh": {
+        "title": "升级 FlashInfer {origin} -> {target}",
+        "summary": "执行摘要",
+        "summary_line": "migrate-fi 在 {files}中做了 {fixes}；{manual}需要人工处理。",
+        "action": "推荐动作",
+        "action_manual": "逐一处理下面的 {manual}，然后在装有目标版本 FlashInfer 的 GPU 机器上运行"
+        "测试：`{verify}`。",
+        "action_clean": "审阅 diff，然后在装有目标版本 FlashInfer 的 GPU 机器上运行测试：`{verify}`。",
+        "why": "功能与动机：本项目遇到的 FlashInfer 变更",
+        "how": "实现拆解（按规则）",
+        "fixed": "已修改",
+        "for_person": "需人工",
+        "files": "关键文件",
+        "file_head": "| 文件 | 类别 | 规则 | 位置数 |",
+        "person": "需人工处理",
+        "person_none": "无：发现的每一处都已修改。",
+        "apis": "使用的 FlashInfer API",
+        "apis_line": "在 {parsed} 个已解析文件中使用了 {used} 个：{changed} 个有变更，{unchanged}"
+        " 个无变更。",
+        "changed": "有变更",
+        "unchanged": "无变更",
+        "risks": "风险与影响",
+        "risk_behaviour": "**行为变化**：{what}",
+        "risk_install": "**安装流程**：{files} 中的版本或安装步骤有变",
+        "risk_untested": "**测试覆盖**：{apis} 有变更且在运行时代码中使用，但项目中没有测试文件直接"
+        "调用{them}：请运行用到{them}的运行时路径",
+        "risk_none": "除上述位置外未发现其他风险。",
+        "pins": "版本声明",
+        "pins_none": "未找到 flashinfer-python 的版本声明。",
+        "sites": "{n} 处",
+        "sites_plural": "{n} 处",
+        "fixes": "{n} 处修改",
+        "fixes_plural": "{n} 处修改",
+        "in_files": "{n} 个文件",
+        "in_files_plural": "{n} 个文件",
+        "more": "……另有 {n} 处",
+        "since": "自 FlashInfer {release} 起",
+        "every": "来自发布数据",
+        "role_source": "source",
+        "role_test": "test",
+        "role_config": "config",
+        "role_infra": "infra",
+        "it": "它",
+        "them": "它们",
+        "notes": "说明",
+    },
+}
+_LISTED = 20  # sites listed per section before "... and N more"
+_BEHAVIOUR = {"FI004": "group=", "FI008": "defaults passed explicitly", "FI003": "global scales"}
+_CONFIG = (".toml", ".cfg", ".txt", ".lock", ".json", ".yaml", ".yml", ".hcl")
+
+
+@dataclass
+class Report:
+    """The facts a report is made of."""
+
+    result: RunResult
+    rules: list[type[Codemod]]
+    inventory: Inventory
+    pins: list[str]  # `path:line package==version`
+    verify: str  # the command that proves the migration on a GPU
+
+
+def _role(path: str) -> str:
+    name = os.path.basename(path)
+    parts = set(os.path.normpath(path).split(os.sep)[:-1])
+    if name.startswith("test_") or name.endswith("_test.py") or parts & {"test", "tests"}:
+        return "role_test"
+    if name.endswith(".py"):
+        return "role_source"
+    if name.startswith("Dockerfile") or name.endswith((".sh", ".hcl")) or "ci" in parts:
+        return "role_infra"
+    return "role_config" if name.endswith(_CONFIG) or "requirements" in name else "role_infra"
+
+
+class _Writer:
+    def __init__(self, lang: str) -> None:
+        self.t = _TEXT[lang]
+        self.lines: list[str] = []
+
+    def say(self, key: str, **facts: object) -> str:
+        return self.t[key].format(**facts)
+
+    def count(self, key: str, n: int) -> str:
+        return self.say(key if n == 1 else f"{key}_plural", n=n)
+
+    def add(self, *lines: str) -> None:
+        self.lines.extend(lines)
+
+    def heading(self, key: str) -> None:
+        self.add("", f"## {self.say(key)}", "")
+
+
+def _site(d: Diagnostic) -> str:
+    message = d.message.replace("|", "\\|")
+    return f"- `{d.path}:{d.line}` {d.code}: {message}"
+
+
+def render_markdown(report: Report, lang: str = "en") -> str:
+    result, w = report.result, _Writer(lang)
+    fixed, manual = result.fixable, result.manual
+    files = sorted({d.path for d in fixed})
+    by_code = {c.code: c for c in report.rules}
+    w.add(f"# {w.say('title', origin=result.from_version, target=result.to_version)}")
+    w.heading("summary")
+    w.add(
+        w.say(
+            "summary_line",
+            fixes=w.count("fixes", len(fixed)),
+            files=w.count("in_files", len(files)),
+            manual=w.count("sites", len(manual)),
+        )
+    )
+    w.heading("action")
+    key = "action_manual" if manual else "action_clean"
+    w.add(w.say(key, manual=w.count("sites", len(manual)), verify=report.verify))
+
+    codes = Counter(d.code for d in result.diagnostics)
+    w.heading("why")
+    for code in sorted(codes, key=lambda c: list(by_code).index(c) if c in by_code else 99):
+        rule = by_code.get(code)
+        if rule is None:
+            continue
+        when = w.say("every") if rule.data_driven else w.say("since", release=rule.introduced_in)
+        w.add(f"- **{code}** ({rule.id}, {when}): {rule.summary}")
+
+    w.heading("how")
+    for code in sorted(codes, key=lambda c: list(by_code).index(c) if c in by_code else 99):
+        sites = [d for d in result.diagnostics if d.code == code]
+        done = sum(1 for d in sites if d.applies)
+        w.add(
+            f"### {code}: {done} {w.say('fixed')}, {len(sites) - done} {w.say('for_person')}",
+            "",
+        )
+        w.add(*(_site(d) for d in sites[:_LISTED]))
+        if len(sites) > _LISTED:
+            w.add(f"- {w.say('more', n=len(sites) - _LISTED)}")
+        w.add("")
+    if w.lines[-1] == "":
+        w.lines.pop()
+
+    w.heading("files")
+    w.add(w.say("file_head"), "| --- | --- | --- | ---: |")
+    for path in sorted({d.path for d in result.diagnostics}):
+        here = [d for d in result.diagnostics if d.path == path]
+        rules = ", ".join(sorted({d.code for d in here}))
+        w.add(f"| `{path}` | {w.say(_role(path))} | {rules} | {len(here)} |")
+
+    w.heading("person")
+    if manual:
+        w.add(*(_site(d) for d in manual))
+    else:
+        w.add(w.say("person_none"))
+
+    inv = report.inventory
+    w.heading("apis")
+    w.add(
+        w.say(
+            "apis_line",
+            used=len(inv.apis),
+            parsed=inv.files_parsed,
+            changed=len(inv.changed),
+            unchanged=len(inv.unchanged),
+        )
+    )
+    if inv.changed:
+        w.add("", f"{w.say('changed')}:", "")
+        for a in inv.changed:
+            kinds = ", ".join(dict.fromkeys(k for k, _ in a.changes))
+            w.add(f"- `{a.api}` ({w.count('sites', len(a.sites))}): {kinds}")
+    if inv.unchanged:
+        names = ", ".join(f"`{a.api}`" for a in inv.unchanged[:_LISTED])
+        more = (
+            f" {w.say('more', n=len(inv.unchanged) - _LISTED)}"
+            if len(inv.unchanged) > _LISTED
+            else ""
+        )
+        w.add("", f"{w.say('unchanged')}: {names}{more}")
+
+    w.heading("risks")
+    risks = []
+    behaviour = [f"{c} ({_BEHAVIOUR[c]})" for c in sorted(codes) if c in _BEHAVIOUR]
+    if behaviour:
+        risks.append(w.say("risk_behaviour", what=", ".join(behaviour)))
+    install = sorted({d.path for d in result.diagnostics if d.code in ("FI006", "FI007")})
+    if install:
+        risks.append(w.say("risk_install", files=", ".join(f"`{p}`" for p in install)))
+    untested = [a.api for a in inv.changed if a.sites and a.tests == 0]
+    if untested:
+        risks.append(
+            w.say(
+                "risk_untested",
+                apis=", ".join(f"`{a}`" for a in untested),
+                them=w.say("it" if len(untested) == 1 else "them"),
+            )
+        )
+    w.add(*(f"- {r}" for r in risks) if risks else (w.say("risk_none"),))
+
+    w.heading("pins")
+    w.add(*(f"- `{p}`" for p in report.pins) if report.pins else (w.say("pins_none"),))
+    if result.notices:
+        w.heading("notes")
+        w.add(*(f"- {n}" for n in result.notices))
+    return "\n".join(w.lines) + "\n"
+
+
+def to_json(report: Report) -> dict[str, object]:
+    result = report.result
+    return {
+        "from": result.from_version,
+        "to": result.to_version,
+        "fixed": [d.to_json() for d in result.fixable],
+        "for_a_person": [d.to_json() for d in result.manual],
+        "files": sorted({d.path for d in result.diagnostics}),
+        "apis": [a.to_json() for a in report.inventory.apis],
+        "pins": report.pins,
+        "verify": report.verify,
+        "notices": result.notices,
+    }
