@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
@@ -214,14 +213,16 @@ def _changed_files(paths: tuple[str, ...], ref: str | None) -> set[str] | None:
         raise Fatal(str(exc)) from None
 
 
-def _refuse_dirty(paths: tuple[str, ...]) -> None:
-    """apply mixes no migration into uncommitted work: it would be one diff with it."""
+def _refuse_dirty(paths: tuple[str, ...], ours: frozenset[str] = frozenset()) -> None:
+    """apply mixes no migration into uncommitted work: it would be one diff with it. ``ours``:
+    absolute paths of files the migration in progress wrote itself, which do not count."""
     from migrate_fi.vcs import VcsError, dirty_files
 
     try:
         dirty = dirty_files(paths or (".",))
     except VcsError as exc:
         raise Fatal(f"cannot ask git whether the tree has uncommitted changes: {exc}") from None
+    dirty = [p for p in dirty or () if os.path.abspath(p) not in ours]
     if dirty:
         shown = ", ".join(dirty[:5]) + (f" and {len(dirty) - 5} more" if len(dirty) > 5 else "")
         raise Fatal(
@@ -360,23 +361,6 @@ def _finish(
     sys.exit(1 if found and not common.exit_zero else 0)
 
 
-def _write_new(path: str, data: bytes) -> None:
-    """Write a file the tool produces (a report) whole or not at all: a temporary file in the
-    same folder, then an atomic rename over the target."""
-    import tempfile
-
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
 def _common(kwargs: dict[str, Any]) -> _Common:
     return _Common(**kwargs)
 
@@ -473,6 +457,168 @@ def apply(allow_dirty: bool, **kwargs: Any) -> None:
                 click.echo(f"{f.path}: rewritten ({n} fix{'es' if n != 1 else ''})")
     listed = result.manual if settled.output_format == "text" else result.diagnostics
     _finish(result, common, settled, "apply", found=bool(result.manual), listed=listed)
+
+
+def _written_by_the_migration(paths: tuple[str, ...]) -> frozenset[str]:
+    """The files the migration in progress rewrote (absolute paths): a second `upgrade` before
+    they are committed is not blocked by its own changes."""
+    from migrate_fi.project import project_root
+    from migrate_fi.record import RecordError, read_record
+
+    root = project_root(paths[0] if paths else ".")
+    try:
+        record = read_record(root)
+    except RecordError:
+        return frozenset()
+    if record is None or not record.in_progress:
+        return frozenset()
+    return frozenset(os.path.abspath(os.path.join(root, p)) for p in record.written)
+
+
+UPGRADE_EXIT_CODES = """\b
+Exit codes:
+  0  migrated: nothing left for a person (and verified, when this machine could verify)
+  1  migrated, but sites are left for a person (listed)
+  2  stopped at a step: bad usage, a dirty tree, a file that could not be read or written
+  4  verify ran here and did not pass (its own exit code is printed)
+  130  interrupted (Ctrl-C, SIGTERM) while writing: says which files were rewritten"""
+
+
+def _can_verify() -> str | None:
+    """Why this machine cannot run `verify` itself (no torch, no GPU, no FlashInfer); None when
+    it can."""
+    import importlib.util
+
+    for module in ("torch", "flashinfer"):
+        if importlib.util.find_spec(module) is None:
+            return f"{module} is not installed here"
+    import torch
+
+    return None if torch.cuda.is_available() else "no CUDA GPU here"
+
+
+@cli.command(epilog=UPGRADE_EXIT_CODES)
+@click.argument("paths", nargs=-1, type=click.Path(), metavar="[PATH]...")
+@click.option("--from", "from_version", metavar="VERSION", help="Override the detected version.")
+@click.option("--to", "to_version", metavar="VERSION", help="Target (default: newest known).")
+@click.option("--dry-run", is_flag=True, help="Every step but writing: shows what apply would do.")
+@click.option(
+    "--allow-dirty", is_flag=True, help="Rewrite files even where git has uncommitted changes."
+)
+@click.option(
+    "--report",
+    "report_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Where to write the PR description (default: .migrate-fi/report.md in the project).",
+)
+@click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True)
+def upgrade(
+    paths: tuple[str, ...],
+    from_version: str | None,
+    to_version: str | None,
+    dry_run: bool,
+    allow_dirty: bool,
+    report_path: str | None,
+    lang: str,
+) -> None:
+    """The whole upgrade in one command: plan, apply (code first, pins last), the sites left for
+    a person, verify when this machine has a GPU and the target FlashInfer (else the command to
+    run on one), and the pull-request description.
+
+    Each step is printed as it runs; the first that fails stops the upgrade with its reason."""
+    import subprocess
+
+    from migrate_fi import report as reporting_pr
+    from migrate_fi.engine import write_changes
+    from migrate_fi.project import is_pin_file
+    from migrate_fi.record import state_folder
+    from migrate_fi.registry import select as select_rules
+    from migrate_fi.sources import write_new_file
+    from migrate_fi.usage import inventory
+
+    paths = paths or (".",)
+
+    def step(n: int, text: str) -> None:
+        click.echo(f"[{n}/5] {text}", err=True)
+
+    common = _Common(
+        paths, from_version, to_version, (), (), (), None, None, True, None, None, None, None
+    )
+    step(1, "plan")
+    if not allow_dirty and not dry_run:
+        _refuse_dirty(paths, _written_by_the_migration(paths))
+    result, settled, span = _execute(common, "check" if dry_run else "apply")
+    pins = [f"{os.path.relpath(p.path)}:{p.line} {p.describe()}" for p in span.pins]
+    click.echo(
+        f"      FlashInfer {span.from_version} -> {span.to_version}; rules: {', '.join(result.rules)}",
+        err=True,
+    )
+    for pin in pins:
+        click.echo(f"      pin {pin}", err=True)
+    if result.errors:
+        for error in result.errors:
+            click.echo(f"migrate-fi: error: {error.path}: {error.reason}", err=True)
+        click.echo("migrate-fi: stopped at step 1 (plan): files that cannot be read", err=True)
+        sys.exit(2)
+    # the report describes the migration, so it is made from what the run found, before writing
+    selection = select_rules(span.from_version, span.to_version)
+    found = inventory(settled.paths, str(span.from_version), str(span.to_version), selection.rules)
+    shown = " ".join(paths) if paths != (".",) else ""
+    verify_command = f"migrate-fi verify --baseline HEAD {shown}".rstrip()
+    facts = reporting_pr.Report(result, list(selection.rules), found, pins, verify_command)
+    text = reporting_pr.render_markdown(facts, lang)
+
+    step(2, "apply" + (" (dry run: nothing written)" if dry_run else ""))
+    if not dry_run:
+        try:
+            write_changes(result, last=is_pin_file)
+        except KeyboardInterrupt as exc:
+            signal_name = "SIGTERM" if isinstance(exc, Terminated) else "SIGINT (Ctrl-C)"
+            record = _record_apply(span, result, interrupted=signal_name)
+            raise ApplyInterrupted(signal_name, list(result.written), record) from None
+        if result.written or span.record is not None:
+            _record_apply(span, result)
+        if result.write_errors:
+            for error in result.write_errors:
+                click.echo(f"migrate-fi: error: {error.path}: {error.reason}", err=True)
+            click.echo("migrate-fi: stopped at step 2 (apply): files not written", err=True)
+            sys.exit(2)
+    done = result.fixable
+    files = sorted({d.path for d in done})
+    verb = "would rewrite" if dry_run else "rewrote"
+    click.echo(f"      {verb} {_plural_files(len(files))} ({len(done)} fixes)", err=True)
+
+    step(3, "left for a person")
+    for d in result.manual:
+        click.echo(f"{d.path}:{d.line}:{d.col}: {d.code} {d.message}")
+    click.echo(f"      {len(result.manual)} site(s)", err=True)
+
+    step(4, "verify")
+    verified: int | None = None
+    reason = "dry run" if dry_run else _can_verify()
+    if reason is None:
+        command = [sys.executable, "-m", "migrate_fi", "verify", "--baseline", "HEAD", *paths]
+        verified = subprocess.run(command, check=False).returncode
+        click.echo(f"      verify exit code {verified}", err=True)
+    else:
+        click.echo(f"      not run ({reason}); on the GPU machine: {verify_command}", err=True)
+
+    step(5, "report")
+    target = report_path or os.path.join(span.root, ".migrate-fi", "report.md")
+    if dry_run and report_path is None:
+        click.echo(text, nl=False)
+    else:
+        try:
+            if report_path is None:
+                state_folder(span.root)
+            write_new_file(target, text.encode("utf-8"))
+        except OSError as exc:
+            raise Fatal(f"{target}: cannot write the report ({exc.strerror})") from None
+        click.echo(f"      written to {os.path.relpath(target)}", err=True)
+    if verified not in (None, 0):
+        sys.exit(4)
+    sys.exit(1 if result.manual else 0)
 
 
 def _record_apply(
@@ -889,6 +1035,7 @@ def report(
     from migrate_fi import report as reporting_pr
     from migrate_fi.api.store import missing_data
     from migrate_fi.registry import select as select_rules
+    from migrate_fi.sources import write_new_file
     from migrate_fi.usage import inventory
 
     common = _Common(
@@ -934,7 +1081,7 @@ def report(
         click.echo(text, nl=False)
         return
     try:
-        _write_new(output, text.encode("utf-8"))
+        write_new_file(output, text.encode("utf-8"))
     except OSError as exc:
         raise Fatal(f"{output}: cannot write the report ({exc.strerror})") from None
     click.echo(f"migrate-fi: report written to {output}", err=True)

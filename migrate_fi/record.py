@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from migrate_fi import __version__
-from migrate_fi.sources import SourceError, write_atomically
+from migrate_fi.sources import SourceError, write_atomically, write_new_file
 
 __all__ = [
     "FOLDER",
@@ -33,6 +33,7 @@ __all__ = [
     "State",
     "end_migration",
     "read_record",
+    "state_folder",
     "write_record",
 ]
 
@@ -120,33 +121,33 @@ def end_migration(root: str, record: ApplyRecord) -> str:
     return _store(root, record)
 
 
+def state_folder(root: str) -> str:
+    """The project's `.migrate-fi/` folder, made with its own `.gitignore` (`*`) if missing;
+    raises OSError."""
+    folder = os.path.join(root, FOLDER)
+    os.makedirs(folder, exist_ok=True)
+    ignore = os.path.join(folder, ".gitignore")
+    if not os.path.lexists(ignore):
+        write_new_file(ignore, _IGNORE_ALL)
+    return folder
+
+
 def _store(root: str, record: ApplyRecord) -> str:
     path = _record_path(root)
     data = (json.dumps(record.to_json(), indent=2) + "\n").encode()
-    folder = os.path.dirname(path)
     try:
-        os.makedirs(folder, exist_ok=True)
-        ignore = os.path.join(folder, ".gitignore")
-        if not os.path.lexists(ignore):
-            _write_new(ignore, _IGNORE_ALL)
+        state_folder(root)
         if os.path.exists(path):
             with open(path, "rb") as fh:
                 old = fh.read()
             write_atomically(path, data, old)
         else:
-            _write_new(path, data)
+            write_new_file(path, data)
     except OSError as exc:
         raise RecordError(f"{path}: cannot be written ({exc.strerror})") from None
     except SourceError as exc:
         raise RecordError(f"{path}: {exc}") from None
     return path
-
-
-def _write_new(path: str, data: bytes) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-    os.replace(tmp, path)
 
 
 def read_record(root: str) -> ApplyRecord | None:

@@ -30,6 +30,7 @@ __all__ = [
     "signals_deferred",
     "source_lines",
     "write_atomically",
+    "write_new_file",
 ]
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
@@ -157,6 +158,22 @@ def _replace(real: str, new: bytes, st: os.stat_result) -> None:
             os.unlink(tmp)
         raise SourceError(f"cannot write: {exc.strerror}") from None
     except BaseException:  # interrupted all the same: the file is old, leave no debris
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def write_new_file(path: str, data: bytes) -> None:
+    """Write a file the tool produces (a record, a report) whole or not at all: a temporary
+    file in the same folder, then an atomic rename over ``path``; the temporary file is removed
+    when anything fails."""
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
