@@ -567,7 +567,6 @@ def upgrade(
     shown = " ".join(paths) if paths != (".",) else ""
     verify_command = f"migrate-fi verify --baseline HEAD {shown}".rstrip()
     facts = reporting_pr.Report(result, list(selection.rules), found, pins, verify_command)
-    text = reporting_pr.render_markdown(facts, lang)
 
     step(2, "apply" + (" (dry run: nothing written)" if dry_run else ""))
     if not dry_run:
@@ -598,11 +597,21 @@ def upgrade(
     verified: int | None = None
     reason = "dry run" if dry_run else _can_verify()
     if reason is None:
-        command = [sys.executable, "-m", "migrate_fi", "verify", "--baseline", "HEAD", *paths]
-        verified = subprocess.run(command, check=False).returncode
-        click.echo(f"      verify exit code {verified}", err=True)
+        command = [
+            *(sys.executable, "-m", "migrate_fi", "verify", "--baseline", "HEAD"),
+            *("--output-format", "json", *paths),
+        ]
+        ran = subprocess.run(command, check=False, capture_output=True, text=True)
+        verified = ran.returncode
+        try:
+            facts.verified = json.loads(ran.stdout)
+        except ValueError:
+            click.echo(ran.stderr.strip(), err=True)
+        verdict = (facts.verified or {}).get("verdict", "no result")
+        click.echo(f"      {verdict} (verify exit code {verified})", err=True)
     else:
         click.echo(f"      not run ({reason}); on the GPU machine: {verify_command}", err=True)
+    text = reporting_pr.render_markdown(facts, lang)
 
     step(5, "report")
     target = report_path or os.path.join(span.root, ".migrate-fi", "report.md")

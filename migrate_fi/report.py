@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 from migrate_fi.codemod import Codemod
 from migrate_fi.results import Diagnostic, RunResult
@@ -70,6 +71,14 @@ _TEXT: dict[str, dict[str, str]] = {
         "it": "it",
         "them": "them",
         "notes": "Notes",
+        "verify": "Verify on a GPU",
+        "verify_not_run": "Not run here: run `{verify}` on a machine with a GPU and FlashInfer"
+        " {target} installed.",
+        "verify_line": "Verdict: **{verdict}** ({counts}), with FlashInfer {flashinfer} on {gpus}.",
+        "verify_new": "New failures against the tree before the migration: {tests}",
+        "verify_fixed": "Fixed by the migration: {tests}",
+        "verify_skipped": "Skipped: {tests}",
+        "none": "none",
     },
     "zh": {
         "title": "升级 FlashInfer {origin} -> {target}",
@@ -116,6 +125,13 @@ _TEXT: dict[str, dict[str, str]] = {
         "it": "它",
         "them": "它们",
         "notes": "说明",
+        "verify": "GPU 验证",
+        "verify_not_run": "未在本机运行：请在装有 GPU 和 FlashInfer {target} 的机器上运行 `{verify}`。",
+        "verify_line": "结论：**{verdict}**（{counts}），FlashInfer {flashinfer}，GPU：{gpus}。",
+        "verify_new": "相对迁移前新增的失败：{tests}",
+        "verify_fixed": "迁移修好的测试：{tests}",
+        "verify_skipped": "跳过：{tests}",
+        "none": "无",
     },
 }
 _LISTED = 20  # sites listed per section before "... and N more"
@@ -132,6 +148,7 @@ class Report:
     inventory: Inventory
     pins: list[str]  # `path:line package==version`
     verify: str  # the command that proves the migration on a GPU
+    verified: dict[str, Any] | None = None  # `verify --output-format json`, when it ran
 
 
 def _role(path: str) -> str:
@@ -269,12 +286,50 @@ def render_markdown(report: Report, lang: str = "en") -> str:
         )
     w.add(*(f"- {r}" for r in risks) if risks else (w.say("risk_none"),))
 
+    w.heading("verify")
+    _verify_section(w, report, result.to_version)
+
     w.heading("pins")
     w.add(*(f"- `{p}`" for p in report.pins) if report.pins else (w.say("pins_none"),))
     if result.notices:
         w.heading("notes")
         w.add(*(f"- {n}" for n in result.notices))
     return "\n".join(w.lines) + "\n"
+
+
+def _verify_section(w: _Writer, report: Report, target: str) -> None:
+    doc = report.verified
+    if doc is None:
+        w.add(w.say("verify_not_run", verify=report.verify, target=target))
+        return
+    counts = doc.get("counts") or {}
+    shown = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()) if n) or w.say("none")
+    env = doc.get("environment") or {}
+    gpus = ", ".join(str(g.get("name")) for g in env.get("gpus") or []) or w.say("none")
+    w.add(
+        w.say(
+            "verify_line",
+            verdict=doc.get("verdict"),
+            counts=shown,
+            flashinfer=env.get("flashinfer") or w.say("none"),
+            gpus=gpus,
+        )
+    )
+    baseline = doc.get("baseline") or {}
+
+    def tests(names: list[str]) -> str:
+        return ", ".join(f"`{n}`" for n in names) or w.say("none")
+
+    if baseline:
+        w.add("", f"- {w.say('verify_new', tests=tests(baseline.get('new') or []))}")
+        w.add(f"- {w.say('verify_fixed', tests=tests(baseline.get('fixed') or []))}")
+    skipped = [
+        f"{r['test']} ({r.get('detail') or '?'})"
+        for r in doc.get("results") or []
+        if r.get("outcome") == "skipped"
+    ]
+    if skipped:
+        w.add(f"- {w.say('verify_skipped', tests=tests(skipped))}")
 
 
 def to_json(report: Report) -> dict[str, object]:
@@ -288,5 +343,6 @@ def to_json(report: Report) -> dict[str, object]:
         "apis": [a.to_json() for a in report.inventory.apis],
         "pins": report.pins,
         "verify": report.verify,
+        "verified": report.verified,
         "notices": result.notices,
     }

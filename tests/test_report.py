@@ -76,3 +76,36 @@ def test_report_to_a_folder_that_does_not_exist_is_one_line(
     code, _, err = _report("-o", "/nonexistent/folder/pr.md", "demo")
     assert code == 2
     assert err.strip().splitlines()[-1].startswith("migrate-fi: error: /nonexistent/folder/pr.md:")
+
+
+def test_the_verify_outcome_is_reported_when_verify_ran() -> None:
+    from migrate_fi.report import Report, render_markdown
+    from migrate_fi.results import RunResult
+    from migrate_fi.usage import Inventory
+
+    verified = {
+        "verdict": "passed",
+        "counts": {"passed": 2, "failed": 0, "skipped": 1},
+        "environment": {"flashinfer": "0.6.15", "gpus": [{"name": "NVIDIA H200"}]},
+        "baseline": {"new": [], "fixed": ["tests/test_fp4.py::test_helper"], "already_failing": []},
+        "results": [
+            {"test": "tests/test_moe.py::test_graph", "outcome": "skipped", "detail": "needs SM100"}
+        ],
+    }
+    facts = Report(
+        RunResult(from_version="0.6.8.post1", to_version="0.6.15"),
+        [],
+        Inventory("0.6.8.post1", "0.6.15", [], 0, 0, []),
+        [],
+        "migrate-fi verify --baseline HEAD",
+        verified,
+    )
+    text = render_markdown(facts)
+    section = text.split("## Verify on a GPU\n\n", 1)[1].split("\n## ", 1)[0]
+    assert section.splitlines() == [
+        "Verdict: **passed** (2 passed, 1 skipped), with FlashInfer 0.6.15 on NVIDIA H200.",
+        "",
+        "- New failures against the tree before the migration: none",
+        "- Fixed by the migration: `tests/test_fp4.py::test_helper`",
+        "- Skipped: `tests/test_moe.py::test_graph (needs SM100)`",
+    ]
