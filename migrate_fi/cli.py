@@ -1062,7 +1062,7 @@ def report(
         None,
         None,
     )
-    result, settled, span = _execute(common, "check")
+    result, settled, span = _execute(common, "diff")  # (the new text, for the excerpts)
     if result.errors:
         for error in result.errors:
             click.echo(f"migrate-fi: error: {error.path}: {error.reason}", err=True)

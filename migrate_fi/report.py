@@ -72,6 +72,7 @@ _TEXT: dict[str, dict[str, str]] = {
         "them": "them",
         "notes": "Notes",
         "verify": "Verify on a GPU",
+        "hunks": "Key changes",
         "verify_not_run": "Not run here: run `{verify}` on a machine with a GPU and FlashInfer"
         " {target} installed.",
         "verify_line": "Verdict: **{verdict}** ({counts}), with FlashInfer {flashinfer} on {gpus}.",
@@ -126,6 +127,7 @@ _TEXT: dict[str, dict[str, str]] = {
         "them": "它们",
         "notes": "说明",
         "verify": "GPU 验证",
+        "hunks": "关键源码片段",
         "verify_not_run": "未在本机运行：请在装有 GPU 和 FlashInfer {target} 的机器上运行 `{verify}`。",
         "verify_line": "结论：**{verdict}**（{counts}），FlashInfer {flashinfer}，GPU：{gpus}。",
         "verify_new": "相对迁移前新增的失败：{tests}",
@@ -229,6 +231,13 @@ def render_markdown(report: Report, lang: str = "en") -> str:
     if w.lines[-1] == "":
         w.lines.pop()
 
+    excerpts = _excerpts(result)
+    if excerpts:
+        w.heading("hunks")
+        for path, hunk in excerpts:
+            w.add(f"`{path}`", "", "```diff", *hunk, "```", "")
+        w.lines.pop()
+
     w.heading("files")
     w.add(w.say("file_head"), "| --- | --- | --- | ---: |")
     for path in sorted({d.path for d in result.diagnostics}):
@@ -295,6 +304,35 @@ def render_markdown(report: Report, lang: str = "en") -> str:
         w.heading("notes")
         w.add(*(f"- {n}" for n in result.notices))
     return "\n".join(w.lines) + "\n"
+
+
+_EXCERPTS = 3  # files shown
+_HUNK_LINES = 14  # lines of each file's first hunk
+
+
+def _excerpts(result: RunResult) -> list[tuple[str, list[str]]]:
+    """The first hunk of the changed Python files with the most fixes, bounded: what a reviewer
+    reads first. (Only when the run computed the new text: `diff`, `apply`, `upgrade`.)"""
+    import difflib
+
+    changed = [f for f in result.changed if f.old_text is not None and f.new_text is not None]
+    changed = [f for f in changed if f.path.endswith(".py")]
+    ranked = sorted(changed, key=lambda f: (-sum(d.applies for d in f.diagnostics), f.path))
+    out = []
+    for f in ranked[:_EXCERPTS]:
+        assert f.old_text is not None and f.new_text is not None
+        lines = list(
+            difflib.unified_diff(f.old_text.splitlines(), f.new_text.splitlines(), n=1, lineterm="")
+        )[2:]
+        hunk: list[str] = []
+        for line in lines:
+            if line.startswith("@@") and hunk:
+                break
+            hunk.append(line)
+        if len(hunk) > _HUNK_LINES:
+            hunk = [*hunk[:_HUNK_LINES], "..."]
+        out.append((f.path, hunk))
+    return out
 
 
 def _verify_section(w: _Writer, report: Report, target: str) -> None:

@@ -16,6 +16,7 @@ CASES = [
     ("demo.report.md", ["demo"]),
     ("demo.report.zh.md", ["--lang", "zh", "demo"]),
     ("sglang_like.report.md", ["--to", "0.6.14", "sglang_like"]),
+    ("sglang_like.report.zh.md", ["--lang", "zh", "--to", "0.6.14", "sglang_like"]),
 ]
 
 
