@@ -164,6 +164,28 @@ def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
+def _range_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """PATH..., --from, --to and a text/json --output-format: what `plan` and `usage` take."""
+    options = [
+        click.argument("paths", nargs=-1, type=click.Path(), metavar="[PATH]..."),
+        click.option(
+            "--from", "from_version", metavar="VERSION", help="Override the detected version."
+        ),
+        click.option(
+            "--to", "to_version", metavar="VERSION", help="Target (default: newest known)."
+        ),
+        click.option(
+            "--output-format",
+            type=click.Choice(["text", "json"]),
+            default="text",
+            show_default=True,
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
 def _load_config(paths: tuple[str, ...], explicit: str | None) -> Config:
     from migrate_fi.config import ConfigError, find_config, load_config
 
@@ -1097,12 +1119,7 @@ def report(
 
 
 @cli.command()
-@click.argument("paths", nargs=-1, type=click.Path(), metavar="[PATH]...")
-@click.option("--from", "from_version", metavar="VERSION", help="Override the detected version.")
-@click.option("--to", "to_version", metavar="VERSION", help="Target (default: newest known).")
-@click.option(
-    "--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True
-)
+@_range_options
 def usage(
     paths: tuple[str, ...], from_version: str | None, to_version: str | None, output_format: str
 ) -> None:
@@ -1139,12 +1156,7 @@ def usage(
 
 
 @cli.command()
-@click.argument("paths", nargs=-1, type=click.Path(), metavar="[PATH]...")
-@click.option("--from", "from_version", metavar="VERSION", help="Override the detected version.")
-@click.option("--to", "to_version", metavar="VERSION", help="Target (default: newest known).")
-@click.option(
-    "--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True
-)
+@_range_options
 def plan(
     paths: tuple[str, ...], from_version: str | None, to_version: str | None, output_format: str
 ) -> None:

@@ -24,7 +24,7 @@ from migrate_fi.modules import display_path, module_identity
 from migrate_fi.resolver import NameResolver
 from migrate_fi.scopes import Scope
 
-__all__ = ["Function", "Passed", "arguments", "function_of_parameter"]
+__all__ = ["Function", "Passed", "arguments", "function_of_parameter", "parents_of"]
 
 Def = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
 # decorators that keep how a function is called (its parameters, by position and keyword)
@@ -192,7 +192,7 @@ def _method_arguments(function: Function, param: str) -> list[Passed] | None:
             return None
         if resolver is not function.resolver and not _names_class(resolver, f"{module}.{cls.name}"):
             continue  # another class of the same name
-        parents = _parents(resolver.tree)
+        parents = parents_of(resolver.tree)
         for attr in ast.walk(resolver.tree):
             if not (
                 isinstance(attr, ast.Attribute)
@@ -230,7 +230,8 @@ def _names_class(resolver: NameResolver, qualname: str) -> bool:
     return False
 
 
-def _parents(tree: ast.AST) -> dict[int, ast.AST]:
+def parents_of(tree: ast.AST) -> dict[int, ast.AST]:
+    """Each node's parent, by id of the node."""
     parents: dict[int, ast.AST] = {}
     for node in ast.walk(tree):
         for child in ast.iter_child_nodes(node):
@@ -300,7 +301,7 @@ def _uses_in_file(
     name = function.name
     assert name is not None
     ops = _op_names(function)
-    parents = _parents(resolver.tree)
+    parents = parents_of(resolver.tree)
     out: list[Passed] = []
     for node in ast.walk(resolver.tree):
         if not isinstance(node, (ast.Name, ast.Attribute)) or not isinstance(node.ctx, ast.Load):

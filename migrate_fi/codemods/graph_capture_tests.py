@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from migrate_fi.api.paths import is_flashinfer
 from migrate_fi.calls import CallArgs
 from migrate_fi.codemod import Codemod, FileContext, RuleOption, RunOptions
+from migrate_fi.codemods._callers import parents_of as _parents
 from migrate_fi.codemods._layout import line_length
 from migrate_fi.edits import AddImport, Edit, remove_keyword, replace_with
 from migrate_fi.positional import require_api_data
@@ -567,14 +568,6 @@ def _assignments(fn: ast.AST) -> dict[str, int]:
     for n in ast.walk(fn):
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
             out[n.id] = out.get(n.id, 0) + 1
-    return out
-
-
-def _parents(fn: ast.AST) -> dict[int, ast.AST]:
-    out: dict[int, ast.AST] = {}
-    for parent in ast.walk(fn):
-        for child in ast.iter_child_nodes(parent):
-            out[id(child)] = parent
     return out
 
 
