@@ -257,7 +257,7 @@ def _missing_imports(
     resolver = ctx.resolver
     new_v = str(ctx.options.to_version)
     out: list[tuple[ast.stmt, str, str]] = []
-    guarded = _import_guards(resolver.tree)
+    guarded: dict[int, int] | None = None  # (looked up for the first missing import only)
     for node in resolver.imports:
         paths: list[str] = []
         if isinstance(node, ast.ImportFrom):
@@ -274,6 +274,8 @@ def _missing_imports(
                 continue
             if new_api.canonical(path) is None and new_api.surely_missing(path):
                 hint = moved_hint(old_api, new_api, path)
+                if guarded is None:
+                    guarded = _import_guards(resolver.tree, resolver.imports)
                 handler = guarded.get(id(node))
                 fails = (
                     f"this import raises ImportError there, caught at line {handler}: the"
@@ -290,12 +292,12 @@ def _missing_imports(
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
 
 
-def _import_guards(tree: ast.AST) -> dict[int, int]:
+def _import_guards(tree: ast.AST, imports: list[ast.Import | ast.ImportFrom]) -> dict[int, int]:
     """Import statements inside a ``try`` whose handler catches ImportError (or a base of it):
     id of the statement -> the handler's line."""
     out: dict[int, int] = {}
     for node in ast.walk(tree):
-        if not isinstance(node, ast.Try | getattr(ast, "TryStar", ast.Try)):
+        if not isinstance(node, ast.Try | getattr(ast, "TryStar", ast.Try)) or not node.body:
             continue
         line = None
         for handler in node.handlers:
@@ -317,10 +319,10 @@ def _import_guards(tree: ast.AST) -> dict[int, int]:
                 break
         if line is None:
             continue
-        for stmt in node.body:
-            for inner in ast.walk(stmt):
-                if isinstance(inner, ast.Import | ast.ImportFrom):
-                    out.setdefault(id(inner), line)
+        first, last = node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno
+        for statement in imports:
+            if first <= statement.lineno <= last:
+                out.setdefault(id(statement), line)
     return out
 
 

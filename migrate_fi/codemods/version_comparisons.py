@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import ast
 import operator
+import re
 from collections.abc import Callable
 from typing import Any, ClassVar
 
 from packaging.version import InvalidVersion, Version
 
-from migrate_fi.codemod import Codemod, FileContext
+from migrate_fi.codemod import Codemod, FileContext, RunOptions
 from migrate_fi.edits import AddImport, replace_with
 from migrate_fi.resolver import NameResolver
 from migrate_fi.results import FixSafety
@@ -28,6 +29,9 @@ _ORDERING: dict[type[ast.cmpop], Callable[[Any, Any], bool]] = {
     ast.GtE: operator.ge,
 }
 _VERSION = "packaging.version.Version"
+# a version string next to an ordering operator, either side (`>= "0.6.4"`, `"0.6.4" <= v`)
+_VERSIONISH = re.compile(rb"""[<>]=?\s*["']v?\d+\.\d+|["']v?\d+\.\d+[^"'\n]*["']\s*[<>]""")
+_DISTRIBUTION_NAMED = re.compile(rb"""["']flashinfer([-_]python)?["']""")
 
 
 class VersionComparisons(Codemod):
@@ -61,23 +65,30 @@ class VersionComparisons(Codemod):
         ("flashinfer", "get_distribution"),
     )
 
+    @classmethod
+    def wants(cls, data: bytes, path: str, options: RunOptions) -> bool:
+        # a version string compared, and a way of reading FlashInfer's version, in sight
+        return _VERSIONISH.search(data) is not None and (
+            b"__version__" in data or _DISTRIBUTION_NAMED.search(data) is not None
+        )
+
     def find(self, ctx: FileContext) -> None:
-        resolver = ctx.resolver
+        assert ctx.tree is not None
         releases = (ctx.options.from_version, ctx.options.to_version)
-        for node in ast.walk(resolver.tree):
+        data = ctx.text.encode("utf-8", "surrogateescape")
+        lines = {data.count(b"\n", 0, m.start()) + 1 for m in _VERSIONISH.finditer(data)}
+        for node in _on_lines(ctx.tree, lines):
             if not isinstance(node, ast.Compare) or len(node.ops) != 1:
                 continue
-            op = type(node.ops[0])
-            if op not in _ORDERING:
-                continue
+            compare = _ORDERING.get(type(node.ops[0]))
             left, right = node.left, node.comparators[0]
-            scope = resolver.scope_at(node)
             literal = _version_literal(right) or _version_literal(left)
+            if compare is None or literal is None:
+                continue
             version_side = right if _version_literal(left) else left
-            if literal is None or not _reads_version(resolver, version_side, scope):
+            if not isinstance(version_side, (ast.Attribute, ast.Call, ast.Name)):
                 continue
             text, bound = literal
-            compare = _ORDERING[op]
             wrong = [
                 str(v)
                 for v in releases
@@ -85,8 +96,11 @@ class VersionComparisons(Codemod):
                 != (compare(v, bound) if version_side is left else compare(bound, v))
             ]
             if not wrong:
-                continue
-            self._report(ctx, node, scope, wrong)
+                continue  # both ways agree on both releases (what is read does not matter)
+            resolver = ctx.resolver  # (built only for a comparison that may be wrong)
+            scope = resolver.scope_at(node)
+            if _reads_version(resolver, version_side, scope):
+                self._report(ctx, node, scope, wrong)
 
     def _report(self, ctx: FileContext, node: ast.Compare, scope: Scope, wrong: list[str]) -> None:
         on = " and ".join(dict.fromkeys(wrong))
@@ -125,6 +139,23 @@ _LIBCST: dict[type, str] = {
 
 def _source(ctx: FileContext, node: ast.expr) -> str:
     return ast.get_source_segment(ctx.text, node) or ast.unparse(node)
+
+
+def _on_lines(tree: ast.AST, lines: set[int]) -> list[ast.AST]:
+    """The nodes of ``tree`` whose source spans one of ``lines`` (the subtrees that span none
+    are not visited: in a large file, most of it)."""
+    out: list[ast.AST] = []
+    pending: list[ast.AST] = [tree]
+    while pending:
+        node = pending.pop()
+        first = getattr(node, "lineno", None)
+        if first is not None:
+            last = getattr(node, "end_lineno", None) or first
+            if not any(first <= n <= last for n in lines):
+                continue
+        out.append(node)
+        pending.extend(ast.iter_child_nodes(node))
+    return out
 
 
 def _version_literal(node: ast.expr) -> tuple[str, Version] | None:
