@@ -12,6 +12,21 @@ from packaging.version import InvalidVersion, Version
 
 # Published `flashinfer-python` releases, oldest first (checked against PyPI's index).
 KNOWN_RELEASES: tuple[str, ...] = (
+    "0.5.0",
+    "0.5.1",
+    "0.5.2",
+    "0.5.3",
+    "0.6.0",
+    "0.6.1",
+    "0.6.2",
+    "0.6.3",
+    "0.6.4",
+    "0.6.5",
+    "0.6.6",
+    "0.6.7",
+    "0.6.7.post1",
+    "0.6.7.post2",
+    "0.6.7.post3",
     "0.6.8",
     "0.6.8.post1",
     "0.6.9",

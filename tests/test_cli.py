@@ -476,15 +476,15 @@ def test_plan_shows_pin_target_and_rules(tree: Path) -> None:
 
 
 def test_release_without_api_data_is_a_clear_error(tree: Path) -> None:
-    r = invoke("check", "--from", "0.6.7", "src")
+    r = invoke("check", "--from", "0.4.1", "src")
     assert r.exit_code == 2
-    assert ": no API data for FlashInfer 0.6.7 (the data covers" in r.stderr
-    assert "migrate to 0.6.8 by hand first" in r.stderr
-    r = invoke("check", "--from", "0.6.7", "--select", "FI001", "src")
+    assert ": no API data for FlashInfer 0.4.1 (the data covers" in r.stderr
+    assert "migrate to 0.5.0 by hand first" in r.stderr
+    r = invoke("check", "--from", "0.4.1", "--select", "FI001", "src")
     assert r.exit_code == 2  # FI001 reads the same data
-    assert "FI001: no API data for FlashInfer 0.6.7" in r.stderr
+    assert "FI001: no API data for FlashInfer 0.4.1" in r.stderr
     assert (
-        invoke("check", "--from", "0.6.7", "--select", "FI003", "src").exit_code == 0
+        invoke("check", "--from", "0.4.1", "--select", "FI003", "src").exit_code == 0
     )  # no data needed
 
 

@@ -33,6 +33,9 @@ from migrate_fi.reporting import format_diagnostic
 from migrate_fi.results import Status
 from migrate_fi.versions import KNOWN_RELEASES, parse_version
 
+# a case's range when its .toml names none: from the first release the rules were written against
+DEFAULT_FROM = "0.6.8"
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
@@ -68,7 +71,7 @@ def _run(cid: str, case: str, data: bytes, mode: str):
     folder = FIXTURES / cid
     settings_file = folder / f"{case}.toml"
     settings = tomllib.loads(settings_file.read_text()) if settings_file.exists() else {}
-    from_v = parse_version(settings.get("from", KNOWN_RELEASES[0]))
+    from_v = parse_version(settings.get("from", DEFAULT_FROM))
     to_v = parse_version(settings.get("to", KNOWN_RELEASES[-1]))
     selection = select(from_v, to_v, settings.get("select", ()))
     # a case for a range the rule does not run in must be a noop: nothing runs, nothing changes

@@ -72,7 +72,8 @@ def to_inspect(sig: CallSignature | None) -> inspect.Signature:
 @cache
 def fi002_target() -> Target:
     """A FlashInfer function (not a method) whose positional binding changed between two
-    consecutive releases, with a plain signature (no shim, no *args), other than FI001's."""
+    consecutive releases, with a plain signature (no shim, no *args), no parameter removed or
+    newly required, other than FI001's."""
     from migrate_fi.api.store import available_releases
 
     releases = available_releases()
@@ -80,6 +81,8 @@ def fi002_target() -> Target:
         for path, (_, diff) in sorted(changed_callables(old, new).items()):
             if diff is None or diff.affected_from is None or "(" in path or path == FP4.path:
                 continue
+            if diff.removed or diff.newly_required:
+                continue  # (reported, never rewritten: no binding to keep)
             before, after = diff.old, diff.new
             plain = all(p.kind in ("A", "K") for p in (*before.params, *after.params))
             simple = not before.shim and not after.shim and len(before.positional) <= 12

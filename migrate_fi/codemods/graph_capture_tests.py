@@ -81,9 +81,10 @@ class GraphCaptureTests(Codemod):
     that are not plain assignments), each by test name with what to change. A rewrite that had to
     guess (more than two graph runs, comments inside a run call) is a review fix.
 
-    No other FlashInfer wrapper made this change in 0.6.8..0.7.4: of the classes whose
-    constructor takes `use_cuda_graph`, only this one stopped holding buffers between two releases
-    (a test searches the release data for more).
+    No other FlashInfer wrapper made this change in 0.5.0..0.7.4: of the classes whose
+    constructor takes `use_cuda_graph`, only this one stopped holding its outputs between two
+    releases (0.6.0 dropped `BatchPrefillWithPagedKVCacheWrapper`'s FA3 scratch index buffers,
+    which no graph test reads; a test searches the release data for more).
     """
 
     code = "FI005"
