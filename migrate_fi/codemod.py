@@ -48,6 +48,7 @@ __all__ = [
     "RuleOption",
     "RuleSettings",
     "RunOptions",
+    "require_api_data",
 ]
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -126,12 +127,31 @@ class RunOptions:
     # what the project's pins name, where it is not from_version: a migration in progress
     # (`migrate_fi.migration`) continues from its origin after apply moved the pins
     pinned: Version | None = None
+    # Splice fixes said as text without LibCST where every edit of a rule in a file can be
+    # (faster, the same bytes); False takes the LibCST path, so tests can compare the two.
+    splice_text: bool = True
 
     def settings(self, rule_id: str) -> RuleSettings:
         for key, value in self.rules:
             if key == rule_id:
                 return value
         return RuleSettings()
+
+
+def require_api_data(code: str, options: RunOptions) -> None:
+    """Refuse a run for which the API data of ``--from`` or ``--to`` is not bundled (what the
+    engine does, once, for each rule that declares `needs_api_data`)."""
+    from migrate_fi.api.differ import api_for
+    from migrate_fi.api.store import available_releases, missing_data
+    from migrate_fi.versions import parse_version
+
+    known = {parse_version(v) for v in available_releases()}
+    for v in (options.from_version, options.to_version):
+        if v not in known:
+            raise CodemodSetupError(f"{code}: {missing_data(v)}")
+        # loaded once, before the engine forks its workers: they share it instead of each
+        # reading it again
+        api_for(str(v))
 
 
 class CodemodSetupError(Exception):
@@ -367,6 +387,9 @@ class Codemod:
     # (public path, parameter) pairs whose change this rule handles itself (FI005 drops
     # `max_num_tokens=` where 0.6.14 ignores it): the data-driven rules leave them alone.
     owns_parameters: ClassVar[frozenset[tuple[str, str]]] = frozenset()
+    # It reads the release data of --from and --to: the engine checks, once per run, that both
+    # are bundled (a clear error otherwise) and loads them before the workers start.
+    needs_api_data: ClassVar[bool] = False
     # Options this rule reads with `FileContext.option`.
     options: ClassVar[tuple[RuleOption, ...]] = ()
 

@@ -33,6 +33,7 @@ from migrate_fi.codemod import (
     Fix,
     RuleDefinitionError,
     RunOptions,
+    require_api_data,
 )
 from migrate_fi.discovery import discover, wanted_files
 from migrate_fi.edits import EditError, Replace, TextEdit
@@ -181,7 +182,11 @@ def _settle(
 
 
 def _apply_fixes(
-    text: str, tree: ast.Module | None, fixes: Sequence[Fix], cls: type[Codemod]
+    text: str,
+    tree: ast.Module | None,
+    fixes: Sequence[Fix],
+    cls: type[Codemod],
+    splice: bool = True,
 ) -> str:
     """The text with ``fixes`` (all of one rule) applied; ``tree``: the `ast` tree of
     ``text`` (None for a text file)."""
@@ -195,8 +200,10 @@ def _apply_fixes(
         from migrate_fi.textedit import apply_text_edits
 
         return apply_text_edits(text, text_edits)
-    if not any(f.imports for f in fixes) and all(
-        isinstance(e, Replace) and e.as_text is not None for _, e in edits
+    if (
+        splice
+        and not any(f.imports for f in fixes)
+        and all(isinstance(e, Replace) and e.as_text is not None for _, e in edits)
     ):
         from migrate_fi.textedit import apply_text_edits
 
@@ -333,7 +340,7 @@ def _process(
             )
         if mode is Mode.CHECK or not fixes:
             continue
-        new_text = _apply_fixes(text, tree, fixes, cls)
+        new_text = _apply_fixes(text, tree, fixes, cls, options.splice_text)
         if is_python:
             try:
                 tree = _parse(new_text, path)
@@ -410,8 +417,10 @@ def run(
     mode = Mode(mode)
     suffixes = tuple(sorted({s for c in codemods for s in c.suffixes})) or (".py",)
     patterns = sorted({p for c in codemods for p in c.file_patterns})
-    for c in codemods:
-        c.prepare(options)  # before any file is touched
+    for c in codemods:  # before any file is touched
+        if c.needs_api_data:
+            require_api_data(c.code, options)
+        c.prepare(options)
     tests = _tests(codemods, options)  # built once, before the walk
     results: dict[str, FileResult] = {}
     candidates: list[SourceFile] = []

@@ -152,3 +152,33 @@ def test_summary_says_how_many_review_fixes_were_held_back() -> None:
     text = summary(result, "apply")
     assert "1 review fix held back" in text and "--unsafe-fixes" in text
     assert "1 review fix applied only with --unsafe-fixes" in summary(result, "check")
+
+
+def test_the_text_switch_chooses_the_way_a_fix_is_applied() -> None:
+    """`RunOptions.splice_text`: a fix said as text is spliced without LibCST; switched off, the
+    same fix goes through LibCST, to the same bytes (what the fixture harness compares)."""
+    import subprocess
+    import sys
+
+    script = """
+import sys
+from migrate_fi.codemod import RunOptions
+from migrate_fi.engine import Mode, process_source
+from migrate_fi.registry import select
+from migrate_fi.versions import parse_version
+old, new = parse_version("0.6.10"), parse_version("0.6.11")
+sel = select(old, new, ["FI001"])
+src = b"from flashinfer import fp4_quantize\\nfp4_quantize(x, s, 16, False, True, False, True)\\n"
+splice = sys.argv[1] == "1"
+options = RunOptions(old, new, rules=sel.settings(), splice_text=splice)
+r = process_source(src, "m.py", sel.rules, options, Mode.APPLY)
+print(r.new_text.splitlines()[1], "libcst" in sys.modules)
+"""
+    out = {
+        flag: subprocess.run(
+            [sys.executable, "-c", script, flag], capture_output=True, text=True, check=True
+        ).stdout.split()
+        for flag in ("1", "0")
+    }
+    assert out["1"][-1] == "False" and out["0"][-1] == "True"
+    assert out["1"][:-1] == out["0"][:-1]  # the same line either way

@@ -9,13 +9,12 @@ from typing import TYPE_CHECKING
 
 from migrate_fi.api.paths import is_flashinfer
 from migrate_fi.calls import CallArgs, CalleeCall, Via, callee_calls
-from migrate_fi.codemod import Codemod, FileContext, RuleOption, RunOptions
+from migrate_fi.codemod import Codemod, FileContext, RuleOption
 from migrate_fi.codemods import _callers
 from migrate_fi.codemods._layout import overflows
 from migrate_fi.codemods._values import is_world_group, literal_string, narrowed_not_none
 from migrate_fi.edits import add_dict_entry, add_keyword
 from migrate_fi.modules import display_path
-from migrate_fi.positional import require_api_data
 from migrate_fi.resolver import NameResolver
 from migrate_fi.results import FixSafety
 from migrate_fi.scopes import Binding, Scope
@@ -115,9 +114,7 @@ class AllreduceWorkspaceGroup(Codemod):
         ),
     )
 
-    @classmethod
-    def prepare(cls, options: RunOptions) -> None:
-        require_api_data(cls.code, options)
+    needs_api_data = True
 
     def find(self, ctx: FileContext) -> None:
         from migrate_fi.api.differ import api_for

@@ -10,7 +10,6 @@ from migrate_fi.calls import Via, callee_calls
 from migrate_fi.codemod import Codemod, FileContext, RuleOption, RunOptions
 from migrate_fi.codemods._layout import overflows, quote_like
 from migrate_fi.edits import add_keyword
-from migrate_fi.positional import require_api_data
 from migrate_fi.results import FixSafety
 
 if TYPE_CHECKING:
@@ -55,9 +54,7 @@ class ChangedDefaults(Codemod):
         ),
     )
 
-    @classmethod
-    def prepare(cls, options: RunOptions) -> None:
-        require_api_data(cls.code, options)
+    needs_api_data = True
 
     @classmethod
     def triggers_for(cls, options: RunOptions) -> tuple[str | tuple[str, ...], ...]:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from migrate_fi.codemod import Codemod, FileContext, RunOptions
-from migrate_fi.positional import Site, Wording, check_calls, ordinal, require_api_data
+from migrate_fi.codemod import Codemod, FileContext
+from migrate_fi.codemods._positional import Site, Wording, check_calls, ordinal
 from migrate_fi.results import FixSafety
 
 # Every public path of the function (all forms a project may import it by).
@@ -93,9 +93,7 @@ class Fp4QuantizeKeywords(Codemod):
     owns_apis = TARGETS
     concerns = TARGETS
 
-    @classmethod
-    def prepare(cls, options: RunOptions) -> None:
-        require_api_data(cls.code, options)
+    needs_api_data = True
 
     def find(self, ctx: FileContext) -> None:
         from migrate_fi.api.differ import api_for

@@ -10,11 +10,10 @@ from typing import TYPE_CHECKING
 
 from migrate_fi.api.paths import is_flashinfer
 from migrate_fi.calls import CallArgs
-from migrate_fi.codemod import Codemod, FileContext, RuleOption, RunOptions
+from migrate_fi.codemod import Codemod, FileContext, RuleOption
 from migrate_fi.codemods._callers import parents_of as _parents
 from migrate_fi.codemods._layout import line_length
 from migrate_fi.edits import AddImport, Edit, remove_keyword, replace_with
-from migrate_fi.positional import require_api_data
 from migrate_fi.resolver import NameResolver
 from migrate_fi.results import FixSafety
 from migrate_fi.scopes import Scope
@@ -103,9 +102,7 @@ class GraphCaptureTests(Codemod):
         ),
     )
 
-    @classmethod
-    def prepare(cls, options: RunOptions) -> None:
-        require_api_data(cls.code, options)
+    needs_api_data = True
 
     def find(self, ctx: FileContext) -> None:
         from migrate_fi.api.differ import api_for

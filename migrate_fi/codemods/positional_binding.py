@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from migrate_fi.codemod import Codemod, FileContext, RunOptions
-from migrate_fi.positional import Wording, check_calls, require_api_data
+from migrate_fi.codemods._positional import Wording, check_calls
 from migrate_fi.results import FixSafety
 
 
@@ -50,9 +50,7 @@ class PositionalBinding(Codemod):
     triggers = ("flashinfer",)
     data_driven: ClassVar[bool] = True
 
-    @classmethod
-    def prepare(cls, options: RunOptions) -> None:
-        require_api_data(cls.code, options)
+    needs_api_data = True
 
     @classmethod
     def triggers_for(cls, options: RunOptions) -> tuple[str | tuple[str, ...], ...]:

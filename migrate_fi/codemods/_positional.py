@@ -17,29 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 from migrate_fi.api.paths import ApiPath, is_flashinfer
 from migrate_fi.calls import CallArgs, CalleeCall, Via, callee_calls
-from migrate_fi.codemod import CodemodSetupError, FileContext, KeywordStyle, RunOptions
+from migrate_fi.codemod import FileContext, KeywordStyle
 from migrate_fi.edits import TextEdit, Transform, keeps_arguments, keywordize, rename_keyword
 
 if TYPE_CHECKING:
     from migrate_fi.api.differ import Api, CallableDiff
     from migrate_fi.resolver import Candidate
 
-__all__ = ["Site", "Wording", "check_calls", "ordinal", "require_api_data"]
-
-
-def require_api_data(code: str, options: RunOptions) -> None:
-    """Refuse a run for which the API data of ``--from`` or ``--to`` is not bundled."""
-    from migrate_fi.api.differ import api_for
-    from migrate_fi.api.store import available_releases, missing_data
-    from migrate_fi.versions import parse_version
-
-    known = {parse_version(v) for v in available_releases()}
-    for v in (options.from_version, options.to_version):
-        if v not in known:
-            raise CodemodSetupError(f"{code}: {missing_data(v)}")
-        # loaded once, before the engine forks its workers: they share it instead of each
-        # reading it again
-        api_for(str(v))
+__all__ = ["Site", "Wording", "check_calls", "ordinal"]
 
 
 def ordinal(n: int) -> str:
