@@ -628,7 +628,7 @@ class Fp4GlobalScaleShape(Codemod):
             ctx.report(
                 value,
                 f"{name}: {param} `{text}` may hold more than one element ({shape.why(value, scope)});"
-                f" since 0.6.11 num_tokens elements mean one scale per row and other sizes fail,"
+                f" since {self.introduced_in} num_tokens elements mean one scale per row and other sizes fail,"
                 f" where before only element 0 was read: pass `{one}` if one global scale is"
                 f" meant, else mark the line `# migrate-fi: ignore[{self.code}]` once checked",
             )

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from migrate_fi.api.differ import Api
 
 WRAPPER = "flashinfer.CuteDslMoEWrapper"
+_SINCE = "0.6.14"  # the release that stopped preallocating (the rule's introduced_in)
 _COMPARE = frozenset(
     {"torch.testing.assert_close", "torch.testing.assert_allclose", "torch.allclose", "torch.equal"}
 )
@@ -88,7 +89,7 @@ class GraphCaptureTests(Codemod):
 
     code = "FI005"
     summary = "CuteDslMoEWrapper graph tests: capture and replay a CUDA graph explicitly (0.6.14 stopped preallocating)"
-    introduced_in = "0.6.14"
+    introduced_in = _SINCE
     fix_safety = FixSafety.SAFE
     triggers = (("flashinfer", "CuteDslMoEWrapper"),)
     owns_parameters = frozenset({(WRAPPER, "max_num_tokens")})
@@ -159,7 +160,7 @@ class GraphCaptureTests(Codemod):
                 ctx.report(
                     node,
                     f"CuteDslMoEWrapper.{node.attr} no longer exists in FlashInfer"
-                    f" {ctx.options.to_version}: since 0.6.14 the wrapper preallocates nothing and"
+                    f" {ctx.options.to_version}: since {_SINCE} the wrapper preallocates nothing and"
                     " run() returns a fresh tensor; use run()'s return value (in a CUDA graph:"
                     " capture run() and read the captured output after replay)",
                 )
@@ -367,7 +368,7 @@ class _Rewrite:
                 self.ctx.report(
                     r.call,
                     f"{name}: this run of the graph-mode wrapper is not a plain `out = run(...)`,"
-                    " so the test cannot be turned into a capture/replay automatically; since 0.6.14"
+                    f" so the test cannot be turned into a capture/replay automatically; since {_SINCE}"
                     " the wrapper captures no graph by itself: capture run() in a"
                     " torch.cuda.CUDAGraph and compare replayed outputs",
                 )
@@ -379,7 +380,7 @@ class _Rewrite:
             self.ctx.report(
                 runs[0].call,
                 f"{name}: the graph-mode wrapper runs in more than one block, so the test cannot"
-                " be turned into a capture/replay automatically; since 0.6.14 the wrapper"
+                f" be turned into a capture/replay automatically; since {_SINCE} the wrapper"
                 " captures no graph by itself: capture one run() in a torch.cuda.CUDAGraph,"
                 " replay it, and compare replayed outputs",
             )
@@ -390,7 +391,7 @@ class _Rewrite:
             self.ctx.report(
                 runs[0].call,
                 f"{name}: an output of the graph-mode wrapper is assigned more than once, so the"
-                " test cannot be rewritten safely; since 0.6.14 capture one run() in a"
+                f" test cannot be rewritten safely; since {_SINCE} capture one run() in a"
                 " torch.cuda.CUDAGraph, replay it, and compare replayed outputs",
             )
             return
@@ -463,7 +464,7 @@ class _Rewrite:
                     edits.append(
                         ctx.replace(construction, "Call", remove_keyword("max_num_tokens"))
                     )
-                    dropped = "; dropped max_num_tokens= (ignored since 0.6.14)"
+                    dropped = f"; dropped max_num_tokens= (ignored since {_SINCE})"
         imports = []
         torch_bound = self.resolver.resolve(ast.Name(id="torch", ctx=ast.Load()), self.test.scope)
         if "torch" not in torch_bound.qualnames:
@@ -477,7 +478,7 @@ class _Rewrite:
             imports.append(AddImport("torch"))
         ctx.fix(
             runs[0].call,
-            f"{self.fn.name}: since 0.6.14 a graph-mode CuteDslMoEWrapper captures no graph and"
+            f"{self.fn.name}: since {_SINCE} a graph-mode CuteDslMoEWrapper captures no graph and"
             f" run() returns fresh tensors, so these eager runs test no CUDA graph: capture one"
             f" run in `{g}` after {warmups} warm-up runs and compare replayed outputs"
             f" ({first} becomes {first_new}){dropped}",
