@@ -455,23 +455,12 @@ def apply(allow_dirty: bool, **kwargs: Any) -> None:
     while the given paths have uncommitted changes (see --allow-dirty), so that the migration is
     a diff of its own. Prints the sites left for a person; exits 1 when there are any.
     """
-    from migrate_fi.engine import write_changes
-    from migrate_fi.project import is_pin_file
 
     common = _common(kwargs)
     if not allow_dirty:
         _refuse_dirty(common.paths)
     result, settled, span = _execute(common, "apply")
-    try:
-        # code first, pin and version files last: an apply stopped halfway leaves the old pins,
-        # and the record says where the migration stands either way
-        write_changes(result, last=is_pin_file)
-    except KeyboardInterrupt as exc:
-        signal_name = "SIGTERM" if isinstance(exc, Terminated) else "SIGINT (Ctrl-C)"
-        record = _record_apply(span, result, interrupted=signal_name)
-        raise ApplyInterrupted(signal_name, list(result.written), record) from None
-    if result.written or span.record is not None:
-        _record_apply(span, result)
+    _write_and_record(result, span)
     if settled.output_format == "text":
         for f in result.changed:
             if f.path in result.written:
@@ -552,8 +541,6 @@ def upgrade(
     import subprocess
 
     from migrate_fi import report as reporting_pr
-    from migrate_fi.engine import write_changes
-    from migrate_fi.project import is_pin_file
     from migrate_fi.record import state_folder
     from migrate_fi.registry import select as select_rules
     from migrate_fi.sources import write_new_file
@@ -592,14 +579,7 @@ def upgrade(
 
     step(2, "apply" + (" (dry run: nothing written)" if dry_run else ""))
     if not dry_run:
-        try:
-            write_changes(result, last=is_pin_file)
-        except KeyboardInterrupt as exc:
-            signal_name = "SIGTERM" if isinstance(exc, Terminated) else "SIGINT (Ctrl-C)"
-            record = _record_apply(span, result, interrupted=signal_name)
-            raise ApplyInterrupted(signal_name, list(result.written), record) from None
-        if result.written or span.record is not None:
-            _record_apply(span, result)
+        _write_and_record(result, span)
         if result.write_errors:
             for error in result.write_errors:
                 click.echo(f"migrate-fi: error: {error.path}: {error.reason}", err=True)
@@ -650,6 +630,22 @@ def upgrade(
     if verified not in (None, 0):
         sys.exit(4)
     sys.exit(1 if result.manual else 0)
+
+
+def _write_and_record(result: RunResult, span: MigrationRange) -> None:
+    """apply's writes: code first, pin and version files last (an apply stopped halfway leaves
+    the old pins), and the record of where the migration stands, interrupted or not."""
+    from migrate_fi.engine import write_changes
+    from migrate_fi.project import is_pin_file
+
+    try:
+        write_changes(result, last=is_pin_file)
+    except KeyboardInterrupt as exc:
+        signal_name = "SIGTERM" if isinstance(exc, Terminated) else "SIGINT (Ctrl-C)"
+        record = _record_apply(span, result, interrupted=signal_name)
+        raise ApplyInterrupted(signal_name, list(result.written), record) from None
+    if result.written or span.record is not None:
+        _record_apply(span, result)
 
 
 def _record_apply(
