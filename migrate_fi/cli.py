@@ -1099,6 +1099,7 @@ def report(
         inventory=found,
         pins=[f"{os.path.relpath(p.path)}:{p.line} {p.describe()}" for p in span.pins],
         verify=f"migrate-fi verify --baseline HEAD {shown}".rstrip(),
+        applied=list(span.record.written) if span.record is not None else None,
     )
     if output_format == "json":
         text = json.dumps(reporting_pr.to_json(facts), indent=2, ensure_ascii=False) + "\n"

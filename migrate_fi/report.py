@@ -29,6 +29,8 @@ _TEXT: dict[str, dict[str, str]] = {
         "title": "Upgrade FlashInfer {origin} -> {target}",
         "summary": "Summary",
         "summary_line": "{fixes} by migrate-fi in {files}; {manual} left for a person.",
+        "applied_line": "Already applied by an earlier `apply` of this migration (its record):"
+        " {files}.",
         "action": "Recommended action",
         "action_manual": "Review the {manual} below, resolve each, then run the tests on a GPU"
         " with the target FlashInfer installed: `{verify}`.",
@@ -85,6 +87,7 @@ _TEXT: dict[str, dict[str, str]] = {
         "title": "升级 FlashInfer {origin} -> {target}",
         "summary": "执行摘要",
         "summary_line": "migrate-fi 在 {files}中做了 {fixes}；{manual}需要人工处理。",
+        "applied_line": "本次迁移此前的 `apply` 已修改（见其记录）：{files}。",
         "action": "推荐动作",
         "action_manual": "逐一处理下面的 {manual}，然后在装有目标版本 FlashInfer 的 GPU 机器上运行"
         "测试：`{verify}`。",
@@ -151,6 +154,8 @@ class Report:
     pins: list[str]  # `path:line package==version`
     verify: str  # the command that proves the migration on a GPU
     verified: dict[str, Any] | None = None  # `verify --output-format json`, when it ran
+    # files an earlier apply of this migration rewrote (its record), when it is in progress
+    applied: list[str] | None = None
 
 
 def _role(path: str) -> str:
@@ -203,6 +208,15 @@ def render_markdown(report: Report, lang: str = "en") -> str:
             manual=w.count("sites", len(manual)),
         )
     )
+    if report.applied:
+        shown = ", ".join(f"`{p}`" for p in report.applied[:_LISTED])
+        more = (
+            f" {w.say('more', n=len(report.applied) - _LISTED)}"
+            if len(report.applied) > _LISTED
+            else ""
+        )
+        w.add("", w.say("applied_line", files=w.count("in_files", len(report.applied))))
+        w.add("", shown + more)
     w.heading("action")
     key = "action_manual" if manual else "action_clean"
     w.add(w.say(key, manual=w.count("sites", len(manual)), verify=report.verify))
@@ -382,5 +396,6 @@ def to_json(report: Report) -> dict[str, object]:
         "pins": report.pins,
         "verify": report.verify,
         "verified": report.verified,
+        "applied": report.applied or [],
         "notices": result.notices,
     }
