@@ -17,6 +17,7 @@ from migrate_fi.results import RunResult
 
 if TYPE_CHECKING:
     from migrate_fi.migration import MigrationRange
+    from migrate_fi.report import Report
 
 INTERRUPTED = 130
 
@@ -470,6 +471,33 @@ def apply(allow_dirty: bool, **kwargs: Any) -> None:
     _finish(result, common, settled, "apply", found=bool(result.manual), listed=listed)
 
 
+def _pr_facts(result: RunResult, settled: _Settled, span: MigrationRange) -> Report:
+    """What `report` and `upgrade` write the pull-request description from (a `report.Report`):
+    the run, the rules of the range, the usage inventory, the pins, the verify command, and
+    what an earlier apply of the migration in progress rewrote."""
+    from migrate_fi import report as reporting_pr
+    from migrate_fi.api.store import missing_data
+    from migrate_fi.registry import select as select_rules
+    from migrate_fi.usage import inventory
+
+    selection = select_rules(span.from_version, span.to_version)
+    try:
+        found = inventory(
+            settled.paths, str(span.from_version), str(span.to_version), selection.rules
+        )
+    except KeyError as exc:
+        raise Fatal(missing_data(exc.args[0])) from None
+    shown = " ".join(settled.paths) if settled.paths != (".",) else ""
+    return reporting_pr.Report(
+        result=result,
+        rules=list(selection.rules),
+        inventory=found,
+        pins=[f"{os.path.relpath(p.path)}:{p.line} {p.describe()}" for p in span.pins],
+        verify=f"migrate-fi verify --baseline HEAD {shown}".rstrip(),
+        applied=list(span.record.written) if span.record is not None else None,
+    )
+
+
 def _written_by_the_migration(paths: tuple[str, ...]) -> frozenset[str]:
     """The files the migration in progress rewrote (absolute paths): a second `upgrade` before
     they are committed is not blocked by its own changes."""
@@ -542,9 +570,7 @@ def upgrade(
 
     from migrate_fi import report as reporting_pr
     from migrate_fi.record import state_folder
-    from migrate_fi.registry import select as select_rules
     from migrate_fi.sources import write_new_file
-    from migrate_fi.usage import inventory
 
     paths = paths or (".",)
 
@@ -558,24 +584,20 @@ def upgrade(
     if not allow_dirty and not dry_run:
         _refuse_dirty(paths, _written_by_the_migration(paths))
     result, settled, span = _execute(common, "check" if dry_run else "apply")
-    pins = [f"{os.path.relpath(p.path)}:{p.line} {p.describe()}" for p in span.pins]
+    # the report describes the migration, so it is made from what the run found, before writing
+    facts = _pr_facts(result, settled, span)
+    verify_command = facts.verify
     click.echo(
         f"      FlashInfer {span.from_version} -> {span.to_version}; rules: {', '.join(result.rules)}",
         err=True,
     )
-    for pin in pins:
+    for pin in facts.pins:
         click.echo(f"      pin {pin}", err=True)
     if result.errors:
         for error in result.errors:
             click.echo(f"migrate-fi: error: {error.path}: {error.reason}", err=True)
         click.echo("migrate-fi: stopped at step 1 (plan): files that cannot be read", err=True)
         sys.exit(2)
-    # the report describes the migration, so it is made from what the run found, before writing
-    selection = select_rules(span.from_version, span.to_version)
-    found = inventory(settled.paths, str(span.from_version), str(span.to_version), selection.rules)
-    shown = " ".join(paths) if paths != (".",) else ""
-    verify_command = f"migrate-fi verify --baseline HEAD {shown}".rstrip()
-    facts = reporting_pr.Report(result, list(selection.rules), found, pins, verify_command)
 
     step(2, "apply" + (" (dry run: nothing written)" if dry_run else ""))
     if not dry_run:
@@ -1060,10 +1082,7 @@ def report(
     Computed from the tree as it is (run it before `apply`, or after it to list what is left);
     deterministic, no network. Writes nothing unless -o is given."""
     from migrate_fi import report as reporting_pr
-    from migrate_fi.api.store import missing_data
-    from migrate_fi.registry import select as select_rules
     from migrate_fi.sources import write_new_file
-    from migrate_fi.usage import inventory
 
     common = _Common(
         paths,
@@ -1085,22 +1104,7 @@ def report(
         for error in result.errors:
             click.echo(f"migrate-fi: error: {error.path}: {error.reason}", err=True)
         sys.exit(2)
-    selection = select_rules(span.from_version, span.to_version)
-    try:
-        found = inventory(
-            settled.paths, str(span.from_version), str(span.to_version), selection.rules
-        )
-    except KeyError as exc:
-        raise Fatal(missing_data(exc.args[0])) from None
-    shown = ", ".join(settled.paths) if settled.paths != (".",) else ""
-    facts = reporting_pr.Report(
-        result=result,
-        rules=list(selection.rules),
-        inventory=found,
-        pins=[f"{os.path.relpath(p.path)}:{p.line} {p.describe()}" for p in span.pins],
-        verify=f"migrate-fi verify --baseline HEAD {shown}".rstrip(),
-        applied=list(span.record.written) if span.record is not None else None,
-    )
+    facts = _pr_facts(result, settled, span)
     if output_format == "json":
         text = json.dumps(reporting_pr.to_json(facts), indent=2, ensure_ascii=False) + "\n"
     else:

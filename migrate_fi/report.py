@@ -17,7 +17,7 @@ from typing import Any
 
 from migrate_fi.codemod import Codemod
 from migrate_fi.results import Diagnostic, RunResult
-from migrate_fi.usage import Inventory
+from migrate_fi.usage import Inventory, in_tests
 
 __all__ = ["LANGUAGES", "Report", "render_markdown", "to_json"]
 
@@ -161,7 +161,7 @@ class Report:
 def _role(path: str) -> str:
     name = os.path.basename(path)
     parts = set(os.path.normpath(path).split(os.sep)[:-1])
-    if name.startswith("test_") or name.endswith("_test.py") or parts & {"test", "tests"}:
+    if in_tests(path):
         return "role_test"
     if name.endswith(".py"):
         return "role_source"

@@ -25,7 +25,7 @@ from migrate_fi.resolver import NameResolver
 from migrate_fi.sources import SourceError, decode_source
 from migrate_fi.verify import is_test_file
 
-__all__ = ["ApiUse", "Inventory", "inventory"]
+__all__ = ["ApiUse", "Inventory", "in_tests", "inventory"]
 
 _TEST_FOLDERS = frozenset({"test", "tests", "testing"})
 # changes that can touch a call written for the old release (a new optional parameter cannot)
@@ -88,7 +88,8 @@ class Inventory:
         return [a for a in self.apis if not a.changes]
 
 
-def _in_tests(path: str) -> bool:
+def in_tests(path: str) -> bool:
+    """A test file, or a file in a test folder (``path`` relative to the project)."""
     parts = set(os.path.normpath(path).split(os.sep)[:-1])
     return is_test_file(path) or bool(parts & _TEST_FOLDERS)
 
@@ -163,7 +164,7 @@ def inventory(
             continue
         parsed += 1
         shown = display_path(path)
-        test = _in_tests(_within(path, roots))
+        test = in_tests(_within(path, roots))
         resolver = NameResolver(tree, module, is_package)
         for api, line, use in _uses(resolver):
             if use == "import" and (old.canonical(api) in old.modules or api in old.modules):

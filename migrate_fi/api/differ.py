@@ -34,6 +34,7 @@ __all__ = [
     "diff_releases",
     "first_change",
     "is_cosmetic",
+    "literal_default",
 ]
 
 
@@ -523,7 +524,8 @@ class DefaultChange:
     keyword: bool  # it can be passed by keyword on both releases
 
 
-def _literal(text: str) -> tuple[bool, object]:
+def literal_default(text: str) -> tuple[bool, object]:
+    """``(True, value)`` when a default as the data writes it is a Python literal."""
     try:
         return True, ast.literal_eval(text)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
@@ -535,7 +537,7 @@ def is_cosmetic(old: str, new: str) -> bool:
     whose values are not written in a signature."""
     if old.startswith("<factory") or new.startswith("<factory"):
         return True
-    (a_ok, a), (b_ok, b) = _literal(old), _literal(new)
+    (a_ok, a), (b_ok, b) = literal_default(old), literal_default(new)
     return a_ok and b_ok and type(a) is type(b) and a == b
 
 

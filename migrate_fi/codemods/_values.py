@@ -12,6 +12,7 @@ import ast
 
 from migrate_fi.resolver import NameResolver
 from migrate_fi.scopes import Scope
+from migrate_fi.values import assigned_values
 
 __all__ = ["is_none", "is_world_group", "literal_string", "narrowed_not_none"]
 
@@ -31,11 +32,7 @@ def _values(
     """What a name may hold (every binding a plain assignment), or the expression itself."""
     if not isinstance(expr, ast.Name):
         return [(expr, scope)]
-    found = resolver.lookup(expr.id, scope)
-    if found is None or not found[1]:
-        return None
-    values = [(b.value, b.scope) for b in found[1] if b.value is not None and b.scope is not None]
-    return values if len(values) == len(found[1]) else None
+    return assigned_values(resolver, expr.id, scope)
 
 
 def literal_string(
@@ -70,20 +67,25 @@ def is_world_group(resolver: NameResolver, expr: ast.expr, scope: Scope, depth: 
     )
 
 
+def _compares_to_none(test: ast.expr, name: str, op: type[ast.cmpop]) -> bool:
+    """``name is None`` (``op`` Is) or ``name is not None`` (IsNot)."""
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == name
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], op)
+        and is_none(test.comparators[0])
+    )
+
+
 def _tests_not_none(test: ast.expr, name: str) -> bool:
     """``name is not None`` (or ``name``, or either as one operand of an ``and``)."""
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
         return any(_tests_not_none(v, name) for v in test.values)
     if isinstance(test, ast.Name):
         return test.id == name
-    return (
-        isinstance(test, ast.Compare)
-        and isinstance(test.left, ast.Name)
-        and test.left.id == name
-        and len(test.ops) == 1
-        and isinstance(test.ops[0], ast.IsNot)
-        and is_none(test.comparators[0])
-    )
+    return _compares_to_none(test, name, ast.IsNot)
 
 
 def _tests_none(test: ast.expr, name: str) -> bool:
@@ -92,14 +94,7 @@ def _tests_none(test: ast.expr, name: str) -> bool:
         return any(_tests_none(v, name) for v in test.values)
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return isinstance(test.operand, ast.Name) and test.operand.id == name
-    return (
-        isinstance(test, ast.Compare)
-        and isinstance(test.left, ast.Name)
-        and test.left.id == name
-        and len(test.ops) == 1
-        and isinstance(test.ops[0], ast.Is)
-        and is_none(test.comparators[0])
-    )
+    return _compares_to_none(test, name, ast.Is)
 
 
 def _exits(body: list[ast.stmt]) -> bool:

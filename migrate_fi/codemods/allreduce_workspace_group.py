@@ -12,7 +12,12 @@ from migrate_fi.calls import CallArgs, CalleeCall, Via, callee_calls
 from migrate_fi.codemod import Codemod, FileContext, RuleOption
 from migrate_fi.codemods import _callers
 from migrate_fi.codemods._layout import overflows
-from migrate_fi.codemods._values import is_world_group, literal_string, narrowed_not_none
+from migrate_fi.codemods._values import (
+    is_none,
+    is_world_group,
+    literal_string,
+    narrowed_not_none,
+)
 from migrate_fi.edits import add_dict_entry, add_keyword
 from migrate_fi.modules import display_path
 from migrate_fi.resolver import NameResolver
@@ -269,7 +274,7 @@ class _Site:
                 for kw in expr.keywords:
                     if kw.arg in _COMMUNICATOR_KEYWORDS:
                         text = ast.unparse(kw.value)
-                        if not _is_cpu(text) and not _is_none(kw.value):
+                        if not _is_cpu(text) and not is_none(kw.value):
                             world = is_world_group(self.resolver, kw.value, self.scope)
                             found.setdefault(
                                 text,
@@ -323,7 +328,7 @@ class _Site:
             elif bindings and all(
                 b.line < self.call.lineno
                 and b.value is not None
-                and not (_is_cpu(ast.unparse(b.value)) and not _is_none(b.value))
+                and not (_is_cpu(ast.unparse(b.value)) and not is_none(b.value))
                 for b in bindings
                 if b.what != "None"
             ):
@@ -411,7 +416,7 @@ class _Site:
 
     def _none_paths(self, value: ast.expr, at: ast.AST) -> None:
         """`group=None`, or a group variable that is None on some path: the WORLD fallback."""
-        if _is_none(value):
+        if is_none(value):
             self.ctx.report(value, f"{self.name} gets group=None: {self._tail()}")
             return
         for binding, described in self._none_bindings(value):
@@ -454,7 +459,7 @@ class _Site:
                     f"{self.name}: the call of {of} at {where} leaves `{param}` at its default"
                     f" None; {self._tail()}",
                 )
-            elif _is_none(passed.value):
+            elif is_none(passed.value):
                 self.ctx.report(
                     at,
                     f"{self.name}: the call of {of} at {where} passes {param}=None; {self._tail()}",
@@ -536,10 +541,6 @@ def _assignment_at(tree: ast.AST, line: int, name: str) -> ast.stmt | None:
     return None
 
 
-def _is_none(node: ast.expr) -> bool:
-    return isinstance(node, ast.Constant) and node.value is None
-
-
 def _defaults_to_none(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
     a = fn.args
     positional = [*a.posonlyargs, *a.args]
@@ -549,7 +550,7 @@ def _defaults_to_none(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> 
         *zip(a.kwonlyargs, a.kw_defaults, strict=True),
     ]:
         if arg.arg == name:
-            return default is not None and _is_none(default)
+            return default is not None and is_none(default)
     return False
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 from typing import TYPE_CHECKING, ClassVar
 
 from migrate_fi.api.paths import ApiPath, is_flashinfer
@@ -138,13 +137,12 @@ def _literal(text: str) -> tuple[bool, object]:
     """``(True, value)`` when the old default is a plain literal (strings, numbers, booleans,
     None, tuples of them); ``(False, None)`` otherwise (a name, a call, a value the data
     truncated)."""
+    from migrate_fi.api.differ import literal_default
+
     if text.endswith("..."):
         return False, None
-    try:
-        value = ast.literal_eval(text)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return False, None
-    return _plain(value), value
+    found, value = literal_default(text)
+    return found and _plain(value), value
 
 
 def _plain(value: object) -> bool:
