@@ -935,7 +935,37 @@ def main() -> None:
 
 @cli.group()
 def signatures() -> None:
-    """FlashInfer's API data: build it from releases, list what is bundled."""
+    """FlashInfer's API data: add new releases, build it from wheels, list what there is."""
+
+
+@signatures.command("update")
+@click.argument("versions", nargs=-1)
+@click.option("--pre", is_flag=True, help="Pre-releases too.")
+@click.option(
+    "--pip-option",
+    "pip_options",
+    multiple=True,
+    metavar="OPTION",
+    help="Passed to pip (repeatable): --pip-option=--index-url=URL. pip's own configuration"
+    " (pip.conf, PIP_* variables) applies as always.",
+)
+def signatures_update(versions: tuple[str, ...], pre: bool, pip_options: tuple[str, ...]) -> None:
+    """Add the FlashInfer releases published after the data migrate-fi has.
+
+    Asks the package index through pip (the only command that touches the network), downloads
+    each new `flashinfer-python` wheel, extracts its API without importing it, and stores it in
+    the user's data folder ($MIGRATE_FI_DATA_DIR, else the per-user data folder). Every command
+    then reads the bundled data and that folder together. VERSIONS: these releases only.
+    """
+    from migrate_fi.api.store import user_data_dir
+    from migrate_fi.api.update import UpdateError, update
+
+    try:
+        update(
+            user_data_dir(), pip_options=pip_options, versions=versions, pre=pre, echo=click.echo
+        )
+    except UpdateError as exc:
+        raise Fatal(str(exc)) from None
 
 
 @signatures.command("build")
@@ -944,7 +974,8 @@ def signatures() -> None:
     "--output-dir",
     type=click.Path(file_okay=False),
     default=None,
-    help="Where to write <version>.json.gz (default: the bundled data folder).",
+    help="Where to write <version>.json.gz (default: the user's data folder, read by every"
+    " command).",
 )
 @click.option(
     "-j", "--jobs", type=click.IntRange(min=1), default=None, help="Releases read in parallel."
@@ -953,39 +984,77 @@ def signatures_build(sources: tuple[str, ...], output_dir: str | None, jobs: int
     """Extract the API of releases from wheels or installed copies, without importing them.
 
     SOURCES are `flashinfer-python` wheel files, or folders holding the `flashinfer` package
-    (such as a site-packages folder).
+    (such as a site-packages folder). Written to the bundled data folder (`--output-dir
+    migrate_fi/data/api`), the bundled index of changes is rebuilt: what maintainers do.
     """
-    from migrate_fi.api.extract import ExtractError, extract_to
-    from migrate_fi.api.store import DATA_DIR
+    from migrate_fi.api.extract import ExtractError, extract_release
+    from migrate_fi.api.index import update_user_index, write_index
+    from migrate_fi.api.releases import read_requires_dist
+    from migrate_fi.api.store import DATA_DIR, register, user_data_dir, write_release
+    from migrate_fi.api.update import UpdateError, check_writable
 
-    folder = output_dir or DATA_DIR
+    folder = os.path.abspath(output_dir or user_data_dir())
+    try:
+        check_writable(folder)
+    except UpdateError as exc:
+        raise Fatal(str(exc)) from None
+    bundled = os.path.exists(DATA_DIR) and os.path.samefile(folder, DATA_DIR)
     workers = min(jobs or os.cpu_count() or 1, len(sources))
     try:
         if workers > 1:
             from concurrent.futures import ProcessPoolExecutor
 
             with ProcessPoolExecutor(max_workers=workers) as pool:
-                done = list(pool.map(extract_to, sources, [folder] * len(sources)))
+                records = list(pool.map(extract_release, sources))
         else:
-            done = [extract_to(source, folder) for source in sources]
+            records = [extract_release(source) for source in sources]
     except ExtractError as exc:
         raise Fatal(str(exc)) from None
-    for source, line in zip(sources, done, strict=True):
-        click.echo(f"{source}: {line}")
-    if output_dir is None:
-        from migrate_fi.api.index import write_index
-
+    for source, record in zip(sources, records, strict=True):
+        written = write_release(record, folder)
+        if not bundled:
+            wheel = os.path.isfile(source)
+            register(folder, record, read_requires_dist(source) if wheel else None)
+        click.echo(
+            f"{source}: {record['provenance']['version']}: {len(record['modules'])} modules,"
+            f" {len(record['defs'])} definitions, {len(record['exports'])} re-exports"
+            f" -> {written}"
+        )
+    if bundled:
         click.echo(f"prefilter index -> {write_index()}")
+    elif folder == os.path.abspath(user_data_dir()):
+        index = update_user_index()
+        if index:
+            click.echo(f"index of the changes between releases -> {index}")
 
 
 @signatures.command("list")
 def signatures_list() -> None:
-    """The releases whose API data is bundled, with where each came from."""
-    from migrate_fi.api.store import available_releases, load_release
+    """The releases there is API data for, with where each came from."""
+    from migrate_fi.api.store import (
+        DATA_DIR,
+        available_releases,
+        load_release,
+        origin,
+        user_data_dir,
+        user_releases,
+    )
 
+    users = user_releases()
+    bundled = [v for v in available_releases() if origin(v) == "bundled"]
+    click.echo(f"bundled: {len(bundled)} releases in {DATA_DIR}")
+    shown = f"{len(users)} releases" if users else "none yet (`migrate-fi signatures update`)"
+    click.echo(f"user's data folder: {user_data_dir()}: {shown}")
     for version in available_releases():
-        prov = load_release(version)["provenance"]
-        click.echo(f"{version}  {prov['source']}  sha256:{prov['sha256']}")
+        if origin(version) == "bundled":
+            prov = load_release(version)["provenance"]
+            click.echo(f"{version}  bundled  {prov['source']}  sha256:{prov['sha256']}")
+        else:
+            entry = users[version]
+            click.echo(
+                f"{version}  user  {entry['source']}  sha256:{entry['sha256']}"
+                f"  read {entry['read']}"
+            )
 
 
 @cli.command("api-diff")

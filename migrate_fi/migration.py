@@ -1,7 +1,7 @@
 """Which range a run migrates: ``--from``/``--to``, the project's pins, and a migration in progress.
 
 ``--from`` defaults to the version the project's flashinfer-python pins name, and ``--to`` to
-the newest release known. A migration that `apply` left in progress (`migrate_fi.record`) wins
+the newest release there is API data for (bundled, or added by `migrate-fi signatures update`). A migration that `apply` left in progress (`migrate_fi.record`) wins
 over the pins while they name its target or still its origin: after `apply` moved the pins, the
 sites it left for a person are still reported until they are resolved or suppressed, and an
 apply interrupted before its pin files were written resumes from the same origin.
@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from packaging.version import Version
 
+from migrate_fi.api.store import missing_data, newest_release
 from migrate_fi.project import (
     Pin,
     disagree_error,
@@ -24,7 +25,7 @@ from migrate_fi.project import (
     search_pins,
 )
 from migrate_fi.record import RECORD, ApplyRecord, RecordError, read_record
-from migrate_fi.versions import NEWEST_RELEASE, VersionError, check_range, parse_version
+from migrate_fi.versions import VersionError, check_range, parse_version
 
 __all__ = ["MigrationRange", "RangeError", "resolve_range"]
 
@@ -90,7 +91,10 @@ def resolve_range(
     elif out.record is not None:
         out.to_version = parse_version(out.record.to_version)
     else:
-        out.to_version = parse_version(NEWEST_RELEASE)
+        out.to_version = newest_release()
+        if out.from_version > out.to_version:
+            # the pins already name a release the data does not know
+            raise RangeError(missing_data(out.from_version))
     try:
         check_range(out.from_version, out.to_version)
     except VersionError as exc:

@@ -10,7 +10,8 @@ from functools import lru_cache
 
 from packaging.version import InvalidVersion, Version
 
-# Published `flashinfer-python` releases, oldest first (checked against PyPI's index).
+# The published `flashinfer-python` releases whose API data is bundled, oldest first (checked
+# against PyPI's index). A run knows more: those `migrate-fi signatures update` added.
 KNOWN_RELEASES: tuple[str, ...] = (
     "0.5.0",
     "0.5.1",
@@ -56,8 +57,6 @@ KNOWN_RELEASES: tuple[str, ...] = (
     "0.7.2.post1",
     "0.7.4",
 )
-
-NEWEST_RELEASE = KNOWN_RELEASES[-1]
 
 
 class VersionError(ValueError):

@@ -366,6 +366,22 @@ def test_recorded_signatures_equal_the_wheel_source(version: str) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("version", ["0.5.0", "0.5.3", "0.6.0", "0.6.4", "0.6.7.post3"])
+def test_the_bundled_record_is_what_the_wheel_gives_again(version: str) -> None:
+    """Re-extract the release from its real wheel: the bundled record is exactly that (the old
+    layouts of 0.5.x and early 0.6.x included)."""
+    if os.environ.get("MIGRATE_FI_OFFLINE") == "1":
+        pytest.skip("MIGRATE_FI_OFFLINE=1")
+    from migrate_fi.api.extract import extract_release
+
+    cache = Path(os.environ.get("MIGRATE_FI_WHEEL_CACHE", Path.home() / ".cache/migrate-fi/wheels"))
+    cache.mkdir(parents=True, exist_ok=True)
+    again = extract_release(str(_wheel(version, cache)))
+    bundled = {k: v for k, v in load_release(version).items() if k != "format"}
+    assert again == bundled
+
+
+@pytest.mark.slow
 def test_a_release_against_itself_changes_nothing() -> None:
     """`api-diff V V` is empty for every bundled release (positional-only parameters are not
     keywords that could disappear)."""

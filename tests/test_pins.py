@@ -195,7 +195,7 @@ def test_a_release_without_data_says_what_the_data_covers() -> None:
 
     first, last = available_releases()[0], available_releases()[-1]
     assert f"releases before {first} are not covered" in missing_data("0.4.1")
-    assert "newer than this migrate-fi knows" in missing_data("9.0.0")
+    assert "run `migrate-fi signatures update`" in missing_data("9.0.0")
     assert "not a published release" in missing_data("0.6.10.post3")
     assert f"the data covers {first} to {last}" in missing_data("0.4.1")
 

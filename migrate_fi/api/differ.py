@@ -677,3 +677,9 @@ def first_change(path: str, old_version: str, new_version: str) -> str | None:
         if after is not None and compare_callables(before, after).affected_from is not None:
             return v
     return None
+
+
+def forget() -> None:
+    """Drop every answer computed from the records (the data folders changed)."""
+    for cached in (api_for, callable_diff, changed_callables, changed_defaults, first_change):
+        cached.cache_clear()

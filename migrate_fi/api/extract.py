@@ -32,6 +32,7 @@ What is recorded, per release (format 2):
 from __future__ import annotations
 
 import ast
+import gc
 import hashlib
 import os
 import warnings
@@ -44,7 +45,7 @@ from migrate_fi.api.lazy import Served, served_names
 from migrate_fi.api.synthesized import SynthesizedInit, synthesized_kind
 from migrate_fi.scopes import dotted_name
 
-__all__ = ["ExtractError", "extract_release", "extract_to", "read_sources"]
+__all__ = ["ExtractError", "extract_release", "read_sources"]
 
 _DEFAULT_MAX = 60  # characters of a default's source kept
 
@@ -810,23 +811,18 @@ def extract_release(path: str) -> dict[str, Any]:
     sources, version, digest = read_sources(path)
     if "flashinfer" not in sources:
         raise ExtractError(f"{path}: no flashinfer/__init__.py inside")
-    release = _Release(sources)
-    record = release.to_json()
+    # every module's tree is kept until the record is built: millions of objects the cycle
+    # collector would walk again and again (0.7.4's 3,300 modules: 102 s with it, 31 s without)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        record = _Release(sources).to_json()
+    finally:
+        if enabled:
+            gc.enable()
     record["provenance"] = {
         "version": version,
         "source": os.path.basename(os.path.normpath(path)),
         "sha256": digest,
     }
     return record
-
-
-def extract_to(path: str, folder: str) -> str:
-    """Extract one release and write its record into ``folder``; a line saying what was done."""
-    from migrate_fi.api.store import write_release
-
-    record = extract_release(path)
-    written = write_release(record, folder)
-    return (
-        f"{record['provenance']['version']}: {len(record['modules'])} modules,"
-        f" {len(record['defs'])} definitions, {len(record['exports'])} re-exports -> {written}"
-    )

@@ -3,31 +3,43 @@
 If a callable differs between releases A and C, it differs between some consecutive pair in
 between, so the union of the consecutive pairs in a range names every callable the range changes.
 `check` reads this small file instead of diffing two whole releases for every run; the full diff
-is computed only when a file passes the prefilter. `migrate-fi signatures build` rewrites it.
+is computed only when a file passes the prefilter. `migrate-fi signatures build` rewrites the
+bundled one. When the user's data folder adds releases, the index of the union is kept there:
+only the pairs the bundled index lacks are computed (one or two, for a release or two more).
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
 from functools import cache
+from typing import Any
 
 from migrate_fi.api.paths import ApiPath
-from migrate_fi.api.store import DATA_DIR, available_releases, write_json
+from migrate_fi.api.store import DATA_DIR, available_releases, user_data_dir, write_json
 from migrate_fi.versions import parse_version
 
-__all__ = ["INDEX_FILE", "build_index", "trigger_paths", "write_index"]
+__all__ = ["INDEX_FILE", "build_index", "forget", "trigger_paths", "write_index"]
 
 INDEX_FILE = os.path.join(DATA_DIR, "changes.json")
+_NAME = "changes.json"
 
 
-def build_index() -> dict[str, object]:
+def build_index(
+    releases: list[str] | None = None, known: dict[str, list[str]] | None = None
+) -> dict[str, object]:
+    """The index of ``releases`` (default: every release there is data for); the pairs already
+    in ``known`` are taken from it instead of computed."""
     from migrate_fi.api.differ import api_for, changed_callables
 
-    releases = available_releases()
+    releases = available_releases() if releases is None else releases
     pairs: dict[str, list[str]] = {}
     for old, new in itertools.pairwise(releases):
+        if known and f"{old}..{new}" in known:
+            pairs[f"{old}..{new}"] = known[f"{old}..{new}"]
+            continue
         public = api_for(old).public_paths()
         by_target: dict[str, list[str]] = {}
         for p, t in public.items():
@@ -56,17 +68,62 @@ def _vanished_paths(old_version: str, new_version: str) -> set[str]:
 
 
 def write_index(folder: str = DATA_DIR) -> str:
-    path = write_json(os.path.join(folder, "changes.json"), build_index())
-    for cached in (_index, trigger_paths, _pair_sets, changed_in):
-        cached.cache_clear()
+    """Rebuild the bundled index (maintainers: every pair is computed again)."""
+    path = write_json(os.path.join(folder, _NAME), build_index(available_releases(folder)))
+    forget()
     return path
 
 
-@cache
+def update_user_index() -> str | None:
+    """Bring the user folder's index up to the union of the data; its path (None when the
+    bundled index already covers every release)."""
+    forget()
+    releases = available_releases()
+    if _read(INDEX_FILE).get("releases") == releases:
+        return None
+    path = os.path.join(user_data_dir(), _NAME)
+    known = {**_read(INDEX_FILE).get("pairs", {}), **_read(path).get("pairs", {})}
+    write_json(path, build_index(releases, known))
+    forget()
+    return path
+
+
+def forget() -> None:
+    for cached in (_index_of, trigger_paths, _pair_sets, changed_in):
+        cached.cache_clear()
+
+
+def _read(path: str) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 def _index() -> dict[str, list[str]]:
-    with open(INDEX_FILE, encoding="utf-8") as fh:
-        pairs: dict[str, list[str]] = json.load(fh)["pairs"]
+    return _index_of(tuple(available_releases()), user_data_dir())
+
+
+@cache
+def _index_of(releases: tuple[str, ...], user_folder: str) -> dict[str, list[str]]:
+    """The pairs of the bundled index, or of the user folder's when it covers more releases
+    (built here when it is missing or stale, and kept when the folder can be written)."""
+    bundled = _read(INDEX_FILE)
+    if tuple(bundled.get("releases", ())) == releases:
+        pairs: dict[str, list[str]] = bundled["pairs"]
         return pairs
+    path = os.path.join(user_folder, _NAME)
+    user = _read(path)
+    if tuple(user.get("releases", ())) == releases:
+        pairs = user["pairs"]
+        return pairs
+    built = build_index(list(releases), {**bundled.get("pairs", {}), **user.get("pairs", {})})
+    with contextlib.suppress(OSError):
+        write_json(path, built)
+    pairs = built["pairs"]  # type: ignore[assignment]
+    return pairs
 
 
 @cache

@@ -7,7 +7,10 @@
   serves, with the date it was read (from 0.6.14 on, ``flashinfer-cubin`` is published only on
   FlashInfer's own wheel index, and ``flashinfer-jit-cache`` always was).
 
-Both are written by ``scripts/update_api_data.py``.
+Both are written by ``scripts/update_api_data.py`` into the bundled data. For the releases of
+the user's data folder, ``migrate-fi signatures update`` keeps each wheel's `Requires-Dist` in
+that folder's ``releases.json`` and what the user's package index serves in its
+``indexes.json``; the newer of the two ``indexes.json`` is used.
 """
 
 from __future__ import annotations
@@ -18,10 +21,11 @@ import zipfile
 from functools import cache
 from typing import Any
 
-from migrate_fi.api.store import DATA_DIR, write_json
+from migrate_fi.api.store import DATA_DIR, user_data_dir, user_releases, write_json
 
 __all__ = [
     "FLASHINFER_INDEX",
+    "forget",
     "index_versions",
     "read_requires_dist",
     "requirements_of",
@@ -37,8 +41,10 @@ INDEXES_FILE = os.path.join(DATA_DIR, "indexes.json")
 def read_requires_dist(wheel: str) -> list[str]:
     """`Requires-Dist` of a wheel, except those for an extra."""
     with zipfile.ZipFile(wheel) as zf:
-        name = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
-        lines = zf.read(name).decode("utf-8", "replace").splitlines()
+        names = [n for n in zf.namelist() if n.endswith(".dist-info/METADATA")]
+        if not names:
+            return []
+        lines = zf.read(names[0]).decode("utf-8", "replace").splitlines()
     out = []
     for line in lines:
         if line.startswith("Requires-Dist:"):
@@ -56,13 +62,29 @@ def write_index_data(data: dict[str, Any], folder: str = DATA_DIR) -> str:
     return write_json(os.path.join(folder, "indexes.json"), data)
 
 
-@cache
+def forget() -> None:
+    _requires_in.cache_clear()
+    _indexes_in.cache_clear()
+
+
 def _requires() -> dict[str, list[str]]:
+    return _requires_in(user_data_dir())
+
+
+@cache
+def _requires_in(user_folder: str) -> dict[str, list[str]]:
+    requires: dict[str, list[str]] = _read_json(REQUIRES_FILE)
+    for version, entry in user_releases(user_folder).items():
+        if "requires" in entry and version not in requires:
+            requires[version] = list(entry["requires"])
+    return requires
+
+
+def _read_json(path: str) -> Any:
     try:
-        with open(REQUIRES_FILE, encoding="utf-8") as fh:
-            requires: dict[str, list[str]] = json.load(fh)
-            return requires
-    except OSError:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
         return {}
 
 
@@ -77,14 +99,17 @@ def requirements_of(version: str) -> list[str]:
     return []
 
 
-@cache
 def _indexes() -> dict[str, Any]:
-    try:
-        with open(INDEXES_FILE, encoding="utf-8") as fh:
-            indexes: dict[str, Any] = json.load(fh)
-            return indexes
-    except OSError:
-        return {}
+    return _indexes_in(user_data_dir())
+
+
+@cache
+def _indexes_in(user_folder: str) -> dict[str, Any]:
+    bundled: dict[str, Any] = _read_json(INDEXES_FILE)
+    user: dict[str, Any] = _read_json(os.path.join(user_folder, "indexes.json"))
+    if user.get("packages") and str(user.get("read", "")) >= str(bundled.get("read", "")):
+        return user
+    return bundled
 
 
 def index_versions(package: str) -> tuple[tuple[str, ...], str]:

@@ -1,36 +1,172 @@
-"""The bundled API records: one gzip'd JSON file per FlashInfer release, read on first use."""
+"""The API records: one gzip'd JSON file per FlashInfer release, read on first use.
+
+Two folders hold them, and every command reads their union:
+
+- the bundled data, inside the package (``migrate_fi/data/api``), tested with this migrate-fi;
+- the user's data folder, where ``migrate-fi signatures update`` and ``signatures build`` write
+  the releases published after this migrate-fi (``$MIGRATE_FI_DATA_DIR``, else the per-user data
+  folder: ``$XDG_DATA_HOME/migrate-fi/api``, ``~/.local/share/migrate-fi/api``...). Its
+  ``releases.json`` names each record with its wheel, sha256 and when it was read; a record of
+  another data format (written by another migrate-fi) is not used.
+
+For a release in both, the bundled record is used.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import gzip
+import io
 import json
 import os
+import sys
+import tempfile
+import time
 from functools import cache
 from typing import Any
+
+from packaging.version import Version
 
 from migrate_fi.versions import parse_version
 
 __all__ = [
     "DATA_DIR",
+    "DATA_ENV",
     "available_releases",
+    "forget",
     "load_release",
     "missing_data",
+    "newest_release",
+    "origin",
+    "register",
+    "user_data_dir",
+    "user_releases",
     "write_json",
     "write_release",
 ]
 
 DATA_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "api")
+DATA_ENV = "MIGRATE_FI_DATA_DIR"
+MANIFEST = "releases.json"
 FORMAT = 2  # 2: every module with its names; defs at any depth; synthesized constructors
+
+
+def user_data_dir() -> str:
+    """The user's data folder: ``$MIGRATE_FI_DATA_DIR``, else the platform's per-user data
+    folder (``$XDG_DATA_HOME`` or ``~/.local/share`` on Linux) with ``migrate-fi/api`` inside."""
+    explicit = os.environ.get(DATA_ENV)
+    if explicit:
+        return os.path.abspath(os.path.expanduser(explicit))
+    home = os.path.expanduser("~")
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or os.path.join(home, "AppData", "Local")
+    elif sys.platform == "darwin":
+        base = os.path.join(home, "Library", "Application Support")
+    else:
+        base = os.environ.get("XDG_DATA_HOME") or os.path.join(home, ".local", "share")
+    return os.path.join(base, "migrate-fi", "api")
 
 
 def _file(version: str, folder: str = DATA_DIR) -> str:
     return os.path.join(folder, f"{version}.json.gz")
 
 
-def available_releases(folder: str = DATA_DIR) -> list[str]:
-    """The releases with a record in ``folder``, oldest first."""
-    return list(_releases_in(folder))
+def available_releases(folder: str | None = None) -> list[str]:
+    """The releases with a record, oldest first: in ``folder``, or (by default) in the union of
+    the bundled data and the user's data folder."""
+    if folder is not None:
+        return list(_releases_in(folder))
+    return list(_union(user_data_dir()))
+
+
+@cache
+def _union(user_folder: str) -> tuple[str, ...]:
+    bundled = _releases_in(DATA_DIR)
+    canonical = {str(parse_version(v)) for v in bundled}
+    extra = [v for v in user_releases(user_folder) if str(parse_version(v)) not in canonical]
+    return tuple(sorted([*bundled, *extra], key=parse_version))
+
+
+def newest_release() -> Version:
+    """The newest release there is data for (bundled or the user's)."""
+    return parse_version(available_releases()[-1])
+
+
+def user_releases(folder: str | None = None) -> dict[str, dict[str, Any]]:
+    """The usable records of the user's data folder: ``{version: provenance}`` from its
+    ``releases.json``, for the records of this data format that are there."""
+    return dict(_manifest_usable(folder or user_data_dir()))
+
+
+@cache
+def _manifest_usable(folder: str) -> tuple[tuple[str, dict[str, Any]], ...]:
+    manifest = read_manifest(folder)
+    return tuple(
+        (v, entry)
+        for v, entry in manifest.items()
+        if entry.get("format") == FORMAT and os.path.isfile(_file(v, folder))
+    )
+
+
+def read_manifest(folder: str) -> dict[str, dict[str, Any]]:
+    """``releases.json`` of a data folder ({} when there is none, or it cannot be read)."""
+    try:
+        with open(os.path.join(folder, MANIFEST), encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return {}
+    releases = data.get("releases") if isinstance(data, dict) else None
+    return {str(k): v for k, v in releases.items() if isinstance(v, dict)} if releases else {}
+
+
+def register(folder: str, record: dict[str, Any], requires: list[str] | None = None) -> None:
+    """Name a record just written into a (user) data folder in its ``releases.json``."""
+    manifest = read_manifest(folder)
+    prov = record["provenance"]
+    manifest[prov["version"]] = {
+        "format": FORMAT,
+        "source": prov["source"],
+        "sha256": prov["sha256"],
+        "read": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        **({"requires": requires} if requires is not None else {}),
+    }
+    write_json(os.path.join(folder, MANIFEST), {"releases": manifest})
+    # the folder's index of the union may hold pairs of an earlier record of this release
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(os.path.join(folder, "changes.json"))
+    forget()
+
+
+def origin(version: str) -> str:
+    """Where the record of a release comes from: ``bundled``, or the user's data folder."""
+    return "bundled" if _file_of(version, bundled_only=True) else user_data_dir()
+
+
+def forget() -> None:
+    """Drop what was read of the data folders (after a record was written, or the folder
+    changed): the next question reads them again."""
+    from migrate_fi.api import differ, index, releases
+
+    for cached in (_releases_in, _union, _manifest_usable, load_release):
+        cached.cache_clear()
+    index.forget()
+    releases.forget()
+    differ.forget()
+
+
+def _file_of(version: str, *, bundled_only: bool = False) -> str | None:
+    canonical = str(parse_version(version))
+    for v in _releases_in(DATA_DIR):
+        if str(parse_version(v)) == canonical:
+            return _file(v)
+    if bundled_only:
+        return None
+    folder = user_data_dir()
+    for v in user_releases(folder):
+        if str(parse_version(v)) == canonical:
+            return _file(v, folder)
+    return None
 
 
 @cache  # (cleared when a record is written)
@@ -60,49 +196,84 @@ def missing_data(version: object) -> str:
         )
     elif v is not None and v > last:
         advice = (
-            "it is newer than this migrate-fi knows: upgrade migrate-fi, or build the data"
-            " from its wheel with `migrate-fi signatures build WHEEL`"
+            "it is newer than the data: run `migrate-fi signatures update` (it asks the"
+            " package index through pip), or build the data from its wheel with"
+            " `migrate-fi signatures build WHEEL`"
         )
+        installed = _installed_copy(str(v))
+        if installed:
+            advice += f"; flashinfer-python {v} is installed here: `{installed}` reads it offline"
     else:
         advice = "not a published release? `migrate-fi signatures list` names those covered"
+    user = len(user_releases())
+    where = f", {user} of them in {user_data_dir()}" if user else ""
     return (
         f"no API data for FlashInfer {version} (the data covers {first} to {last}, "
-        f"{len(known)} releases): {advice}"
+        f"{len(known)} releases{where}): {advice}"
     )
+
+
+def _installed_copy(version: str) -> str | None:
+    """The `signatures build` command that reads the installed flashinfer-python, when this
+    Python has ``version`` installed (read from its metadata: FlashInfer is never imported)."""
+    from importlib import metadata
+
+    try:
+        dist = metadata.distribution("flashinfer-python")
+    except metadata.PackageNotFoundError:
+        return None
+    if str(parse_version(dist.version)) != str(parse_version(version)):
+        return None
+    site = str(dist.locate_file(""))
+    return f"migrate-fi signatures build {site}"
 
 
 @cache
 def load_release(version: str) -> dict[str, Any]:
-    """The record of one release; KeyError when it is not bundled."""
-    canonical = str(parse_version(version))
-    for v in available_releases():
-        if str(parse_version(v)) == canonical:
-            with gzip.open(_file(v), "rb") as fh:
-                raw = fh.read()
-            # hundreds of thousands of small objects: the cycle collector only slows this down
-            enabled = gc.isenabled()
-            gc.disable()
-            try:
-                record: dict[str, Any] = json.loads(raw)
-            finally:
-                if enabled:
-                    gc.enable()
-            # the record lives as long as the run: keep the collector from walking it again and
-            # again while files are parsed (it doubled the time of `ast.parse` on large trees)
-            gc.freeze()
-            if record.get("format") != FORMAT:
-                raise KeyError(f"{version} (data of format {record.get('format')}, not {FORMAT})")
-            return record
-    raise KeyError(version)
+    """The record of one release; KeyError when there is none."""
+    path = _file_of(version)
+    if path is None:
+        raise KeyError(version)
+    with gzip.open(path, "rb") as fh:
+        raw = fh.read()
+    # hundreds of thousands of small objects: the cycle collector only slows this down
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        record: dict[str, Any] = json.loads(raw)
+    finally:
+        if enabled:
+            gc.enable()
+    # the record lives as long as the run: keep the collector from walking it again and
+    # again while files are parsed (it doubled the time of `ast.parse` on large trees)
+    gc.freeze()
+    if record.get("format") != FORMAT:
+        raise KeyError(f"{version} (data of format {record.get('format')}, not {FORMAT})")
+    return record
+
+
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+
+
+def _replace(path: str, payload: bytes) -> None:
+    """Write ``path`` at once: a unique temporary file beside it, then a rename (concurrent
+    writers never see, or leave, a half-written file)."""
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(payload)
+        os.chmod(tmp, 0o666 & ~_UMASK)  # (mkstemp makes it 0600: data others may read)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def write_json(path: str, data: Any) -> str:
-    """Write bundled data as indented, key-sorted JSON (a stable diff), replacing the file at
-    once."""
-    with open(path + ".tmp", "w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=1, sort_keys=True)
-        fh.write("\n")
-    os.replace(path + ".tmp", path)
+    """Write data as indented, key-sorted JSON (a stable diff), replacing the file at once."""
+    _replace(path, (json.dumps(data, indent=1, sort_keys=True) + "\n").encode())
     return path
 
 
@@ -112,10 +283,12 @@ def write_release(record: dict[str, Any], folder: str = DATA_DIR) -> str:
     version = record["provenance"]["version"]
     record = {"format": FORMAT, **record}
     payload = json.dumps(record, sort_keys=True, separators=(",", ":")).encode()
-    path = _file(version, folder)
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as gz:
+    buffer = io.BytesIO()
+    with gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0, filename="") as gz:
         gz.write(payload)
-    os.replace(tmp, path)
+    path = _file(version, folder)
+    _replace(path, buffer.getvalue())
     _releases_in.cache_clear()
+    _union.cache_clear()
+    _manifest_usable.cache_clear()
     return path
