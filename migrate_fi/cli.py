@@ -911,6 +911,8 @@ def _interrupted(exc: BaseException) -> None:
 def main() -> None:
     import signal
 
+    from migrate_fi.api.store import DataError
+
     signal.signal(signal.SIGTERM, _terminate)
     try:
         code = cli.main(prog_name="migrate-fi", standalone_mode=False)
@@ -921,6 +923,9 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except (KeyboardInterrupt, click.Abort) as exc:
         _interrupted(exc)
+    except DataError as exc:  # a damaged record of the API data
+        Fatal(str(exc)).show()
+        sys.exit(Fatal.exit_code)
     except Exception as exc:  # a bug of ours: one line, exit 2 (MIGRATE_FI_DEBUG=1 shows it all)
         if os.environ.get("MIGRATE_FI_DEBUG") == "1":
             raise
@@ -1036,11 +1041,15 @@ def signatures_list() -> None:
         available_releases,
         load_release,
         origin,
+        read_manifest,
         user_data_dir,
         user_releases,
     )
 
     users = user_releases()
+    manifest = os.path.join(user_data_dir(), "releases.json")
+    if os.path.exists(manifest) and not read_manifest(user_data_dir()):
+        click.echo(f"{manifest}: cannot be read, ignored (`signatures update` rewrites it)")
     bundled = [v for v in available_releases() if origin(v) == "bundled"]
     click.echo(f"bundled: {len(bundled)} releases in {DATA_DIR}")
     shown = f"{len(users)} releases" if users else "none yet (`migrate-fi signatures update`)"

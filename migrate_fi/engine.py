@@ -27,6 +27,7 @@ import warnings
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from functools import lru_cache
 
+from migrate_fi.api.store import DataError
 from migrate_fi.codemod import (
     Codemod,
     FileContext,
@@ -134,7 +135,7 @@ def process_source(
         return failed(path, "too deeply nested to analyse (RecursionError); file left untouched")
     except MemoryError:
         return failed(path, "ran out of memory analysing it; file left untouched")
-    except SourceError as exc:
+    except (SourceError, DataError) as exc:
         return failed(path, str(exc))
     except (EditError, RuleDefinitionError) as exc:
         return failed(path, f"{exc}; file left untouched")

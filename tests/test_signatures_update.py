@@ -156,6 +156,16 @@ def test_one_new_release_is_added_and_every_command_reads_it(tmp_path: Path, ind
     assert again.returncode == 0, again.stderr
     assert "nothing new: the data covers 0.5.0 to 0.7.5" in again.stdout
 
+    # a record damaged on disk: one line that says how to fetch it again, never a traceback
+    (data / "0.7.5.json.gz").write_bytes(b"junk")
+    damaged = run(project, index, "check", data=data)
+    assert damaged.returncode == 2 and "Traceback" not in damaged.stderr
+    assert "the API data of 0.7.5 cannot be read" in damaged.stderr
+    assert "`migrate-fi signatures update 0.7.5` fetches it again" in damaged.stderr
+    fetched = run(tmp_path, index, "signatures", "update", "0.7.5")
+    assert fetched.returncode == 0, fetched.stderr
+    assert run(project, index, "check", data=data).returncode == 1
+
 
 @pytest.mark.parametrize(
     ("broken", "said"),

@@ -33,6 +33,7 @@ from migrate_fi.versions import parse_version
 __all__ = [
     "DATA_DIR",
     "DATA_ENV",
+    "DataError",
     "available_releases",
     "forget",
     "load_release",
@@ -50,6 +51,10 @@ DATA_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 DATA_ENV = "MIGRATE_FI_DATA_DIR"
 MANIFEST = "releases.json"
 FORMAT = 2  # 2: every module with its names; defs at any depth; synthesized constructors
+
+
+class DataError(Exception):
+    """A record that is there but cannot be read; one line for the user."""
 
 
 def user_data_dir() -> str:
@@ -234,13 +239,21 @@ def load_release(version: str) -> dict[str, Any]:
     path = _file_of(version)
     if path is None:
         raise KeyError(version)
-    with gzip.open(path, "rb") as fh:
-        raw = fh.read()
     # hundreds of thousands of small objects: the cycle collector only slows this down
     enabled = gc.isenabled()
     gc.disable()
     try:
-        record: dict[str, Any] = json.loads(raw)
+        with gzip.open(path, "rb") as fh:
+            record: dict[str, Any] = json.loads(fh.read())
+    except (OSError, EOFError, ValueError) as exc:
+        again = (
+            "reinstall migrate-fi"
+            if origin(version) == "bundled"
+            else f"`migrate-fi signatures update {version}` fetches it again"
+        )
+        raise DataError(
+            f"{path}: the API data of {version} cannot be read ({exc}): {again}"
+        ) from None
     finally:
         if enabled:
             gc.enable()
