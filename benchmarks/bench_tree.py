@@ -47,14 +47,15 @@ def main() -> None:
     parser.add_argument("--libcst", action="store_true", help="also time LibCST with metadata")
     args = parser.parse_args()
 
+    from migrate_fi.api.store import newest_release
     from migrate_fi.codemod import RunOptions
     from migrate_fi.discovery import discover
     from migrate_fi.engine import prefilter_for
     from migrate_fi.registry import select
-    from migrate_fi.versions import NEWEST_RELEASE, parse_version
+    from migrate_fi.versions import parse_version
 
     from_v = parse_version(args.from_version)
-    to_v = parse_version(args.to_version or NEWEST_RELEASE)
+    to_v = parse_version(args.to_version) if args.to_version else newest_release()
     options = RunOptions(from_v, to_v)
     prefilters = [prefilter_for(c, options) for c in select(from_v, to_v).rules]
     files = list(discover([args.path]))

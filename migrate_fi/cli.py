@@ -279,7 +279,9 @@ def _given(cli_value: str | None, config: Config, key: str) -> str | None:
     return cli_value if cli_value is not None else config.get(key)
 
 
-def _execute(common: _Common, mode: str) -> tuple[RunResult, _Settled, MigrationRange]:
+def _execute(
+    common: _Common, mode: str, use_cache: bool = False
+) -> tuple[RunResult, _Settled, MigrationRange]:
     from migrate_fi.codemod import CodemodSetupError, KeywordStyle, RunOptions
     from migrate_fi.discovery import DiscoveryError
     from migrate_fi.engine import Mode, run
@@ -322,6 +324,7 @@ def _execute(common: _Common, mode: str) -> tuple[RunResult, _Settled, Migration
             progress=progress,
             excludes_at=[(config.folder, config_excludes)] if config_excludes else [],
             only=only,
+            use_cache=use_cache and os.environ.get("MIGRATE_FI_NO_CACHE") != "1",
         )
     except (DiscoveryError, CodemodSetupError) as exc:
         raise Fatal(str(exc)) from None
@@ -407,14 +410,21 @@ def cli() -> None:
 
 @cli.command(epilog=EXIT_CODES)
 @_common_options
-def check(**kwargs: Any) -> None:
+@click.option(
+    "--no-cache",
+    is_flag=True,
+    help="Analyse every file again, instead of reusing the results of unchanged files"
+    " (kept in the user's cache folder, or $MIGRATE_FI_CACHE_DIR).",
+)
+def check(no_cache: bool, **kwargs: Any) -> None:
     """List the sites that need migrating; write nothing.
 
     Prints `path:line:col: CODE message` for every site `apply` would rewrite and every site a
-    person must look at. Exits 1 when anything is found: use it as a CI gate.
+    person must look at. Exits 1 when anything is found: use it as a CI gate. A file analysed
+    before is not analysed again while it and what its analysis read are unchanged.
     """
     common = _common(kwargs)
-    result, settled, _ = _execute(common, "check")
+    result, settled, _ = _execute(common, "check", use_cache=not no_cache)
     _finish(result, common, settled, "check", found=bool(result.diagnostics))
 
 

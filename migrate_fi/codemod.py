@@ -48,6 +48,7 @@ __all__ = [
     "RuleOption",
     "RuleSettings",
     "RunOptions",
+    "preload_api_data",
     "require_api_data",
 ]
 
@@ -141,7 +142,6 @@ class RunOptions:
 def require_api_data(code: str, options: RunOptions) -> None:
     """Refuse a run for which the API data of ``--from`` or ``--to`` is not bundled (what the
     engine does, once, for each rule that declares `needs_api_data`)."""
-    from migrate_fi.api.differ import api_for
     from migrate_fi.api.store import available_releases, missing_data
     from migrate_fi.versions import parse_version
 
@@ -149,8 +149,14 @@ def require_api_data(code: str, options: RunOptions) -> None:
     for v in (options.from_version, options.to_version):
         if v not in known:
             raise CodemodSetupError(f"{code}: {missing_data(v)}")
-        # loaded once, before the engine forks its workers: they share it instead of each
-        # reading it again
+
+
+def preload_api_data(options: RunOptions) -> None:
+    """Load the two releases' data once, before the engine forks its workers: they share it
+    instead of each reading it again (a run whose files all come from the cache never does)."""
+    from migrate_fi.api.differ import api_for
+
+    for v in (options.from_version, options.to_version):
         api_for(str(v))
 
 

@@ -28,12 +28,14 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from functools import lru_cache
 
 from migrate_fi.api.store import DataError
+from migrate_fi.cache import ResultCache
 from migrate_fi.codemod import (
     Codemod,
     FileContext,
     Fix,
     RuleDefinitionError,
     RunOptions,
+    preload_api_data,
     require_api_data,
 )
 from migrate_fi.discovery import discover, wanted_files
@@ -400,8 +402,11 @@ def run(
     progress: Callable[[int, int], None] | None = None,
     excludes_at: Sequence[tuple[str, Sequence[str]]] = (),
     only: Collection[str] | None = None,
+    use_cache: bool = False,
 ) -> RunResult:
     """Discover files under ``paths`` and run ``codemods`` over them (see the module docstring).
+
+    ``use_cache``: in check mode, reuse the results of files analysed before (`migrate_fi.cache`).
 
     Cross-module re-exports: a project module that binds a FlashInfer name at module level
     (``from flashinfer import fp4_quantize as q``) exports it; after the first pass, files that
@@ -459,11 +464,18 @@ def run(
             continue
         candidates.append(SourceFile(data, abspath, matched))
 
-    batch = Batch(tuple(c.id for c in codemods), options, mode.value, jobs, progress)
+    ids = tuple(c.id for c in codemods)
+    cache = ResultCache(ids, options) if use_cache and mode is Mode.CHECK else None
+    preload = (
+        (lambda: preload_api_data(options)) if any(c.needs_api_data for c in codemods) else None
+    )
+    batch = Batch(ids, options, mode.value, jobs, progress, cache, preload)
     results.update(batch.process(candidates, {}))
     exporters = _imported_modules(left_out, imported, tests, options)
     # (analysed for their exports only: a check, whatever the mode, and not part of the result)
-    beside = Batch(batch.ids, options, Mode.CHECK.value, jobs, None).process(exporters, {})
+    beside = Batch(ids, options, Mode.CHECK.value, jobs, None, cache, preload).process(
+        exporters, {}
+    )
     aliases: dict[str, str] = {}
     relevant = set().union(*(p.names() for _, p in tests)) if tests else set()
     for _ in range(_MAX_REEXPORT_ROUNDS):
@@ -474,6 +486,8 @@ def run(
         aliases.update(new)
         again = _importers(new, candidates, others)
         results.update(batch.process(again, aliases))
+    if cache is not None:
+        cache.prune()
     result = RunResult(
         files=sorted(results.values(), key=lambda f: f.path), unsafe_fixes=options.unsafe_fixes
     )

@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import NamedTuple
 
+from migrate_fi import depends
+from migrate_fi.cache import ResultCache
 from migrate_fi.codemod import RunOptions
 from migrate_fi.modules import display_path, module_identity
 from migrate_fi.results import FileResult
@@ -39,14 +41,17 @@ def _work(
     module: tuple[str | None, bool],
     aliases: Mapping[str, str],
     prefiltered: tuple[str, ...],
-) -> FileResult:
+) -> tuple[FileResult, depends.Notes | None]:
+    """The result of one file, with what its analysis read outside it (`migrate_fi.depends`)."""
     from migrate_fi.engine import Mode, process_source
     from migrate_fi.registry import all_codemods
 
     by_id = {c.id: c for c in all_codemods()}
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
     codemods = [by_id[i] for i in codemod_ids]
-    return process_source(data, path, codemods, options, Mode(mode), module, aliases, prefiltered)
+    depends.start()
+    result = process_source(data, path, codemods, options, Mode(mode), module, aliases, prefiltered)
+    return result, depends.finish()
 
 
 def _worker_signals() -> None:
@@ -75,15 +80,54 @@ class Batch:
         mode: str,
         jobs: int | None,
         progress: Callable[[int, int], None] | None,
+        cache: ResultCache | None = None,
+        preload: Callable[[], None] | None = None,
     ) -> None:
         self.ids, self.options, self.mode = ids, options, mode
         self.jobs = jobs if jobs and jobs > 0 else (os.cpu_count() or 1)
         self.progress = progress
+        self.cache = cache
+        self.preload = preload  # what workers should share: done before they are forked
 
     def process(
         self, files: Sequence[SourceFile], aliases: Mapping[str, str]
     ) -> dict[str, FileResult]:
+        """Every file's result: from the cache where it holds one, else analysed (and stored)."""
+        if self.cache is None:
+            return self._process(files, aliases, {})
         out: dict[str, FileResult] = {}
+        keys: dict[str, str] = {}
+        todo: list[SourceFile] = []
+        for f in files:
+            key = self.cache.key(
+                f.data, display_path(f.path), f.path, module_identity(f.path), aliases,
+                f.prefiltered,
+            )  # fmt: skip
+            found = self.cache.get(key)
+            if found is None:
+                keys[f.path] = key
+                todo.append(f)
+            else:
+                out[f.path] = found
+        out.update(self._process(todo, aliases, keys))
+        return out
+
+    def _done(
+        self, path: str, done: tuple[FileResult, depends.Notes | None], keys: Mapping[str, str]
+    ) -> FileResult:
+        result, notes = done
+        # (an error is said again, never reused)
+        if self.cache is not None and notes is not None and path in keys and result.error is None:
+            self.cache.put(keys[path], notes, result)
+        return result
+
+    def _process(
+        self, files: Sequence[SourceFile], aliases: Mapping[str, str], keys: Mapping[str, str]
+    ) -> dict[str, FileResult]:
+        out: dict[str, FileResult] = {}
+        if files and self.preload is not None:
+            self.preload()
+            self.preload = None
         total_bytes = sum(len(f.data) for f in files)
         parallel = (
             self.jobs > 1
@@ -105,7 +149,7 @@ class Batch:
         ]
         if not parallel:
             for f, a in zip(files, args, strict=True):
-                out[f.path] = _work(*a)
+                out[f.path] = self._done(f.path, _work(*a), keys)
                 self._tick(len(out), len(files))
             return out
         import multiprocessing
@@ -125,7 +169,7 @@ class Batch:
             for future in as_completed(futures):
                 path, shown = futures[future]
                 try:
-                    out[path] = future.result()
+                    out[path] = self._done(path, future.result(), keys)
                 except Exception as exc:  # a worker that died (e.g. a crash in a parser)
                     out[path] = failed(
                         shown, f"worker process failed ({type(exc).__name__}); untouched"

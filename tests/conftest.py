@@ -13,3 +13,6 @@ collect_ignore_glob = ["fixtures/*"]
 # the subprocesses the tests start inherit it too.
 os.environ["MIGRATE_FI_DATA_DIR"] = tempfile.mkdtemp(prefix="migrate-fi-test-data-")
 atexit.register(shutil.rmtree, os.environ["MIGRATE_FI_DATA_DIR"], True)
+# and on a result cache of its own (tests of the cache point it elsewhere)
+os.environ["MIGRATE_FI_CACHE_DIR"] = tempfile.mkdtemp(prefix="migrate-fi-test-cache-")
+atexit.register(shutil.rmtree, os.environ["MIGRATE_FI_CACHE_DIR"], True)

@@ -19,6 +19,7 @@ import os
 from dataclasses import dataclass
 from functools import lru_cache
 
+from migrate_fi import depends
 from migrate_fi.discovery import SKIPPED_DIRS, find_upward
 from migrate_fi.modules import display_path, module_identity
 from migrate_fi.resolver import NameResolver
@@ -386,6 +387,7 @@ def _read(path: str) -> bytes | None:
 
 
 def _mentioning(root: str, words: tuple[bytes, ...]) -> list[str]:
+    depends.note_unbounded()  # any file of the project may add a caller
     return [p for p in _python_files(root) if any(w in (_read(p) or b"") for w in words)]
 
 

@@ -16,12 +16,14 @@ import sys
 from functools import lru_cache
 from typing import Any
 
+from migrate_fi import depends
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["DEFAULT_LINE_LENGTH", "line_length", "overflows", "quote_like"]
+__all__ = ["DEFAULT_LINE_LENGTH", "line_length", "line_length_text", "overflows", "quote_like"]
 
 DEFAULT_LINE_LENGTH = 88
 # a project's root, as black finds it: configuration above it is another project's
@@ -83,7 +85,14 @@ def _for_folder(folder: str) -> int:
 
 def line_length(path: str) -> int:
     """The line length configured for the project ``path`` belongs to."""
-    return _for_folder(os.path.dirname(os.path.abspath(path)))
+    found = _for_folder(os.path.dirname(os.path.abspath(path)))
+    depends.note("line-length", path, str(found))  # a cached result holds if it is the same
+    return found
+
+
+def line_length_text(path: str) -> str:
+    """`line_length`, as `migrate_fi.depends` recomputes it."""
+    return str(_for_folder(os.path.dirname(os.path.abspath(path))))
 
 
 def _quote(text: str) -> str:

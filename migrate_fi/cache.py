@@ -1,0 +1,173 @@
+"""The result cache of `check`: a file analysed once is not analysed again while nothing it
+depends on changed.
+
+An entry is keyed on everything the analysis of one file reads: migrate-fi's own code and API
+data (the size and modification time of every file of the package, and of the user's data
+folder), the run's options (range, rules and their settings), the rules that must see the file,
+the project's re-exports the file was analysed with, its path and module name, and its bytes.
+What the analysis consulted outside the file (`migrate_fi.depends`: the configured line length)
+is stored with the result and recomputed before it is reused; a result that searched the whole
+project (the callers of a function) is never stored.
+
+Entries live in ``$MIGRATE_FI_CACHE_DIR``, else the per-user cache folder
+(``$XDG_CACHE_HOME/migrate-fi/results``, ``~/.cache/migrate-fi/results``), one file each, written
+at once (a temporary file, then a rename: concurrent runs never see a half-written entry). A
+damaged or unreadable entry is a miss. The folder is kept under `MAX_ENTRIES` files, oldest
+dropped first. `--no-cache` (or ``MIGRATE_FI_NO_CACHE=1``) turns it off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import enum
+import hashlib
+import os
+import pickle
+import sys
+import tempfile
+from collections.abc import Mapping
+from functools import cache
+
+from migrate_fi import __version__, depends
+from migrate_fi.codemod import RunOptions
+from migrate_fi.results import FileResult
+
+__all__ = ["MAX_ENTRIES", "ResultCache", "cache_dir"]
+
+CACHE_ENV = "MIGRATE_FI_CACHE_DIR"
+MAX_ENTRIES = 20_000
+_FORMAT = 1
+
+
+def cache_dir() -> str:
+    explicit = os.environ.get(CACHE_ENV)
+    if explicit:
+        return os.path.abspath(os.path.expanduser(explicit))
+    home = os.path.expanduser("~")
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or os.path.join(home, "AppData", "Local")
+        return os.path.join(base, "migrate-fi", "cache", "results")
+    if sys.platform == "darwin":
+        return os.path.join(home, "Library", "Caches", "migrate-fi", "results")
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")
+    return os.path.join(base, "migrate-fi", "results")
+
+
+@cache
+def _code_fingerprint() -> bytes:
+    """migrate-fi's own code and bundled data, and the user's API data: what every result
+    depends on (a stat of each file; an edited rule or a new release changes it)."""
+    from migrate_fi.api.store import user_data_dir
+
+    package = os.path.dirname(os.path.abspath(__file__))
+    h = hashlib.blake2b(f"{_FORMAT}:{__version__}:{sys.version}".encode(), digest_size=20)
+    for top in (package, user_data_dir()):
+        for folder, dirs, files in os.walk(top):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for name in sorted(files):
+                if name.endswith((".py", ".json", ".json.gz")):
+                    path = os.path.join(folder, name)
+                    with contextlib.suppress(OSError):
+                        st = os.stat(path)
+                        h.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+    return h.digest()
+
+
+def _canonical(value: object) -> object:
+    """``value`` as plain data that prints the same in every process (a set's order follows
+    the process's string hashing; pickles of sets differ from run to run)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return (
+            type(value).__name__,
+            tuple((f.name, _canonical(getattr(value, f.name))) for f in dataclasses.fields(value)),
+        )
+    if isinstance(value, (set, frozenset)):
+        return ("set", tuple(sorted((_canonical(v) for v in value), key=repr)))
+    if isinstance(value, dict):
+        return ("dict", tuple(sorted(((repr(k), _canonical(v)) for k, v in value.items()))))
+    if isinstance(value, (list, tuple)):
+        return tuple(_canonical(v) for v in value)
+    if isinstance(value, enum.Enum):
+        return (type(value).__name__, _canonical(value.value))
+    if value is None or isinstance(value, (str, int, float, bool, bytes)):
+        return value
+    return (type(value).__name__, str(value))  # Version: its text
+
+
+class ResultCache:
+    """The entries of one run: its options, rules and mode fixed."""
+
+    def __init__(self, ids: tuple[str, ...], options: RunOptions, folder: str | None = None):
+        self.folder = folder or cache_dir()
+        self._run = _code_fingerprint() + repr(_canonical((ids, options))).encode()
+        self.hits = self.stored = 0
+
+    def key(
+        self,
+        data: bytes,
+        shown: str,
+        path: str,
+        module: tuple[str | None, bool],
+        aliases: Mapping[str, str],
+        prefiltered: tuple[str, ...],
+    ) -> str:
+        h = hashlib.blake2b(self._run, digest_size=20)
+        h.update(repr(sorted(aliases.items())).encode())
+        h.update(repr((shown, path, module, prefiltered)).encode())
+        h.update(data)
+        return h.hexdigest()
+
+    def _file(self, key: str) -> str:
+        return os.path.join(self.folder, key[:2], key[2:])
+
+    def get(self, key: str) -> FileResult | None:
+        try:
+            with open(self._file(key), "rb") as fh:
+                notes, result = pickle.load(fh)
+        except FileNotFoundError:
+            return None
+        except Exception:  # damaged, or written by another migrate-fi: a miss
+            return None
+        if not isinstance(result, FileResult):
+            return None
+        for kind, argument, value in notes:
+            if depends.recompute(kind, argument) != value:
+                return None
+        self.hits += 1
+        return result
+
+    def put(self, key: str, notes: depends.Notes, result: FileResult) -> None:
+        path = self._file(key)
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    pickle.dump((notes, result), fh, protocol=4)
+                os.replace(tmp, path)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
+        except OSError:
+            return  # a cache that cannot be written only costs time
+        self.stored += 1
+
+    def prune(self, limit: int = MAX_ENTRIES) -> None:
+        """Keep at most ``limit`` entries, the newest."""
+        if not self.stored:
+            return
+        entries: list[tuple[int, str]] = []
+        with contextlib.suppress(OSError):
+            for shard in os.scandir(self.folder):
+                if shard.is_dir():
+                    for entry in os.scandir(shard.path):
+                        with contextlib.suppress(OSError):
+                            entries.append((entry.stat().st_mtime_ns, entry.path))
+        if len(entries) <= limit:
+            return
+        entries.sort()
+        for _, path in entries[: len(entries) - limit]:
+            with contextlib.suppress(OSError):
+                os.unlink(path)

@@ -1,0 +1,59 @@
+"""What a file's analysis depended on besides the file itself, so that its result can be reused.
+
+A rule's helper that consults something outside the file notes it here while the file is
+analysed: a value it can recompute cheaply (``note("line-length", path, "100")``: the project's
+configured line length), or ``note_unbounded()`` when it searched the whole project (the callers
+of a function, `migrate_fi.codemods._callers`): such a result depends on every file and is never
+reused. The result cache (`migrate_fi.cache`) stores the notes with the result and recomputes
+each value before reusing it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+
+__all__ = ["Notes", "finish", "note", "note_unbounded", "recompute", "start"]
+
+Notes = tuple[tuple[str, str, str], ...]  # (kind, argument, value)
+
+# kind -> "module:function" that recomputes the value from the argument
+_RECOMPUTE = {"line-length": "migrate_fi.codemods._layout:line_length_text"}
+
+_notes: set[tuple[str, str, str]] = set()
+_unbounded = False
+
+
+def start() -> None:
+    global _unbounded
+    _notes.clear()
+    _unbounded = False
+
+
+def note(kind: str, argument: str, value: str) -> None:
+    if kind not in _RECOMPUTE:
+        raise ValueError(f"no way to recompute a {kind!r} dependency: add it to _RECOMPUTE")
+    _notes.add((kind, argument, value))
+
+
+def note_unbounded() -> None:
+    global _unbounded
+    _unbounded = True
+
+
+def finish() -> Notes | None:
+    """The notes since `start`, sorted; None when the analysis read the whole project."""
+    return None if _unbounded else tuple(sorted(_notes))
+
+
+def recompute(kind: str, argument: str) -> str | None:
+    """The value now (None when it cannot be computed: the dependency is not met)."""
+    target = _RECOMPUTE.get(kind)
+    if target is None:
+        return None
+    module, _, name = target.partition(":")
+    fn: Callable[[str], str] = getattr(importlib.import_module(module), name)
+    try:
+        return fn(argument)
+    except Exception:  # a dependency that cannot be recomputed is not met
+        return None

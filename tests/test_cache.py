@@ -1,0 +1,137 @@
+"""The result cache of `check`: the same findings with and without it, on every fixture project and
+after edits; an entry is reused only while the file and what its analysis read are unchanged."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PROJECTS = Path(__file__).parent / "fixtures" / "projects"
+NAMES = sorted(p.name for p in PROJECTS.iterdir() if (PROJECTS / f"{p.name}.diff").exists())
+
+
+def check(root: Path, cache: Path, *args: str) -> tuple[int, dict]:
+    env = {**os.environ, "MIGRATE_FI_CACHE_DIR": str(cache)}
+    r = subprocess.run(
+        [sys.executable, "-m", "migrate_fi", "check", "--output-format", "json", *args],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
+    assert r.returncode in (0, 1), r.stderr
+    return r.returncode, json.loads(r.stdout)
+
+
+def entries(cache: Path) -> int:
+    return sum(1 for p in cache.rglob("*") if p.is_file() and not p.name.startswith(".tmp-"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", NAMES)
+def test_the_same_findings_with_and_without_the_cache(tmp_path: Path, name: str) -> None:
+    root = tmp_path / name
+    shutil.copytree(PROJECTS / name, root)
+    cache = tmp_path / "cache"
+    without = check(root, cache, "--no-cache")
+    assert entries(cache) == 0  # --no-cache neither reads nor writes it
+    cold = check(root, cache)
+    assert entries(cache) > 0
+    warm = check(root, cache)
+    assert without == cold == warm
+
+
+def test_an_edit_and_a_new_file_are_seen(tmp_path: Path) -> None:
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "requirements.txt").write_text("flashinfer-python==0.6.10\n")
+    legacy = (
+        "from flashinfer import fp4_quantize\n\n\n"
+        "def q(x, gs):\n"
+        "    return fp4_quantize(x, gs[:1], 16, False, True, False, True)\n"
+    )
+    (root / "a.py").write_text(legacy)
+    cache = tmp_path / "cache"
+    _, first = check(root, cache, "--to", "0.6.11", "--select", "FI001")
+    assert [d["path"] for d in first["diagnostics"]] == ["a.py"]
+
+    (root / "a.py").write_text(
+        legacy.replace("True, False, True)", "True, False, enable_pdl=True)")
+    )
+    (root / "b.py").write_text(legacy)
+    _, second = check(root, cache, "--to", "0.6.11", "--select", "FI001")
+    assert [d["path"] for d in second["diagnostics"]] == ["b.py"]
+
+
+def test_an_entry_holds_while_what_it_read_outside_the_file_holds(tmp_path: Path) -> None:
+    """The line length a fix was wrapped to (FI005) is noted; another one is a miss."""
+    from migrate_fi import depends
+    from migrate_fi.cache import ResultCache
+    from migrate_fi.codemod import RunOptions
+    from migrate_fi.codemods import _layout
+    from migrate_fi.results import FileResult, Status
+    from migrate_fi.versions import parse_version
+
+    (tmp_path / ".git").mkdir()
+    source = tmp_path / "test_graphs.py"
+    source.write_text("")
+    options = RunOptions(parse_version("0.6.10"), parse_version("0.6.11"))
+    store = ResultCache(("x",), options, folder=str(tmp_path / "cache"))
+    key = store.key(b"", "test_graphs.py", str(source), (None, False), {}, ("x",))
+    depends.start()
+    assert _layout.line_length(str(source)) == 88
+    notes = depends.finish()
+    assert notes == (("line-length", str(source), "88"),)
+    store.put(key, notes, FileResult("test_graphs.py", Status.UNCHANGED))
+    assert store.get(key) is not None
+    (tmp_path / "pyproject.toml").write_text("[tool.ruff]\nline-length = 60\n")
+    _layout._for_folder.cache_clear()  # (a new run is a new process)
+    assert store.get(key) is None
+    other = store.key(b"", "test_graphs.py", str(source), (None, False), {"a.b": "flashinfer.c"},
+                      ("x",))  # fmt: skip
+    assert other != key  # analysed with other re-exports: another entry
+
+
+def test_a_search_of_the_whole_project_is_never_stored() -> None:
+    from migrate_fi import depends
+
+    depends.start()
+    depends.note_unbounded()
+    assert depends.finish() is None
+
+
+def test_a_damaged_entry_is_a_miss(tmp_path: Path) -> None:
+    root = tmp_path / "p"
+    shutil.copytree(PROJECTS / "demo", root)
+    cache = tmp_path / "cache"
+    before = check(root, cache)
+    for entry in cache.rglob("*"):
+        if entry.is_file():
+            entry.write_bytes(b"\x80\x04 damaged")
+    assert check(root, cache) == before
+    unwritable = tmp_path / "a-file"
+    unwritable.write_text("")
+    assert check(root, unwritable / "cache") == before  # a cache that cannot be written: no cache
+
+
+def test_the_cache_is_bounded(tmp_path: Path) -> None:
+    from migrate_fi.cache import ResultCache
+    from migrate_fi.codemod import RunOptions
+    from migrate_fi.results import FileResult, Status
+    from migrate_fi.versions import parse_version
+
+    store = ResultCache(("x",), RunOptions(parse_version("0.6.10"), parse_version("0.6.11")),
+                        folder=str(tmp_path))  # fmt: skip
+    for i in range(30):
+        key = store.key(f"{i}".encode(), f"f{i}.py", f"/f{i}.py", (None, False), {}, ("x",))
+        store.put(key, (), FileResult(f"f{i}.py", Status.UNCHANGED))
+    store.prune(limit=10)
+    assert entries(tmp_path) == 10
