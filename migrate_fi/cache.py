@@ -26,15 +26,17 @@ import os
 import pickle
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cache
+from typing import TypeVar
 
 from migrate_fi import __version__, depends
 from migrate_fi.codemod import RunOptions
 from migrate_fi.results import FileResult
 
-__all__ = ["MAX_ENTRIES", "ResultCache", "cache_dir"]
+__all__ = ["MAX_ENTRIES", "ResultCache", "WalkMemo", "cache_dir"]
 
+T = TypeVar("T")
 CACHE_ENV = "MIGRATE_FI_CACHE_DIR"
 MAX_ENTRIES = 20_000
 _FORMAT = 1
@@ -95,6 +97,43 @@ def _canonical(value: object) -> object:
     return (type(value).__name__, str(value))  # Version: its text
 
 
+Signature = tuple[int, int, int, int]  # size, modification time (ns), inode, change time (ns)
+
+
+class WalkMemo:
+    """The files a run's prefilter ruled out (and those found not to import the project's
+    re-exports of a given set), by their stat signature: an unchanged file is not read again.
+    (A file rewritten within the same nanosecond at the same size and inode is the one case a
+    stat cannot tell; `--no-cache` reads everything.)"""
+
+    def __init__(self, ruled_out: dict[str, Signature], importers: dict[str, dict[str, Signature]]):
+        self._out = ruled_out
+        self._imports = importers
+        self.changed = False
+
+    @staticmethod
+    def signature(path: str) -> Signature | None:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+
+    def ruled_out(self, path: str, signature: Signature) -> bool:
+        return self._out.get(path) == signature
+
+    def rule_out(self, path: str, signature: Signature) -> None:
+        self._out[path] = signature
+        self.changed = True
+
+    def imports_none(self, path: str, signature: Signature, asked: str) -> bool:
+        return self._imports.get(asked, {}).get(path) == signature
+
+    def note_imports_none(self, path: str, signature: Signature, asked: str) -> None:
+        self._imports.setdefault(asked, {})[path] = signature
+        self.changed = True
+
+
 class ResultCache:
     """The entries of one run: its options, rules and mode fixed."""
 
@@ -118,6 +157,37 @@ class ResultCache:
         h.update(data)
         return h.hexdigest()
 
+    def walk(self) -> WalkMemo:
+        """What the last run with these options ruled out ({} the first time)."""
+        try:
+            with open(self._file(self._walk_key()), "rb") as fh:
+                out, imports = pickle.load(fh)
+            if isinstance(out, dict) and isinstance(imports, dict):
+                return WalkMemo(out, dict(list(imports.items())[-4:]))
+        except Exception:  # missing or damaged: every file is read
+            pass
+        return WalkMemo({}, {})
+
+    def save_walk(self, walk: WalkMemo) -> None:
+        if walk.changed:
+            self._write(self._walk_key(), (walk._out, walk._imports))
+
+    def _walk_key(self) -> str:
+        return hashlib.blake2b(self._run + b"\0walk", digest_size=20).hexdigest()
+
+    def memo(self, name: str, compute: Callable[[], T]) -> T:
+        """A value of the whole run (``name``: what it is), computed once for these options."""
+        key = hashlib.blake2b(self._run + b"\0memo\0" + name.encode(), digest_size=20).hexdigest()
+        try:
+            with open(self._file(key), "rb") as fh:
+                value: T = pickle.load(fh)
+                return value
+        except Exception:  # missing, damaged, unreadable: computed again
+            pass
+        value = compute()
+        self._write(key, value)
+        return value
+
     def _file(self, key: str) -> str:
         return os.path.join(self.folder, key[:2], key[2:])
 
@@ -138,21 +208,25 @@ class ResultCache:
         return result
 
     def put(self, key: str, notes: depends.Notes, result: FileResult) -> None:
+        if self._write(key, (notes, result)):
+            self.stored += 1
+
+    def _write(self, key: str, value: object) -> bool:
         path = self._file(key)
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
             try:
                 with os.fdopen(fd, "wb") as fh:
-                    pickle.dump((notes, result), fh, protocol=4)
+                    pickle.dump(value, fh, protocol=4)
                 os.replace(tmp, path)
             except BaseException:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)
                 raise
         except OSError:
-            return  # a cache that cannot be written only costs time
-        self.stored += 1
+            return False  # a cache that cannot be written only costs time
+        return True
 
     def prune(self, limit: int = MAX_ENTRIES) -> None:
         """Keep at most ``limit`` entries, the newest."""

@@ -2,9 +2,9 @@
 
 A rule's helper that consults something outside the file notes it here while the file is
 analysed: a value it can recompute cheaply (``note("line-length", path, "100")``: the project's
-configured line length), or ``note_unbounded()`` when it searched the whole project (the callers
-of a function, `migrate_fi.codemods._callers`): such a result depends on every file and is never
-reused. The result cache (`migrate_fi.cache`) stores the notes with the result and recomputes
+configured line length; ``note("tree", root, digest)``: the stat of every file under the root a
+search for the callers of a function read, `migrate_fi.codemods._callers`), or
+``note_unbounded()`` for what cannot be recomputed: such a result is never reused. The result cache (`migrate_fi.cache`) stores the notes with the result and recomputes
 each value before reusing it.
 """
 
@@ -18,7 +18,10 @@ __all__ = ["Notes", "finish", "note", "note_unbounded", "recompute", "start"]
 Notes = tuple[tuple[str, str, str], ...]  # (kind, argument, value)
 
 # kind -> "module:function" that recomputes the value from the argument
-_RECOMPUTE = {"line-length": "migrate_fi.codemods._layout:line_length_text"}
+_RECOMPUTE = {
+    "line-length": "migrate_fi.codemods._layout:line_length_text",
+    "tree": "migrate_fi.codemods._callers:tree_signature",  # every file a search may read
+}
 
 _notes: set[tuple[str, str, str]] = set()
 _unbounded = False

@@ -28,7 +28,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from functools import lru_cache
 
 from migrate_fi.api.store import DataError
-from migrate_fi.cache import ResultCache
+from migrate_fi.cache import ResultCache, WalkMemo
 from migrate_fi.codemod import (
     Codemod,
     FileContext,
@@ -87,8 +87,14 @@ def _prefilter(triggers: tuple[str | tuple[str, ...], ...]) -> Prefilter:
 _Tests = Sequence[tuple[type[Codemod], Prefilter]]  # each codemod with its prefilter for a run
 
 
-def _tests(codemods: Sequence[type[Codemod]], options: RunOptions) -> _Tests:
-    return [(c, prefilter_for(c, options)) for c in codemods]
+def _tests(
+    codemods: Sequence[type[Codemod]], options: RunOptions, cache: ResultCache | None = None
+) -> _Tests:
+    if cache is None:
+        return [(c, prefilter_for(c, options)) for c in codemods]
+    # some rules derive their triggers from the API data of the range (loading it): once
+    triggers = cache.memo("triggers", lambda: [c.triggers_for(options) for c in codemods])
+    return [(c, _prefilter(t)) for c, t in zip(codemods, triggers, strict=True)]
 
 
 def _matching(tests: _Tests, data: bytes, path: str, options: RunOptions) -> tuple[str, ...]:
@@ -427,7 +433,10 @@ def run(
         if c.needs_api_data:
             require_api_data(c.code, options)
         c.prepare(options)
-    tests = _tests(codemods, options)  # built once, before the walk
+    ids = tuple(c.id for c in codemods)
+    cache = ResultCache(ids, options) if use_cache and mode is Mode.CHECK else None
+    tests = _tests(codemods, options, cache)  # built once, before the walk
+    walk = cache.walk() if cache is not None else None  # the files ruled out the last time
     results: dict[str, FileResult] = {}
     candidates: list[SourceFile] = []
     others: list[str] = []  # files the prefilter ruled out (they may still import an alias)
@@ -449,6 +458,11 @@ def run(
                 left_out.append(abspath)
             continue
         shown = display_path(abspath)
+        signature = walk.signature(abspath) if walk is not None and only is None else None
+        if signature is not None and walk is not None and walk.ruled_out(abspath, signature):
+            results[abspath] = FileResult(shown, Status.SKIPPED)  # unchanged since, not read
+            others.append(abspath)
+            continue
         try:
             with open(abspath, "rb") as fh:
                 data = fh.read()
@@ -461,11 +475,11 @@ def run(
         if not matched and not _flashinfer_own_file(abspath, data, tests, options):
             results[abspath] = FileResult(shown, Status.SKIPPED)
             others.append(abspath)
+            if signature is not None and walk is not None:
+                walk.rule_out(abspath, signature)
             continue
         candidates.append(SourceFile(data, abspath, matched))
 
-    ids = tuple(c.id for c in codemods)
-    cache = ResultCache(ids, options) if use_cache and mode is Mode.CHECK else None
     preload = (
         (lambda: preload_api_data(options)) if any(c.needs_api_data for c in codemods) else None
     )
@@ -484,9 +498,11 @@ def run(
         if not new:
             break
         aliases.update(new)
-        again = _importers(new, candidates, others)
+        again = _importers(new, candidates, others, walk)
         results.update(batch.process(again, aliases))
     if cache is not None:
+        if walk is not None:
+            cache.save_walk(walk)
         cache.prune()
     result = RunResult(
         files=sorted(results.values(), key=lambda f: f.path), unsafe_fixes=options.unsafe_fixes
@@ -575,7 +591,10 @@ def _imported_modules(
 
 
 def _importers(
-    aliases: Mapping[str, str], candidates: Iterable[SourceFile], others: Iterable[str]
+    aliases: Mapping[str, str],
+    candidates: Iterable[SourceFile],
+    others: Iterable[str],
+    walk: WalkMemo | None = None,
 ) -> list[SourceFile]:
     """Files that may import an alias: they contain its name, and an import statement of
     theirs names the last part of its module's name (`from pkg.quant import q`, `from . import
@@ -586,10 +605,12 @@ def _importers(
         module, _, name = key.rpartition(".")
         modules_of.setdefault(name.encode(), set()).add(module.rsplit(".", 1)[-1].encode())
 
+    named = Prefilter(n.decode() for n in modules_of)  # (one pass over the file's identifiers)
+
     def imports_one(data: bytes) -> bool:
-        names = [n for n in modules_of if n in data]
-        if not names:
+        if not named.matches(data):
             return False
+        names = [n for n in modules_of if n in data]
         if b"import_module" in data or b"importorskip" in data:
             return True  # modules named in strings: no import statement to read
         modules = set().union(*(modules_of[n] for n in names))
@@ -599,7 +620,11 @@ def _importers(
         return any(modules_of[n] & words for n in names)
 
     out = [f for f in candidates if imports_one(f.data)]
+    asked = repr(sorted(aliases))
     for path in others:
+        signature = walk.signature(path) if walk is not None else None
+        if signature is not None and walk is not None and walk.imports_none(path, signature, asked):
+            continue  # unchanged since it was found not to import these
         try:
             with open(path, "rb") as fh:
                 data = fh.read()
@@ -607,6 +632,8 @@ def _importers(
             continue  # reported in the first pass
         if imports_one(data):
             out.append(SourceFile(data, path, ()))
+        elif signature is not None and walk is not None:
+            walk.note_imports_none(path, signature, asked)
     return out
 
 

@@ -59,6 +59,7 @@ def test_an_edit_and_a_new_file_are_seen(tmp_path: Path) -> None:
         "    return fp4_quantize(x, gs[:1], 16, False, True, False, True)\n"
     )
     (root / "a.py").write_text(legacy)
+    (root / "c.py").write_text("x = 1\n")  # ruled out by the prefilter: not read next time
     cache = tmp_path / "cache"
     _, first = check(root, cache, "--to", "0.6.11", "--select", "FI001")
     assert [d["path"] for d in first["diagnostics"]] == ["a.py"]
@@ -69,6 +70,9 @@ def test_an_edit_and_a_new_file_are_seen(tmp_path: Path) -> None:
     (root / "b.py").write_text(legacy)
     _, second = check(root, cache, "--to", "0.6.11", "--select", "FI001")
     assert [d["path"] for d in second["diagnostics"]] == ["b.py"]
+    (root / "c.py").write_text(legacy)  # now it names FlashInfer: read again
+    _, third = check(root, cache, "--to", "0.6.11", "--select", "FI001")
+    assert [d["path"] for d in third["diagnostics"]] == ["b.py", "c.py"]
 
 
 def test_an_entry_holds_while_what_it_read_outside_the_file_holds(tmp_path: Path) -> None:

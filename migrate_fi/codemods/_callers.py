@@ -15,6 +15,7 @@ file lists are cached per process, so a rule pays for each searched file once pe
 from __future__ import annotations
 
 import ast
+import hashlib
 import os
 from dataclasses import dataclass
 from functools import lru_cache
@@ -377,6 +378,21 @@ def _python_files(root: str) -> tuple[str, ...]:
     return tuple(found)
 
 
+@lru_cache(maxsize=16)
+def tree_signature(root: str) -> str:
+    """A digest of the size, modification time and inode of every file `_mentioning` searches
+    under ``root`` (what `migrate_fi.depends` recomputes for a cached result)."""
+    h = hashlib.blake2b(digest_size=16)
+    for path in _python_files(root) or ("(too many files)",):
+        try:
+            st = os.stat(path)
+        except OSError:
+            h.update(f"{path}\0-\0".encode())
+            continue
+        h.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}\0".encode())
+    return h.hexdigest()
+
+
 @lru_cache(maxsize=4096)
 def _read(path: str) -> bytes | None:
     try:
@@ -387,7 +403,8 @@ def _read(path: str) -> bytes | None:
 
 
 def _mentioning(root: str, words: tuple[bytes, ...]) -> list[str]:
-    depends.note_unbounded()  # any file of the project may add a caller
+    # any file of the project may add a caller: a result holds while no file changed
+    depends.note("tree", root, tree_signature(root))
     return [p for p in _python_files(root) if any(w in (_read(p) or b"") for w in words)]
 
 
