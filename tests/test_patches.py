@@ -97,3 +97,58 @@ def test_a_target_outside_the_current_folder_and_any_repository(
     (tmp_path / "change.patch").write_bytes(r.stdout_bytes)
     checked = git(Path("/"), "apply", "--check", str(tmp_path / "change.patch"))
     assert checked.returncode == 0, checked.stderr.decode()
+
+
+def _patched(a: list[str], hunks: list[str]) -> list[str]:
+    """``a`` with unified-diff hunks applied (a check that they say the change)."""
+    out: list[str] = []
+    at = 0
+    for line in hunks:
+        if line.startswith("@@"):
+            start = int(line.split()[1].split(",")[0][1:])
+            length = line.split()[1].split(",")[1] if "," in line.split()[1] else "1"
+            begin = start - 1 if length != "0" else start
+            out += a[at:begin]
+            at = begin
+        elif line.startswith(("-", " ")):
+            at += 1
+            if line[0] == " ":
+                out.append(line[1:])
+        else:
+            out.append(line[1:])
+    return out + a[at:]
+
+
+def test_hunks_of_large_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above `_WHOLE_FILE_LINES`, hunks come from the stretches between lines unique to both
+    files, not from difflib over the whole files. They always say the change; where the lines
+    around the edits are distinct they are difflib's, byte for byte. (Among many copies of one
+    line, difflib may pair other copies: another patch of the same change.)"""
+    import difflib
+    import random
+
+    from migrate_fi import reporting
+
+    monkeypatch.setattr(reporting, "_WHOLE_FILE_LINES", 0)
+    rng = random.Random(7)
+    for trial in range(600):
+        repeated = trial % 2 == 1
+        n = rng.randint(0, 300)
+        a = [
+            f"x = {rng.randint(0, 9)}\n" if repeated and rng.random() < 0.3 else f"u{k}\n"
+            for k in range(n)
+        ]
+        b = list(a)
+        for _ in range(rng.randint(1, 8)):
+            k = rng.randrange(len(b) + 1)
+            kind = rng.random()
+            if kind < 0.5 and k < len(b):
+                b[k] = b[k].rstrip("\n") + "  # edited\n"
+            elif kind < 0.75:
+                b.insert(k, f"new {rng.random()}\n")
+            elif k < len(b):
+                del b[k]
+        hunks = reporting._unified(a, b)
+        assert _patched(a, hunks) == b
+        if not repeated:
+            assert hunks == list(difflib.unified_diff(a, b, "a", "b"))[2:]
