@@ -248,8 +248,10 @@ def run_corpus(
             measure([*MIGRATE_FI, "apply", *span, "--allow-dirty", "."], copy, env)[0]
         )
     apply_t = statistics.median(apply_times)
-    base = root if not changed else _git_root_of(root)
-    cst_t = libcst_parse([base / c for c in changed if (base / c).is_file()]) if changed else 0.0
+    # (patch paths start at the git work tree above the files, else at the project's root)
+    bases = [root, *root.parents]
+    files = [next((b / c for b in bases if (b / c).is_file()), root / c) for c in changed]
+    cst_t = libcst_parse([f for f in files if f.is_file() and f.suffix == ".py"])
 
     identical = "-"
     baseline = cache / "speed-baseline" / name.replace(" ", "_").replace(",", "")
@@ -269,15 +271,6 @@ def run_corpus(
         "touch": touch_t, "diff": diff_t, "apply": apply_t, "libcst": cst_t,
         "cold_mem": cold_mem, "warm_mem": warm_mem, "identical": identical,
     }  # fmt: skip
-
-
-def _git_root_of(root: Path) -> Path:
-    """`diff` names files relative to the git work tree above them, else to the file system's
-    root: where its paths start."""
-    for folder in [root, *root.parents]:
-        if (folder / ".git").exists():
-            return folder
-    return Path(root.anchor)
 
 
 def print_row(row: dict[str, Any]) -> None:
