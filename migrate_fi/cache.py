@@ -33,6 +33,7 @@ from typing import TypeVar
 from migrate_fi import __version__, depends
 from migrate_fi.codemod import RunOptions
 from migrate_fi.results import FileResult
+from migrate_fi.userdirs import user_folder
 
 __all__ = ["MAX_ENTRIES", "ResultCache", "WalkMemo", "cache_dir"]
 
@@ -43,17 +44,7 @@ _FORMAT = 1
 
 
 def cache_dir() -> str:
-    explicit = os.environ.get(CACHE_ENV)
-    if explicit:
-        return os.path.abspath(os.path.expanduser(explicit))
-    home = os.path.expanduser("~")
-    if sys.platform == "win32":
-        base = os.environ.get("LOCALAPPDATA") or os.path.join(home, "AppData", "Local")
-        return os.path.join(base, "migrate-fi", "cache", "results")
-    if sys.platform == "darwin":
-        return os.path.join(home, "Library", "Caches", "migrate-fi", "results")
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")
-    return os.path.join(base, "migrate-fi", "results")
+    return user_folder("cache", CACHE_ENV, "results")
 
 
 @cache

@@ -20,7 +20,6 @@ import gzip
 import io
 import json
 import os
-import sys
 import tempfile
 import time
 from functools import cache
@@ -28,6 +27,7 @@ from typing import Any
 
 from packaging.version import Version
 
+from migrate_fi.userdirs import user_folder
 from migrate_fi.versions import parse_version
 
 __all__ = [
@@ -60,17 +60,7 @@ class DataError(Exception):
 def user_data_dir() -> str:
     """The user's data folder: ``$MIGRATE_FI_DATA_DIR``, else the platform's per-user data
     folder (``$XDG_DATA_HOME`` or ``~/.local/share`` on Linux) with ``migrate-fi/api`` inside."""
-    explicit = os.environ.get(DATA_ENV)
-    if explicit:
-        return os.path.abspath(os.path.expanduser(explicit))
-    home = os.path.expanduser("~")
-    if sys.platform == "win32":
-        base = os.environ.get("LOCALAPPDATA") or os.path.join(home, "AppData", "Local")
-    elif sys.platform == "darwin":
-        base = os.path.join(home, "Library", "Application Support")
-    else:
-        base = os.environ.get("XDG_DATA_HOME") or os.path.join(home, ".local", "share")
-    return os.path.join(base, "migrate-fi", "api")
+    return user_folder("data", DATA_ENV, "api")
 
 
 def _file(version: str, folder: str = DATA_DIR) -> str:
