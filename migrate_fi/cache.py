@@ -26,6 +26,7 @@ import os
 import pickle
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Mapping
 from functools import cache
 from typing import TypeVar
@@ -94,13 +95,20 @@ Signature = tuple[int, int, int, int]  # size, modification time (ns), inode, ch
 class WalkMemo:
     """The files a run's prefilter ruled out (and those found not to import the project's
     re-exports of a given set), by their stat signature: an unchanged file is not read again.
-    (A file rewritten within the same nanosecond at the same size and inode is the one case a
-    stat cannot tell; `--no-cache` reads everything.)"""
+    A file changed in the last seconds before the run is not remembered: file systems stamp
+    times in ticks of a few milliseconds, so a file rewritten at the same size within one tick
+    would keep its stat (git's "racily clean" entries). `--no-cache` reads everything."""
+
+    RECENT_NS = 2_000_000_000
 
     def __init__(self, ruled_out: dict[str, Signature], importers: dict[str, dict[str, Signature]]):
         self._out = ruled_out
         self._imports = importers
         self.changed = False
+        self._settled_before = time.time_ns() - self.RECENT_NS
+
+    def _settled(self, signature: Signature) -> bool:
+        return max(signature[1], signature[3]) < self._settled_before
 
     @staticmethod
     def signature(path: str) -> Signature | None:
@@ -114,15 +122,17 @@ class WalkMemo:
         return self._out.get(path) == signature
 
     def rule_out(self, path: str, signature: Signature) -> None:
-        self._out[path] = signature
-        self.changed = True
+        if self._settled(signature):
+            self._out[path] = signature
+            self.changed = True
 
     def imports_none(self, path: str, signature: Signature, asked: str) -> bool:
         return self._imports.get(asked, {}).get(path) == signature
 
     def note_imports_none(self, path: str, signature: Signature, asked: str) -> None:
-        self._imports.setdefault(asked, {})[path] = signature
-        self.changed = True
+        if self._settled(signature):
+            self._imports.setdefault(asked, {})[path] = signature
+            self.changed = True
 
 
 class ResultCache:
