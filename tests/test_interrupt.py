@@ -47,6 +47,7 @@ def start(root: Path, command: str) -> subprocess.Popen[str]:
             "0.6.11",
             "-j",
             "2",
+            *(["--no-cache"] if command == "check" else []),  # all the work, every time
             str(root),
         ],
         stdout=subprocess.PIPE,
