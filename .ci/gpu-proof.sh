@@ -9,11 +9,7 @@ set -uo pipefail
 out=${1:-/tmp/gpu-proof}
 repo=$(pwd)
 mkdir -p "$out"
-rm -rf /tmp/site /tmp/mfi /tmp/demo
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-python3 -m pip install -q --no-index --no-deps --no-build-isolation --target /tmp/mfi . || exit 1
-export PYTHONPATH=/tmp/mfi:/tmp/site PYTHONUNBUFFERED=1
-export PATH=/tmp/mfi/bin:$PATH
+source .ci/gpu-install.sh
 python3 - <<'PY' 2>&1 | tee "$out/env.txt"
 import torch, flashinfer
 print("torch", torch.__version__, "cuda", torch.version.cuda)
@@ -21,7 +17,6 @@ for i in range(torch.cuda.device_count()):
     print("gpu", i, torch.cuda.get_device_name(i), torch.cuda.get_device_capability(i))
 print("flashinfer", flashinfer.__version__)
 PY
-target=$(python3 -c 'import importlib.metadata as m; print(m.version("flashinfer-python"))')
 
 # the demo first (single GPU, fp4 kernels): apply, then verify against the tree before it.
 # Run from /tmp, so that `python -m migrate_fi` imports what pip installed.

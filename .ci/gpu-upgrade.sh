@@ -6,12 +6,7 @@ set -uo pipefail
 out=${1:-/tmp/gpu-upgrade}
 repo=$(pwd)
 mkdir -p "$out"
-rm -rf /tmp/site /tmp/mfi /tmp/demo
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-python3 -m pip install -q --no-index --no-deps --no-build-isolation --target /tmp/mfi . || exit 1
-export PYTHONPATH=/tmp/mfi:/tmp/site PYTHONUNBUFFERED=1
-export PATH=/tmp/mfi/bin:$PATH
-target=$(python3 -c 'import importlib.metadata as m; print(m.version("flashinfer-python"))')
+source .ci/gpu-install.sh
 cp -r "$repo/tests/fixtures/projects/demo" /tmp/demo
 cd /tmp/demo && git init -q && git add -A && git -c user.email=ci@x -c user.name=ci commit -qm before
 timeout 500 python3 -m migrate_fi upgrade --to "$target" > "$out/upgrade-stdout.txt" 2> "$out/upgrade-stderr.txt"

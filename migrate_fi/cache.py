@@ -95,44 +95,50 @@ Signature = tuple[int, int, int, int]  # size, modification time (ns), inode, ch
 class WalkMemo:
     """The files a run's prefilter ruled out (and those found not to import the project's
     re-exports of a given set), by their stat signature: an unchanged file is not read again.
-    A file changed in the last seconds before the run is not remembered: file systems stamp
-    times in ticks of a few milliseconds, so a file rewritten at the same size within one tick
-    would keep its stat (git's "racily clean" entries). `--no-cache` reads everything."""
+    A file changed just before the run is not remembered (`migrate_fi.depends.settled`).
+    `WalkMemo()` remembers nothing (a run without the cache); `--no-cache` reads everything."""
 
-    RECENT_NS = 2_000_000_000
-
-    def __init__(self, ruled_out: dict[str, Signature], importers: dict[str, dict[str, Signature]]):
-        self._out = ruled_out
-        self._imports = importers
+    def __init__(
+        self,
+        ruled_out: dict[str, Signature] | None = None,
+        importers: dict[str, dict[str, Signature]] | None = None,
+    ) -> None:
+        self.enabled = ruled_out is not None
+        self._out = ruled_out or {}
+        self._imports = importers or {}
         self.changed = False
-        self._settled_before = time.time_ns() - self.RECENT_NS
+        self._now = time.time_ns()
 
-    def _settled(self, signature: Signature) -> bool:
-        return max(signature[1], signature[3]) < self._settled_before
-
-    @staticmethod
-    def signature(path: str) -> Signature | None:
+    def signature(self, path: str) -> Signature | None:
+        """The file's stat, when it is settled (and this memo remembers anything)."""
+        if not self.enabled:
+            return None
         try:
             st = os.stat(path)
         except OSError:
             return None
+        if not depends.settled(st, self._now):
+            return None
         return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
 
-    def ruled_out(self, path: str, signature: Signature) -> bool:
-        return self._out.get(path) == signature
+    def ruled_out(self, path: str, signature: Signature | None) -> bool:
+        return signature is not None and self._out.get(path) == signature
 
-    def rule_out(self, path: str, signature: Signature) -> None:
-        if self._settled(signature):
+    def rule_out(self, path: str, signature: Signature | None) -> None:
+        if signature is not None:
             self._out[path] = signature
             self.changed = True
 
-    def imports_none(self, path: str, signature: Signature, asked: str) -> bool:
-        return self._imports.get(asked, {}).get(path) == signature
+    def imports_none(self, path: str, signature: Signature | None, asked: str) -> bool:
+        return signature is not None and self._imports.get(asked, {}).get(path) == signature
 
-    def note_imports_none(self, path: str, signature: Signature, asked: str) -> None:
-        if self._settled(signature):
+    def note_imports_none(self, path: str, signature: Signature | None, asked: str) -> None:
+        if signature is not None:
             self._imports.setdefault(asked, {})[path] = signature
             self.changed = True
+
+    def state(self) -> tuple[dict[str, Signature], dict[str, dict[str, Signature]]]:
+        return self._out, self._imports
 
 
 class ResultCache:
@@ -171,7 +177,7 @@ class ResultCache:
 
     def save_walk(self, walk: WalkMemo) -> None:
         if walk.changed:
-            self._write(self._walk_key(), (walk._out, walk._imports))
+            self._write(self._walk_key(), walk.state())
 
     def _walk_key(self) -> str:
         return hashlib.blake2b(self._run + b"\0walk", digest_size=20).hexdigest()

@@ -11,9 +11,11 @@ each value before reusing it.
 from __future__ import annotations
 
 import importlib
+import os
+import time
 from collections.abc import Callable
 
-__all__ = ["Notes", "finish", "note", "note_unbounded", "recompute", "start"]
+__all__ = ["Notes", "finish", "note", "note_unbounded", "recompute", "settled", "start"]
 
 Notes = tuple[tuple[str, str, str], ...]  # (kind, argument, value)
 
@@ -25,6 +27,18 @@ _RECOMPUTE = {
 
 _notes: set[tuple[str, str, str]] = set()
 _unbounded = False
+
+
+# File systems stamp times in ticks of a few milliseconds: a file rewritten at the same size
+# within one tick keeps its stat (git's "racily clean" entries). What changed this recently
+# before a run is never trusted by its stat.
+_RECENT_NS = 2_000_000_000
+
+
+def settled(stat: os.stat_result, now_ns: int | None = None) -> bool:
+    """Whether ``stat`` is old enough to stand for its file's content."""
+    now = time.time_ns() if now_ns is None else now_ns
+    return max(stat.st_mtime_ns, stat.st_ctime_ns) < now - _RECENT_NS
 
 
 def start() -> None:

@@ -436,7 +436,7 @@ def run(
     ids = tuple(c.id for c in codemods)
     cache = ResultCache(ids, options) if use_cache and mode is Mode.CHECK else None
     tests = _tests(codemods, options, cache)  # built once, before the walk
-    walk = cache.walk() if cache is not None else None  # the files ruled out the last time
+    walk = cache.walk() if cache is not None else WalkMemo()  # what the last run ruled out
     results: dict[str, FileResult] = {}
     candidates: list[SourceFile] = []
     others: list[str] = []  # files the prefilter ruled out (they may still import an alias)
@@ -458,8 +458,8 @@ def run(
                 left_out.append(abspath)
             continue
         shown = display_path(abspath)
-        signature = walk.signature(abspath) if walk is not None and only is None else None
-        if signature is not None and walk is not None and walk.ruled_out(abspath, signature):
+        signature = walk.signature(abspath) if only is None else None
+        if walk.ruled_out(abspath, signature):
             results[abspath] = FileResult(shown, Status.SKIPPED)  # unchanged since, not read
             others.append(abspath)
             continue
@@ -475,8 +475,7 @@ def run(
         if not matched and not _flashinfer_own_file(abspath, data, tests, options):
             results[abspath] = FileResult(shown, Status.SKIPPED)
             others.append(abspath)
-            if signature is not None and walk is not None:
-                walk.rule_out(abspath, signature)
+            walk.rule_out(abspath, signature)
             continue
         candidates.append(SourceFile(data, abspath, matched))
 
@@ -501,8 +500,7 @@ def run(
         again = _importers(new, candidates, others, walk)
         results.update(batch.process(again, aliases))
     if cache is not None:
-        if walk is not None:
-            cache.save_walk(walk)
+        cache.save_walk(walk)
         cache.prune()
     result = RunResult(
         files=sorted(results.values(), key=lambda f: f.path), unsafe_fixes=options.unsafe_fixes
@@ -621,9 +619,10 @@ def _importers(
 
     out = [f for f in candidates if imports_one(f.data)]
     asked = repr(sorted(aliases))
+    walk = walk or WalkMemo()
     for path in others:
-        signature = walk.signature(path) if walk is not None else None
-        if signature is not None and walk is not None and walk.imports_none(path, signature, asked):
+        signature = walk.signature(path)
+        if walk.imports_none(path, signature, asked):
             continue  # unchanged since it was found not to import these
         try:
             with open(path, "rb") as fh:
@@ -632,7 +631,7 @@ def _importers(
             continue  # reported in the first pass
         if imports_one(data):
             out.append(SourceFile(data, path, ()))
-        elif signature is not None and walk is not None:
+        else:
             walk.note_imports_none(path, signature, asked)
     return out
 

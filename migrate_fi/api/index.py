@@ -78,14 +78,11 @@ def update_user_index() -> str | None:
     """Bring the user folder's index up to the union of the data; its path (None when the
     bundled index already covers every release)."""
     forget()
-    releases = available_releases()
-    if _read(INDEX_FILE).get("releases") == releases:
+    releases = tuple(available_releases())
+    if tuple(_read(INDEX_FILE).get("releases", ())) == releases:
         return None
-    path = os.path.join(user_data_dir(), _NAME)
-    known = {**_read(INDEX_FILE).get("pairs", {}), **_read(path).get("pairs", {})}
-    write_json(path, build_index(releases, known))
-    forget()
-    return path
+    _index_of(releases, user_data_dir())  # (built and kept there when missing or stale)
+    return os.path.join(user_data_dir(), _NAME)
 
 
 def forget() -> None:

@@ -384,14 +384,14 @@ def tree_signature(root: str) -> str:
     """A digest of the size, modification time and inode of every file `_mentioning` searches
     under ``root`` (what `migrate_fi.depends` recomputes for a cached result)."""
     h = hashlib.blake2b(digest_size=16)
-    recent = time.time_ns() - 2_000_000_000  # (see `migrate_fi.cache.WalkMemo`)
+    now = time.time_ns()
     for path in _python_files(root) or ("(too many files)",):
         try:
             st = os.stat(path)
         except OSError:
             h.update(f"{path}\0-\0".encode())
             continue
-        if max(st.st_mtime_ns, st.st_ctime_ns) >= recent:
+        if not depends.settled(st, now):
             return f"changed just now: {time.time_ns()}"  # never the same: not reused
         h.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}\0".encode())
     return h.hexdigest()
