@@ -41,7 +41,7 @@ from migrate_fi.codemod import (
 from migrate_fi.discovery import discover, wanted_files
 from migrate_fi.edits import EditError, Replace, TextEdit
 from migrate_fi.modules import display_path, in_flashinfer, module_identity
-from migrate_fi.prefilter import Prefilter
+from migrate_fi.prefilter import Prefilter, identifiers
 from migrate_fi.resolver import NameResolver
 from migrate_fi.results import (
     Diagnostic,
@@ -608,7 +608,9 @@ def _importers(
     def imports_one(data: bytes) -> bool:
         if not named.matches(data):
             return False
-        names = [n for n in modules_of if n in data]
+        # (an imported name is written as an identifier; non-ASCII names as they are)
+        names = identifiers(data).intersection(modules_of)
+        names.update(n for n in modules_of if not n.isascii() and n in data)
         if b"import_module" in data or b"importorskip" in data:
             return True  # modules named in strings: no import statement to read
         modules = set().union(*(modules_of[n] for n in names))

@@ -31,6 +31,8 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from functools import cache
 
+from migrate_fi import nodes
+
 __all__ = [
     "CUBIN",
     "DEPENDENCY_FILE_PATTERNS",
@@ -626,10 +628,8 @@ def _scan_python(
     taken: set[tuple[int, int]] = set()
     docstrings: set[int] | None = None  # read when the old version is met in a string
     # checks: a call with a FlashInfer distribution name and a version string
-    calls = ast.walk(tree) if _VERSION_LITERAL.search(text) else ()
+    calls = nodes.of_type(tree, ast.Call) if _VERSION_LITERAL.search(text) else ()
     for node in calls:
-        if not isinstance(node, ast.Call):
-            continue
         args = [*node.args, *(k.value for k in node.keywords)]
         packages = [p for p in (_dist_name(a) for a in args) if p]
         if not packages:
@@ -760,7 +760,7 @@ def _tokens(text: str) -> Iterator[tokenize.TokenInfo]:
 def _docstring_lines(tree: ast.Module) -> set[int]:
     """The lines where docstrings (a body's first bare string) start."""
     out = set()
-    for node in ast.walk(tree):
+    for node in nodes.walk(tree):
         body = getattr(node, "body", None)
         if isinstance(body, list) and body:
             first = body[0]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["Prefilter"]
+__all__ = ["Prefilter", "identifiers"]
 
 # Every byte that cannot be part of an ASCII identifier becomes a space: `split()` then yields the
 # identifiers (twice as fast as a regex over the same bytes).
@@ -22,6 +22,11 @@ _last: tuple[bytes, set[bytes]] | None = None  # every codemod's prefilter tests
 
 def _is_identifier(name: bytes) -> bool:
     return bool(name) and name.translate(_TO_SPACES) == name
+
+
+def identifiers(data: bytes) -> set[bytes]:
+    """The ASCII identifiers of ``data`` (the last file's are kept: every test asks them)."""
+    return _identifiers(data)
 
 
 def _identifiers(data: bytes) -> set[bytes]:

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from functools import lru_cache
 
-from migrate_fi import depends
+from migrate_fi import depends, nodes
 from migrate_fi.discovery import SKIPPED_DIRS, find_upward
 from migrate_fi.modules import display_path, module_identity
 from migrate_fi.resolver import NameResolver
@@ -196,12 +196,8 @@ def _method_arguments(function: Function, param: str) -> list[Passed] | None:
         if resolver is not function.resolver and not _names_class(resolver, f"{module}.{cls.name}"):
             continue  # another class of the same name
         parents = parents_of(resolver.tree)
-        for attr in ast.walk(resolver.tree):
-            if not (
-                isinstance(attr, ast.Attribute)
-                and attr.attr == node.name
-                and isinstance(attr.ctx, ast.Load)
-            ):
+        for attr in nodes.of_type(resolver.tree, ast.Attribute):
+            if not (attr.attr == node.name and isinstance(attr.ctx, ast.Load)):
                 continue
             call = parents.get(id(attr))
             if not isinstance(call, ast.Call) or call.func is not attr:
@@ -220,7 +216,7 @@ def _method_arguments(function: Function, param: str) -> list[Passed] | None:
 def _names_class(resolver: NameResolver, qualname: str) -> bool:
     """The file refers to the class ``qualname`` (imports it, or reaches it through its module)."""
     name = qualname.rsplit(".", 1)[-1]
-    for node in ast.walk(resolver.tree):
+    for node in nodes.walk(resolver.tree):
         named = (isinstance(node, ast.Name) and node.id == name) or (
             isinstance(node, ast.Attribute) and node.attr == name
         )
@@ -234,12 +230,8 @@ def _names_class(resolver: NameResolver, qualname: str) -> bool:
 
 
 def parents_of(tree: ast.AST) -> dict[int, ast.AST]:
-    """Each node's parent, by id of the node."""
-    parents: dict[int, ast.AST] = {}
-    for node in ast.walk(tree):
-        for child in ast.iter_child_nodes(node):
-            parents[id(child)] = node
-    return parents
+    """Each node's parent, by id of the node (built once per module: `migrate_fi.nodes`)."""
+    return nodes.parents(tree)
 
 
 def _calls_visible(function: Function) -> bool:
@@ -306,7 +298,7 @@ def _uses_in_file(
     ops = _op_names(function)
     parents = parents_of(resolver.tree)
     out: list[Passed] = []
-    for node in ast.walk(resolver.tree):
+    for node in nodes.walk(resolver.tree):
         if not isinstance(node, (ast.Name, ast.Attribute)) or not isinstance(node.ctx, ast.Load):
             continue
         is_op = (

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from migrate_fi import nodes
 from migrate_fi.api.paths import ApiPath, is_flashinfer
 from migrate_fi.calls import CallArgs, CalleeCall, Via, callee_calls
 from migrate_fi.codemod import FileContext, KeywordStyle
@@ -281,7 +282,7 @@ def _import_guards(tree: ast.AST, imports: list[ast.Import | ast.ImportFrom]) ->
     """Import statements inside a ``try`` whose handler catches ImportError (or a base of it):
     id of the statement -> the handler's line."""
     out: dict[int, int] = {}
-    for node in ast.walk(tree):
+    for node in nodes.walk(tree):
         if not isinstance(node, ast.Try | getattr(ast, "TryStar", ast.Try)) or not node.body:
             continue
         line = None

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from migrate_fi import nodes
 from migrate_fi.api.paths import is_flashinfer
 from migrate_fi.calls import CallArgs, CalleeCall, Via, callee_calls
 from migrate_fi.codemod import Codemod, FileContext, RuleOption
@@ -528,12 +529,12 @@ class _Site:
 
 
 def _call_at(tree: ast.AST, line: int) -> ast.Call | None:
-    return next((n for n in ast.walk(tree) if isinstance(n, ast.Call) and n.lineno == line), None)
+    return next((n for n in nodes.of_type(tree, ast.Call) if n.lineno == line), None)
 
 
 def _assignment_at(tree: ast.AST, line: int, name: str) -> ast.stmt | None:
     """The statement at ``line`` that assigns ``name``."""
-    for node in ast.walk(tree):
+    for node in nodes.walk(tree):
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.lineno == line:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if any(isinstance(t, ast.Name) and t.id == name for t in targets):

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from migrate_fi import nodes
 from migrate_fi.api.paths import is_flashinfer
 from migrate_fi.calls import CallArgs
 from migrate_fi.codemod import Codemod, FileContext, RuleOption
@@ -145,11 +146,11 @@ class GraphCaptureTests(Codemod):
         removed: list[str],
     ) -> None:
         """Reads of buffers the wrapper no longer has, anywhere (tests and runtime code)."""
-        if not removed:
-            return
+        if not any(name in ctx.text for name in removed):
+            return  # (an attribute is spelled out where it is read)
         built = {id(call) for call, _ in wrappers.values()}
-        for node in ast.walk(resolver.tree):
-            if not (isinstance(node, ast.Attribute) and node.attr in removed):
+        for node in nodes.of_type(resolver.tree, ast.Attribute):
+            if node.attr not in removed:
                 continue
             owner = node.value
             scope = resolver.scope_at(node)

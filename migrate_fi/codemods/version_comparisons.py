@@ -76,7 +76,7 @@ class VersionComparisons(Codemod):
         assert ctx.tree is not None
         releases = (ctx.options.from_version, ctx.options.to_version)
         data = ctx.text.encode("utf-8", "surrogateescape")
-        lines = {data.count(b"\n", 0, m.start()) + 1 for m in _VERSIONISH.finditer(data)}
+        lines = _match_lines(data)
         for node in _on_lines(ctx.tree, lines):
             if not isinstance(node, ast.Compare) or len(node.ops) != 1:
                 continue
@@ -195,3 +195,14 @@ def _metadata_call(resolver: NameResolver, node: ast.expr, scope: Scope) -> bool
         and bool(resolver.resolve(node.func, scope).qualnames)
         and resolver.resolve(node.func, scope).qualnames <= _METADATA
     )
+
+
+def _match_lines(data: bytes) -> set[int]:
+    """The lines where a version string is written (counted as the matches go: one pass)."""
+    lines: set[int] = set()
+    line, at = 1, 0
+    for m in _VERSIONISH.finditer(data):
+        line += data.count(b"\n", at, m.start())
+        at = m.start()
+        lines.add(line)
+    return lines

@@ -1,0 +1,60 @@
+"""One walk of a parsed module for every rule that looks at all of its nodes.
+
+`ast.walk` over a whole module costs the same each time it is asked, and several rules (and
+their helpers) ask it of the same module. `walk(tree)` walks a module once and keeps its nodes,
+in `ast.walk`'s order; `of_type(tree, ast.Call)` keeps the nodes of a type, in the same order.
+The few modules in use at once are kept (the file being analysed, the other files a caller
+search reads); subtrees are walked with `ast.walk` as before.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TypeVar
+
+__all__ = ["of_type", "parents", "walk"]
+
+N = TypeVar("N", bound=ast.AST)
+
+_KEPT = 16
+_Entry = tuple[ast.AST, list[ast.AST], dict[object, object]]
+# id(tree) -> (the tree, kept so that its id stays its own; its nodes; what was derived of them)
+_walked: dict[int, _Entry] = {}
+
+
+def _entry(tree: ast.AST) -> _Entry:
+    found = _walked.get(id(tree))
+    if found is not None and found[0] is tree:
+        return found
+    entry: _Entry = (tree, list(ast.walk(tree)), {})
+    if len(_walked) >= _KEPT:
+        del _walked[next(iter(_walked))]  # the oldest
+    _walked[id(tree)] = entry
+    return entry
+
+
+def walk(tree: ast.AST) -> list[ast.AST]:
+    """Every node of ``tree``, in `ast.walk` order (do not change the list)."""
+    return _entry(tree)[1]
+
+
+def of_type(tree: ast.AST, kind: type[N]) -> list[N]:
+    """The nodes of ``tree`` that are instances of ``kind``, in `ast.walk` order."""
+    _, nodes, derived = _entry(tree)
+    found = derived.get(kind)
+    if found is None:
+        found = derived[kind] = [n for n in nodes if isinstance(n, kind)]
+    return found  # type: ignore[return-value]
+
+
+def parents(tree: ast.AST) -> dict[int, ast.AST]:
+    """Each node's parent, by id of the node (do not change the dict)."""
+    _, nodes, derived = _entry(tree)
+    found = derived.get("parents")
+    if found is None:
+        built: dict[int, ast.AST] = {}
+        for node in nodes:
+            for child in ast.iter_child_nodes(node):
+                built[id(child)] = node
+        found = derived["parents"] = built
+    return found  # type: ignore[return-value]
