@@ -182,6 +182,97 @@ def test_silent_positional_changes_match_the_facts() -> None:
         assert compare_callables(before, after).misbinding_index == index, path
 
 
+def _renames(old: str, new: str, path: str) -> dict[str, tuple[str, str]]:
+    before, after = api_for(old).callable(path), api_for(new).callable(path)
+    assert before is not None and after is not None, path
+    d = compare_callables(before, after)
+    return {a: (b, d.rename_evidence[a]) for a, b in d.renamed.items()}
+
+
+def test_renames_found_in_real_releases() -> None:
+    """Renames read in the wheels by hand, and how sure each is."""
+    # same place, kind and default, same words (order and plural aside): certain
+    assert _renames("0.7.0.post1", "0.7.1", "flashinfer.fp4_paged_mqa_logits") == {
+        "sf_q": ("q_sf", "same"),
+        # moved as well: the closest name, for a person
+        "block_table": ("block_tables", "likely"),
+        "context_lens": ("seq_lens", "likely"),
+        "max_context_len": ("max_seq_len", "likely"),
+    }
+    # several at once, in place, a word dropped from each
+    assert _renames("0.6.15.post1", "0.6.16", "flashinfer.comm.mnnvl.HandleExchanger") == {
+        "comm_backend": ("comm", "place"),
+        "group_rank": ("rank", "place"),
+        "group_size": ("size", "place"),
+    }
+    # a word added, next to two removed parameters (SGLang renamed it by hand)
+    assert _renames("0.7.0.post1", "0.7.1", "flashinfer.moe_ep.Bf16CutedslMegaMoeConfig") == {
+        "in_kernel_fc2_reduce": ("enable_in_kernel_fc2_reduce", "place")
+    }
+    # declared by FlashInfer: the old keyword still works there
+    assert _renames("0.7.2.post1", "0.7.4", "flashinfer.moe_ep.Nvfp4CutedslMegaMoeConfig") == {
+        "apply_topk_in_fc1": ("apply_routing_weights_before_fc2", "declared")
+    }
+
+
+def test_a_new_default_in_the_same_place_is_not_a_rename() -> None:
+    """`gated_act_type=0` -> `activation_type=ActivationType.Swiglu.value` (0.6.3) and `policy=None`
+    -> `tactic=-1` (0.6.16): positional calls reach a parameter that means another thing."""
+    path = "flashinfer.trtllm_fp4_block_scale_moe"
+    before, after = api_for("0.6.2").callable(path), api_for("0.6.3").callable(path)
+    assert before is not None and after is not None
+    d = compare_callables(before, after)
+    assert d.renamed == {} and d.removed == ["gated_act_type"] and d.misbinding_index == 27
+    graph = "flashinfer.gemm.gemm_base.build_cudnn_gemm_bf16_graph"
+    assert _renames("0.6.15.post1", "0.6.16", graph) == {}
+    # an unrelated name in the same place is no rename either
+    config = "flashinfer.cute_dsl.attention.AttentionConfig"
+    assert "window_left" not in _renames("0.6.15.post1", "0.6.16", config)
+
+
+def _sig(*params: tuple[str, str, str | None], aliases=()):  # type: ignore[no-untyped-def]
+    from migrate_fi.api.differ import CallSignature, Param
+
+    return CallSignature("flashinfer.f", tuple(Param(*p) for p in params), aliases=aliases)
+
+
+def test_rename_rules_on_made_up_signatures() -> None:
+    from migrate_fi.api.differ import match_renames
+
+    a, x = ("a", "A", None), ("x", "A", None)
+    # an appended parameter with a default is an addition, not a rename of anything
+    assert match_renames(_sig(a), _sig(a, ("topk_ids", "A", "None"))) == {}
+    # keyword-only fields (`field(kw_only=True)`): the same place among the keyword-only ones
+    old = _sig(a, ("num_tokens", "K", "1"), ("eps", "K", "1e-6"))
+    new = _sig(a, ("num_token", "K", "1"), ("eps", "K", "1e-6"))
+    assert {k: (r.new, r.evidence) for k, r in match_renames(old, new).items()} == {
+        "num_tokens": ("num_token", "same")
+    }
+    # the kind changed (positional to keyword-only): not the same parameter
+    assert match_renames(_sig(a, ("n_tokens", "A", "1")), _sig(a, ("tokens", "K", "1"))) == {}
+    # two adjacent renames at once, each the same words reordered
+    old = _sig(x, ("selected_experts", "A", None), ("expert_scales", "A", None), a)
+    new = _sig(x, ("experts_selected", "A", None), ("scales_expert", "A", None), a)
+    assert {k: r.evidence for k, r in match_renames(old, new).items()} == {
+        "selected_experts": "same",
+        "expert_scales": "same",
+    }
+    # two equally close candidates: no rename (`ab_dtype` -> `a_dtype`, `b_dtype`)
+    old = _sig(("ab_dtype", "A", None), a)
+    new = _sig(("a_dtype", "A", None), ("b_dtype", "A", None), a)
+    assert match_renames(old, new) == {}
+    # a rename FlashInfer declares wins over anything read from the names
+    old = _sig(("in_fc1", "A", "False"))
+    new = _sig(("before_fc2", "A", "False"), aliases=(("in_fc1", "before_fc2"),))
+    assert match_renames(old, new)["in_fc1"].evidence == "declared"
+
+
+def test_renamed_parameters_are_in_the_prefilter_index() -> None:
+    """A file whose only use of FlashInfer is a renamed keyword is parsed."""
+    assert "flashinfer.fp4_paged_mqa_logits" in trigger_paths("0.7.0.post1", "0.7.1")
+    assert "flashinfer.comm.mnnvl.HandleExchanger" in trigger_paths("0.6.15.post1", "0.6.16")
+
+
 @pytest.mark.slow
 def test_prefilter_index_is_built_from_the_bundled_data() -> None:
     """changes.json is derived data: regenerated with the releases (`signatures build`), never

@@ -14,6 +14,8 @@ the release's own legacy-name table, with ``**kwargs`` forwarded to the implemen
 from __future__ import annotations
 
 import ast
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from typing import Any
@@ -114,6 +116,8 @@ class CallableDiff:
     misbinding_index: int | None = None  # first positional index that binds differently
     deprecated_index: int | None = None  # first positional index accepted only through a shim
     renamed: dict[str, str] = field(default_factory=dict)
+    # how each rename is known: "declared", "same" or "likely" (`Rename.evidence`)
+    rename_evidence: dict[str, str] = field(default_factory=dict)
     # renames the new release declares itself (the old keyword still works, deprecated)
     declared_renames: dict[str, str] = field(default_factory=dict)
     removed: list[str] = field(default_factory=list)
@@ -373,19 +377,185 @@ def api_for(version: str) -> Api:
     return Api(version, load_release(version))
 
 
-def _same_meaning(old: list[Param], new: list[Param], j: int) -> bool:
-    """Does position j reach the same parameter? Same name, or a rename in place."""
+def _same_meaning(old: list[Param], new: list[Param], j: int, renames: dict[str, Rename]) -> bool:
+    """Does position j reach the same parameter? Same name, or a rename the data proves
+    (`match_renames`: the same place, kind and default, a name of the same words) or the release
+    declares, in place."""
     if j >= len(new):
         return False
     if old[j].name == new[j].name:
         return True
-    old_names = {p.name for p in old}
-    new_names = {p.name for p in new}
-    renamed = old[j].name not in new_names and new[j].name not in old_names
-    aligned = (j + 1 >= len(old) and j + 1 >= len(new)) or (
-        j + 1 < len(old) and j + 1 < len(new) and old[j + 1].name == new[j + 1].name
-    )
-    return renamed and aligned
+    rename = renames.get(old[j].name)
+    return rename is not None and rename.new == new[j].name and rename.evidence != "likely"
+
+
+def safe_rename(evidence: str) -> bool:
+    """Is a rename known well enough to rewrite the keyword without a person reading it?"""
+    return evidence in ("declared", "same")
+
+
+@dataclass(frozen=True)
+class Rename:
+    """A parameter that is called otherwise on the new release."""
+
+    new: str
+    # "declared": the release's own `@deprecated_aliases` (the old keyword still works there);
+    # "same": the same place among the parameters, the same kind and default, and a name of the
+    # same words (`sf_q` -> `q_sf`, `block_table` -> `block_tables`): the same parameter;
+    # "place": the same place, kind and default, one name's words within the other's
+    # (`comm_backend` -> `comm`, `scale_softmax_log2` -> `softmax_scale`): positional calls
+    # still reach it, but a dropped word may be a changed meaning (a person reads the rename);
+    # "likely": the same kind and default and the closest name, elsewhere in the signature
+    evidence: str
+
+
+_RENAME_EVIDENCE = {
+    "declared": "declared by FlashInfer: the old keyword still works, deprecated",
+    "same": "the same place, kind and default, the same words",
+    "place": "the same place, kind and default, fewer or more words: check the meaning",
+    "likely": "likely: the same kind and default and the closest name, elsewhere",
+}
+_CAMEL = re.compile(r"([a-z0-9])([A-Z])")
+
+
+def _words(name: str) -> frozenset[str]:
+    """The words of a parameter name, lower case, plurals made singular (`kvLens` and `kv_len`
+    are the same words)."""
+    words = set()
+    for word in _CAMEL.sub(r"\1_\2", name).lower().split("_"):
+        if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+            word = word[:-1]
+        if word:
+            words.add(word)
+    return frozenset(words)
+
+
+def _likeness(a: str, b: str) -> float:
+    """Shared words over all words of the two names (1.0: the same words)."""
+    wa, wb = _words(a), _words(b)
+    return len(wa & wb) / len(wa | wb) if wa or wb else 0.0
+
+
+def _same_default(p: Param, q: Param) -> bool:
+    if p.default is None or q.default is None:
+        return p.default == q.default
+    return p.default == q.default or is_cosmetic(p.default, q.default)
+
+
+_SAME_WORDS = 0.5  # at the same place: at least half the words shared
+_LIKELY_WORDS = 1 / 3  # elsewhere, or fewer words shared: the unique closest name, for review
+
+
+def _slots(old: CallSignature, new: CallSignature) -> Iterator[tuple[str, str, bool]]:
+    """Pairs of an old and a new name that fill the same place: between the same two parameters
+    kept on both sides (or an end), at the same distance from the kept parameter before or after
+    them. The flag says whether the two stretches are as long as each other (every place kept)."""
+    marks_old = [p.name if p.kind in "PAK" else f"*{p.kind}" for p in old.params]
+    marks_new = [p.name if p.kind in "PAK" else f"*{p.kind}" for p in new.params]
+    kept = set(marks_old) & set(marks_new)
+    if [m for m in marks_old if m in kept] != [m for m in marks_new if m in kept]:
+        return  # the kept parameters were reordered: no place is the same place
+
+    def runs(marks: list[str]) -> list[list[str]]:
+        out: list[list[str]] = [[]]
+        for m in marks:
+            if m in kept:
+                out.append([])
+            else:
+                out[-1].append(m)
+        return out
+
+    for before, after in zip(runs(marks_old), runs(marks_new), strict=True):
+        if len(before) == len(after):
+            for g, f in zip(before, after, strict=True):
+                yield g, f, True
+            continue
+        pairs = dict(zip(before, after, strict=False))  # from the kept parameter before them
+        for g, f in zip(reversed(before), reversed(after), strict=False):  # and after them
+            if pairs.setdefault(g, f) != f:
+                yield g, f, False
+        for g, f in pairs.items():
+            yield g, f, False
+
+
+def match_renames(old: CallSignature, new: CallSignature) -> dict[str, Rename]:
+    """Parameters of ``old`` that ``new`` calls by another name: the release's declared aliases,
+    then a gone parameter whose place a new one takes with the same kind and default and a name
+    of mostly the same words ("same"), then, among those left, the unique closest name of the
+    same kind and default ("likely"). A place taken by a parameter with another default, or an
+    unrelated name, is not a rename: `window_left` -> `page_size`, `activation="silu"` ->
+    `activation_type=ActivationType.Swiglu.value` (a value change no signature shows)."""
+    new_names = {q.name for q in new.params}
+    old_all = {p.name for p in old.params}
+    gone = {
+        p.name: p
+        for p in old.params
+        if p.kind in ("A", "K") and p.name not in new_names and not new.accepts_keyword(p.name)
+    }
+    fresh = {q.name: q for q in new.params if q.kind in ("A", "K") and q.name not in old_all}
+    out: dict[str, Rename] = {}
+    for old_name, new_name in new.aliases:
+        if old_name in old_all and old_name not in new_names:
+            out[old_name] = Rename(new_name, "declared")
+    taken = {r.new for r in out.values()}
+    if not gone or not fresh:
+        return out
+    taken = {r.new for r in out.values()}
+    found: dict[str, list[tuple[str, str]]] = {}
+    for g, f, whole in _slots(old, new):
+        p, q = gone.get(g), fresh.get(f)
+        if p is None or q is None or g in out or f in taken:
+            continue
+        if p.kind == q.kind and _same_default(p, q):
+            likeness = _likeness(g, f)
+            if likeness == 1.0:
+                found.setdefault(g, []).append((f, "same"))
+            elif likeness >= _SAME_WORDS and (_words(g) <= _words(f) or _words(f) <= _words(g)):
+                found.setdefault(g, []).append((f, "place"))
+            elif whole and likeness >= _LIKELY_WORDS:
+                found.setdefault(g, []).append((f, "likely"))
+    claimed = [f for options in found.values() for f, _ in options]
+    for g, options in found.items():
+        if len(options) == 1 and claimed.count(options[0][0]) == 1:  # (one partner, both ways)
+            f, evidence = options[0]
+            out[g] = Rename(f, evidence)
+    taken = {r.new for r in out.values()}
+    pairs = [
+        (_likeness(g, f), g, f)
+        for g, p in gone.items()
+        if g not in out
+        for f, q in fresh.items()
+        if f not in taken and p.kind == q.kind and _same_default(p, q)
+    ]
+    pairs = sorted((t for t in pairs if t[0] >= _LIKELY_WORDS), key=lambda t: -t[0])
+    blocked: set[str] = set()  # names with two equally close partners: no rename for them
+    for score, g, f in pairs:  # (each name meets its closest partner first)
+        if g in out or f in taken or g in blocked or f in blocked:
+            continue
+        ties = [
+            t for t in pairs if t[0] == score and (t[1] == g) != (t[2] == f) and t[2] not in taken
+        ]
+        if ties:
+            blocked.update((g, f))
+            continue
+        out[g] = Rename(f, "likely")
+        taken.add(f)
+    return out
+
+
+def place_taken_by(old: CallSignature, new: CallSignature, name: str) -> tuple[Param, Param] | None:
+    """``(old parameter, new parameter)`` when a parameter new on ``new`` takes the place of
+    ``name`` (gone, not a rename: another kind or default, or an unrelated name)."""
+    before = {p.name: p for p in old.params}
+    after = {q.name: q for q in new.params}
+    places = [
+        (f, whole)
+        for g, f, whole in _slots(old, new)
+        if g == name and g in before and f in after and f not in before
+    ]
+    # a name of shared words first; else the one place of a stretch as long as before
+    ranked = [f for f, _ in places if _likeness(name, f) > 0] or [f for f, w in places if w]
+    return (before[name], after[ranked[0]]) if ranked else None
 
 
 @lru_cache(maxsize=4096)
@@ -401,11 +571,12 @@ def callable_diff(path: str, old_version: str, new_version: str) -> CallableDiff
 
 def compare_callables(old: CallSignature, new: CallSignature) -> CallableDiff:
     result = CallableDiff(old, new)
+    renames = match_renames(old, new)
     old_pos = old.positional
     new_pos = new.positional
     for j in range(len(old_pos)):
         if j < len(new_pos):
-            if not _same_meaning(old_pos, new_pos, j):
+            if not _same_meaning(old_pos, new_pos, j, renames):
                 result.misbinding_index = j
                 break
             continue
@@ -422,23 +593,17 @@ def compare_callables(old: CallSignature, new: CallSignature) -> CallableDiff:
         break
     # positional-only parameters are never passed by keyword: they cannot be "removed" keywords
     old_names = {p.name for p in old.params if p.kind in ("A", "K")}
-    new_names = {q.name for q in new.params}
-    for j, p in enumerate(old_pos):
-        if (
-            j < len(new_pos)
-            and p.name not in new_names
-            and _same_meaning(old_pos, new_pos, j)
-            and new_pos[j].name != p.name
-        ):
-            result.renamed[p.name] = new_pos[j].name
-    for old_name, new_name in new.aliases:
-        if old_name in old_names and old_name not in new_names:
-            result.renamed[old_name] = new_name
-            result.declared_renames[old_name] = new_name
+    for name, rename in renames.items():
+        if name in old_names:
+            result.renamed[name] = rename.new
+            result.rename_evidence[name] = rename.evidence
+            if rename.evidence == "declared":
+                result.declared_renames[name] = rename.new
     for name in sorted(old_names):
         if name not in result.renamed and not new.may_accept_keyword(name):
             result.removed.append(name)
-    old_all = {p.name for p in old.params}
+    # (a renamed parameter is not new: a call that passes it by its old name passes it)
+    old_all = {p.name for p in old.params} | {r.new for r in renames.values()}
     for p in new.params:
         if p.kind in ("P", "A", "K") and p.default is None and p.name not in old_all:
             result.newly_required.append(p.name)
@@ -508,7 +673,7 @@ def changed_callables(
         if before is None or after is None:
             continue
         d = compare_callables(before, after)
-        if d.affected_from is not None or d.removed or d.newly_required:
+        if d.affected_from is not None or d.removed or d.newly_required or d.renamed:
             out[key] = (path, d)
     return out
 
@@ -608,7 +773,8 @@ def diff_releases(old_version: str, new_version: str) -> list[Change]:
                 )
             )
         for a, b in d.renamed.items():
-            changes.append(Change(path, "renamed", f"parameter {a} renamed to {b}"))
+            how = _RENAME_EVIDENCE[d.rename_evidence.get(a, "same")]
+            changes.append(Change(path, "renamed", f"parameter {a} renamed to {b} ({how})"))
         for name in d.removed:
             changes.append(Change(path, "param-removed", f"parameter {name} no longer exists"))
         for name in d.newly_required:

@@ -25,6 +25,9 @@ __all__ = ["INDEX_FILE", "build_index", "forget", "trigger_paths", "write_index"
 
 INDEX_FILE = os.path.join(DATA_DIR, "changes.json")
 _NAME = "changes.json"
+# what the pairs are computed with: an index written by another version of this code (a user
+# folder's, after an upgrade of migrate-fi) is computed again
+LOGIC = 2  # 2: renamed parameters count as changes
 
 
 def build_index(
@@ -53,7 +56,7 @@ def build_index(
             paths.update(by_target.get(target, [target]))
         paths.update(_vanished_paths(old, new))
         pairs[f"{old}..{new}"] = sorted(paths)
-    return {"releases": releases, "pairs": pairs}
+    return {"logic": LOGIC, "releases": releases, "pairs": pairs}
 
 
 def _vanished_paths(old_version: str, new_version: str) -> set[str]:
@@ -113,6 +116,8 @@ def _index_of(releases: tuple[str, ...], user_folder: str) -> dict[str, list[str
         return pairs
     path = os.path.join(user_folder, _NAME)
     user = _read(path)
+    if user.get("logic") != LOGIC:
+        user = {}  # (computed by another version of migrate-fi: nothing of it is reused)
     if tuple(user.get("releases", ())) == releases:
         pairs = user["pairs"]
         return pairs

@@ -20,6 +20,7 @@ from migrate_fi.api.paths import ApiPath, is_flashinfer
 from migrate_fi.calls import CallArgs, CalleeCall, Via, callee_calls
 from migrate_fi.codemod import FileContext, KeywordStyle
 from migrate_fi.edits import TextEdit, Transform, keeps_arguments, keywordize, rename_keyword
+from migrate_fi.results import FixSafety
 
 if TYPE_CHECKING:
     from migrate_fi.api.differ import Api, CallableDiff
@@ -312,33 +313,88 @@ def _import_guards(tree: ast.AST, imports: list[ast.Import | ast.ImportFrom]) ->
     return out
 
 
-def _keywords(ctx: FileContext, site: Site) -> dict[str, str]:
-    """Keywords that no longer exist (renamed or removed parameters) are reported; renames the
-    release declares itself (the old keyword still works there, deprecated) are returned, for a
-    fix, when the call writes the keyword itself."""
-    declared: dict[str, str] = {}
+@dataclass
+class Renames:
+    """The keywords a call writes that the new release calls otherwise: ``safe`` ones are
+    rewritten with the call's fix; ``review`` ones (a rename the data makes likely, not certain)
+    get a fix of their own for a person to read, or a report when the call has a safe fix."""
+
+    safe: dict[str, str]
+    review: dict[str, str]
+
+
+_WHY = {
+    "declared": "FlashInfer {v} renamed it and takes the old name, deprecated",
+    "same": "FlashInfer {v} renamed it: the same place, kind, default and words",
+    "place": (
+        "renamed in FlashInfer {v}, likely: the same place, kind and default, but other words:"
+        " check that the meaning is the same"
+    ),
+    "likely": (
+        "renamed in FlashInfer {v}, likely: the closest name of the same kind and default,"
+        " elsewhere in the signature: check that it is the same parameter"
+    ),
+}
+
+
+def _keywords(ctx: FileContext, site: Site) -> Renames:
+    """Keywords that no longer exist: renamed ones the call writes itself are returned, for a
+    fix; the others (passed through a ``**`` dict, or both names passed) and removed ones are
+    reported, removed ones with the parameter that took their place, if any."""
+    from migrate_fi.api.differ import safe_rename
+
+    renames = Renames({}, {})
     own = site.view.own  # a partial's keywords are checked where the partial is made
+    d = site.diff
     for kw in sorted(own.keyword_names()):
-        new_name = site.diff.declared_renames.get(kw)
-        if new_name is not None and kw in own.keywords and new_name not in site.args.keywords:
-            declared[kw] = new_name
-        elif kw in site.diff.renamed:
+        new_name = d.renamed.get(kw)
+        if new_name is not None:
+            evidence = d.rename_evidence.get(kw, "likely")
+            if kw in own.keywords and new_name not in site.args.keywords:
+                (renames.safe if safe_rename(evidence) else renames.review)[kw] = new_name
+                continue
+            how = (
+                f"and {new_name} are both passed: drop {kw}="
+                if new_name in site.args.keywords
+                else f"is passed through a ** mapping: call it {new_name} there"
+            )
             ctx.report(
                 site.call,
-                f"{site.name}: parameter {kw} is called {site.diff.renamed[kw]} in FlashInfer"
-                f" {site.new_v}: rename the keyword",
+                f"{site.name}: parameter {kw} {how} ({_WHY[evidence].format(v=site.new_v)})",
             )
-        elif kw in site.diff.removed:
+        elif kw in d.removed:
             ctx.report(
                 site.call,
-                f"{site.name}: parameter {kw} no longer exists in FlashInfer {site.new_v}",
+                f"{site.name}: parameter {kw} no longer exists in FlashInfer"
+                f" {site.new_v}{_successor_hint(d, kw)}",
             )
-    return declared
+    return renames
+
+
+def _successor_hint(d: CallableDiff, name: str) -> str:
+    """`` (in its place: x, default None instead of 1)`` when a new parameter fills the removed
+    one's place with another kind or default: maybe a rename, but not the same parameter."""
+    from migrate_fi.api.differ import place_taken_by
+
+    found = place_taken_by(d.old, d.new, name)
+    if found is None:
+        return ""
+    old, new = found
+    if old.default != new.default:
+        was = "required" if old.default is None else old.default
+        now = "required" if new.default is None else new.default
+        change = f"{now}, not {was}"
+        return f" (in its place: {new.name}, default {change}; not the same parameter for certain)"
+    return f" (in its place: {new.name}, {_KINDS[new.kind]}, not {_KINDS[old.kind]})"
+
+
+_KINDS = {"A": "positional or keyword", "K": "keyword-only", "P": "positional-only"}
 
 
 def _rename_message(site: Site, renames: dict[str, str]) -> str:
     names = ", ".join(f"{old}= to {new}=" for old, new in renames.items())
-    return f"rename {names} (the old names are deprecated in FlashInfer {site.new_v})"
+    whys = sorted({_WHY[site.diff.rename_evidence.get(old, "likely")] for old in renames})
+    return f"rename {names} ({'; '.join(w.format(v=site.new_v) for w in whys)})"
 
 
 def _with_renames(transform: Transform, renames: dict[str, str]) -> Transform:
@@ -352,17 +408,30 @@ def _with_renames(transform: Transform, renames: dict[str, str]) -> Transform:
     return keeps_arguments(both)
 
 
-def _fix_renames(ctx: FileContext, site: Site, renames: dict[str, str]) -> None:
-    if renames:
+def _report_review(ctx: FileContext, site: Site, review: dict[str, str]) -> None:
+    if review:
+        ctx.report(site.call, f"{site.name}: {_rename_message(site, review)}")
+
+
+def _fix_renames(ctx: FileContext, site: Site, renames: Renames) -> None:
+    """One fix for the call's renamed keywords: the safe ones (the review ones reported beside
+    it), or else the review ones, for a person to read."""
+    todo, safety = renames.safe, FixSafety.SAFE
+    if todo:
+        _report_review(ctx, site, renames.review)
+    else:
+        todo, safety = renames.review, FixSafety.REVIEW
+    if todo:
         ctx.fix(
             site.call,
-            f"{site.name}: {_rename_message(site, renames)}",
+            f"{site.name}: {_rename_message(site, todo)}",
             ctx.replace(
                 site.call,
                 "Call",
-                _with_renames(keeps_arguments(lambda call: call), renames),
-                _as_text(ctx, site.call, {}, renames),
+                _with_renames(keeps_arguments(lambda call: call), todo),
+                _as_text(ctx, site.call, {}, todo),
             ),
+            safety=safety,
         )
 
 
@@ -464,7 +533,7 @@ def _required(ctx: FileContext, site: Site, positional: int) -> list[str]:
     return missing
 
 
-def _positional(ctx: FileContext, site: Site, wording: Wording, renames: dict[str, str]) -> None:
+def _positional(ctx: FileContext, site: Site, wording: Wording, renames: Renames) -> None:
     """Name the positional arguments from the first affected one, by their old names (and
     rename the keywords the release renamed, in the same fix)."""
     call, args, d = site.call, site.args, site.diff
@@ -488,7 +557,9 @@ def _positional(ctx: FileContext, site: Site, wording: Wording, renames: dict[st
     names = {_written_at(site, i): old_pos[i].name for i in range(first, n)}
     missing = [old_pos[i].name for i in range(start, n) if not keyword_ok(i)]
     if missing:
-        ctx.report(call, wording.not_keyword(site, missing))
+        # (a likely rename is said: the person decides whether the new name is the same)
+        said = [f"{m} (renamed {d.renamed[m]}, likely)" if m in d.renamed else m for m in missing]
+        ctx.report(call, wording.not_keyword(site, said))
         _required(ctx, site, n)
         _fix_renames(ctx, site, renames)
         return
@@ -511,9 +582,9 @@ def _positional(ctx: FileContext, site: Site, wording: Wording, renames: dict[st
         message += (
             f" (fixed in part: on {site.new_v} the call still needs {needs}, reported here too)"
         )
-    if renames:
-        message += f"; also {_rename_message(site, renames)}"
-    transform = _with_renames(keywordize(names), renames)
-    ctx.fix(
-        call, message, ctx.replace(call, "Call", transform, _as_text(ctx, call, names, renames))
-    )
+    safe = renames.safe
+    if safe:
+        message += f"; also {_rename_message(site, safe)}"
+    transform = _with_renames(keywordize(names), safe)
+    ctx.fix(call, message, ctx.replace(call, "Call", transform, _as_text(ctx, call, names, safe)))
+    _report_review(ctx, site, renames.review)
