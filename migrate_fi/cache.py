@@ -50,8 +50,9 @@ def cache_dir() -> str:
 
 @cache
 def _code_fingerprint() -> bytes:
-    """migrate-fi's own code and bundled data, and the user's API data: what every result
-    depends on (a stat of each file; an edited rule or a new release changes it)."""
+    """migrate-fi's own code and bundled data, and the user's API data and value-change files:
+    what every result depends on (a stat of each file; an edited rule or a new release changes
+    it)."""
     from migrate_fi.api.store import user_data_dir
 
     package = os.path.dirname(os.path.abspath(__file__))
@@ -60,7 +61,7 @@ def _code_fingerprint() -> bytes:
         for folder, dirs, files in os.walk(top):
             dirs[:] = sorted(d for d in dirs if d != "__pycache__")
             for name in sorted(files):
-                if name.endswith((".py", ".json", ".json.gz")):
+                if name.endswith((".py", ".json", ".json.gz", ".toml")):  # (.toml: value maps)
                     path = os.path.join(folder, name)
                     with contextlib.suppress(OSError):
                         st = os.stat(path)

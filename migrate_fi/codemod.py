@@ -400,6 +400,14 @@ class Codemod:
     options: ClassVar[tuple[RuleOption, ...]] = ()
 
     @classmethod
+    def parameters_owned(
+        cls, from_version: Version, to_version: Version
+    ) -> frozenset[tuple[str, str]]:
+        """`owns_parameters` for a run from ``from_version`` to ``to_version``: a rule whose
+        parameters come from data (FI010) says which the range holds. Default: the class's."""
+        return cls.owns_parameters
+
+    @classmethod
     def prepare(cls, options: RunOptions) -> None:
         """Called once per run, before any file; raise `CodemodSetupError` to refuse the run."""
 

@@ -392,23 +392,44 @@ def _merge_from(body: list[cst.BaseStatement], need: AddImport) -> bool:
                 asname=cst.AsName(name=cst.Name(need.asname)) if need.asname else None,
             )
             names = list(node.names)
-            last = names[-1]
-            if isinstance(last.comma, cst.Comma):  # parenthesized, with a trailing comma
-                separator = names[-2].comma if len(names) >= 2 else last.comma
-                names = [
-                    *names[:-1],
-                    last.with_changes(comma=separator),
-                    alias.with_changes(comma=last.comma),
-                ]
-            else:
-                names = [
-                    *names[:-1],
-                    last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
-                    alias,
-                ]
-            body[i] = statement.with_changes(body=[node.with_changes(names=names)])
+            body[i] = statement.with_changes(
+                body=[node.with_changes(names=_with_alias(names, alias))]
+            )
             return True
     return False
+
+
+def _import_order(name: str) -> tuple[int, str]:
+    """isort's and Ruff's order of imported names: constants, classes, then the rest."""
+    kind = 0 if name.isupper() and len(name) > 1 else 1 if name[:1].isupper() else 2
+    return kind, name
+
+
+def _with_alias(names: list[cst.ImportAlias], alias: cst.ImportAlias) -> list[cst.ImportAlias]:
+    """``names`` with ``alias`` added: where it sorts when they are sorted, else last; in the
+    list's own layout (its separator, its trailing comma when parenthesized)."""
+    keys = [_import_order(_dotted(a.name)) for a in names]
+    new_key = _import_order(_dotted(alias.name))
+    at = len(names)
+    if keys == sorted(keys):
+        at = next((j for j, k in enumerate(keys) if new_key < k), len(names))
+    last = names[-1]
+    if len(names) >= 2:
+        separator = names[0].comma
+    elif isinstance(last.comma, cst.Comma):  # parenthesized, with a trailing comma
+        separator = last.comma
+    else:
+        separator = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    items = [*names[:at], alias, *names[at:]]
+    out = []
+    for j, a in enumerate(items):
+        if j == len(items) - 1:
+            out.append(a.with_changes(comma=last.comma))
+        elif a is alias or a is last:
+            out.append(a.with_changes(comma=separator))
+        else:
+            out.append(a)
+    return out
 
 
 def _guarded_import(statement: cst.BaseStatement) -> bool:

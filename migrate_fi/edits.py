@@ -35,6 +35,7 @@ __all__ = [
     "TextEdit",
     "add_dict_entry",
     "add_keyword",
+    "change_keyword",
     "check_overlaps",
     "keeps_arguments",
     "keywordize",
@@ -296,6 +297,20 @@ def _exploded(call: Any, name: str, value: str) -> Any:
     line the call starts on; the closing bracket back on that level)."""
     import libcst as cst
 
+    arg = cst.Arg(
+        value=cst.parse_expression(value),
+        keyword=cst.Name(name),
+        equal=cst.AssignEqual(
+            whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
+        ),
+    )
+    return _one_per_line(call, [*call.args, arg])
+
+
+def _one_per_line(call: Any, args: list[Any]) -> Any:
+    """``call`` with ``args``, one per line, with a trailing comma (black's layout)."""
+    import libcst as cst
+
     def line(extra: str) -> Any:
         return cst.ParenthesizedWhitespace(
             first_line=cst.TrailingWhitespace(),
@@ -304,14 +319,6 @@ def _exploded(call: Any, name: str, value: str) -> Any:
             last_line=cst.SimpleWhitespace(extra),
         )
 
-    arg = cst.Arg(
-        value=cst.parse_expression(value),
-        keyword=cst.Name(name),
-        equal=cst.AssignEqual(
-            whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
-        ),
-    )
-    args = [*call.args, arg]
     laid = [
         a.with_changes(
             comma=cst.Comma(whitespace_after=line("    " if i < len(args) - 1 else "")),
@@ -336,6 +343,26 @@ def rename_keyword(old: str, new: str) -> Transform:
         raise EditError(f"the call does not pass {old}=")
 
     return keeps_arguments(transform)
+
+
+def change_keyword(old: str, new: str, value: str, one_per_line: bool = False) -> Transform:
+    """``old=x`` becomes ``new=value`` (``value`` Python source) in a call, in the same place and
+    layout (the value's parentheses kept). With ``one_per_line`` (a call on one line that the
+    change makes too long), every argument goes on its own line, as in `add_keyword`."""
+
+    def transform(call: Any) -> Any:
+        import libcst as cst
+
+        args = list(call.args)
+        for i, a in enumerate(args):
+            if a.keyword is not None and a.keyword.value == old:
+                args[i] = a.with_changes(keyword=cst.Name(new), value=replace_with(value)(a.value))
+                if one_per_line:
+                    return _one_per_line(call, args)
+                return call.with_changes(args=args)
+        raise EditError(f"the call does not pass {old}=")
+
+    return transform
 
 
 def remove_keyword(name: str) -> Transform:

@@ -144,6 +144,7 @@ class Selection:
     dropped: tuple[str, ...] = ()
     # report suppression comments that silence nothing (FI000)
     unused_suppressions: bool = True
+    versions: tuple[Version, Version] | None = None  # the run's --from and --to
 
     def settings(
         self, options: Mapping[str, Mapping[str, Any]] | None = None
@@ -155,7 +156,12 @@ class Selection:
         for cls in self.rules:
             others = [c for c in self.rules if c is not cls]
             deferred = frozenset().union(*(c.owns_apis for c in others))
-            parameters = frozenset().union(*(c.owns_parameters for c in others))
+            parameters = frozenset().union(
+                *(
+                    c.parameters_owned(*self.versions) if self.versions else c.owns_parameters
+                    for c in others
+                )
+            )
             values = tuple(sorted(options.get(cls.id, {}).items()))
             out.append((cls.id, RuleSettings(values, deferred, parameters)))
         return tuple(out)
@@ -195,4 +201,4 @@ def select(
     unused = (not select or any(_unused_suppression(s) for s in select)) and not any(
         _unused_suppression(s) for s in ignore
     )
-    return Selection(tuple(chosen), tuple(dropped), unused)
+    return Selection(tuple(chosen), tuple(dropped), unused, (from_version, to_version))

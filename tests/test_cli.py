@@ -247,7 +247,17 @@ def test_json_output(tree: Path) -> None:
     assert doc["command"] == "check"
     assert doc["from"] == "0.6.10" and doc["to"] == "0.6.11"
     # release order, the data-driven rules last
-    assert doc["rules"] == ["FI004", "FI001", "FI003", "FI002", "FI006", "FI007", "FI008", "FI009"]
+    assert doc["rules"] == [
+        "FI004",
+        "FI001",
+        "FI003",
+        "FI002",
+        "FI006",
+        "FI007",
+        "FI008",
+        "FI009",
+        "FI010",
+    ]
     (d,) = doc["diagnostics"]
     assert (d["path"], d["line"], d["col"], d["code"], d["fixable"]) == (
         "src/legacy.py",

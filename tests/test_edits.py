@@ -306,12 +306,28 @@ def test_import_after_docstring_when_there_is_none() -> None:
 
 
 def test_from_import_is_merged() -> None:
+    """Where isort and Ruff would sort the name (constants, classes, the rest), when the names
+    are sorted; last when they are not; in the list's own layout."""
     assert imports("from torch import nn\n", AddImport("torch", "cuda")) == (
-        "from torch import nn, cuda\n"
+        "from torch import cuda, nn\n"
     )
     src = "from torch import (\n    nn,\n    optim,\n)\n"
     assert imports(src, AddImport("torch", "cuda")) == (
-        "from torch import (\n    nn,\n    optim,\n    cuda,\n)\n"
+        "from torch import (\n    cuda,\n    nn,\n    optim,\n)\n"
+    )
+    assert imports(src, AddImport("torch", "xpu")) == (
+        "from torch import (\n    nn,\n    optim,\n    xpu,\n)\n"
+    )
+    assert (
+        imports(
+            "from flashinfer import GatedActType, fp4_quantize\n",
+            AddImport("flashinfer", "ActivationType"),
+        )
+        == "from flashinfer import ActivationType, GatedActType, fp4_quantize\n"
+    )
+    # not sorted: appended
+    assert imports("from torch import optim, nn\n", AddImport("torch", "cuda")) == (
+        "from torch import optim, nn, cuda\n"
     )
 
 

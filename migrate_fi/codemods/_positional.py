@@ -341,12 +341,16 @@ def _keywords(ctx: FileContext, site: Site) -> Renames:
     """Keywords that no longer exist: renamed ones the call writes itself are returned, for a
     fix; the others (passed through a ``**`` dict, or both names passed) and removed ones are
     reported, removed ones with the parameter that took their place, if any."""
-    from migrate_fi.api.differ import safe_rename
+    from migrate_fi.api.differ import api_for, safe_rename
 
     renames = Renames({}, {})
     own = site.view.own  # a partial's keywords are checked where the partial is made
     d = site.diff
-    for kw in sorted(own.keyword_names()):
+    old_api = api_for(site.old_v)
+    key = old_api.key(str(site.path))
+    # keywords another selected rule migrates (FI010: a value map the data does not show)
+    owned = {n for p, n in ctx.settings.deferred_parameters if old_api.key(p) == key}
+    for kw in sorted(own.keyword_names() - owned):
         new_name = d.renamed.get(kw)
         if new_name is not None:
             evidence = d.rename_evidence.get(kw, "likely")

@@ -32,8 +32,20 @@ class PositionalBinding(Codemod):
       **kwargs)` still maps old positional optionals by their old names, with a warning. Those
       arguments are named too (which silences the warning), and nothing is reported as missing.
 
+    - Renamed keywords are renamed in the call (`sf_q=` -> `q_sf=` in 0.7.1). A rename is read
+      from the two signatures: FlashInfer's own `@deprecated_aliases`, or a new parameter in
+      the old one's place (between the same kept parameters) with the same kind and default
+      and a name of the same words: a safe fix. The same place, kind and default with words
+      dropped or added (`comm_backend` -> `comm`, `in_kernel_fc2_reduce` ->
+      `enable_in_kernel_fc2_reduce`), or the one closest name elsewhere in the signature, is a
+      review fix (`--unsafe-fixes`; only reported beside a safe fix of the same call). A new
+      parameter with another default or an unrelated name in the old one's place is no rename
+      (`gated_act_type=0` -> `activation_type=ActivationType.Swiglu.value`): positional calls
+      reaching it are reported, and the old keyword is said to be gone, naming what took its
+      place (FI010 maps such values where a value-change file says how).
+
     Reported, not rewritten: a call whose old positional name no longer exists on the new release,
-    keywords that no longer exist (renamed or removed parameters), newly required parameters the
+    keywords that no longer exist (removed parameters), newly required parameters the
     call does not pass (when a fixed call still needs one, the fix says so and the parameter is
     reported with it), APIs and imports that were removed or moved, calls with `*args`, and names
     that may be bound to something else. A removed name is reported once, at its import, with the
