@@ -42,6 +42,7 @@ __all__ = [
     "remove_keyword",
     "rename_keyword",
     "replace_with",
+    "set_argument",
 ]
 
 Span = tuple[int, int, int, int]
@@ -361,6 +362,24 @@ def change_keyword(old: str, new: str, value: str, one_per_line: bool = False) -
                     return _one_per_line(call, args)
                 return call.with_changes(args=args)
         raise EditError(f"the call does not pass {old}=")
+
+    return transform
+
+
+def set_argument(position: int | None, keyword: str | None, value: str) -> Transform:
+    """The call's positional argument at ``position`` (or its ``keyword=`` argument) becomes
+    ``value`` (Python source), and every argument goes on its own line: for a change that makes
+    the call too long for its lines (`replace_with` keeps the layout otherwise)."""
+
+    def transform(call: Any) -> Any:
+        args = list(call.args)
+        for i, a in enumerate(args):
+            if (keyword is None and i == position and a.keyword is None and not a.star) or (
+                keyword is not None and a.keyword is not None and a.keyword.value == keyword
+            ):
+                args[i] = a.with_changes(value=replace_with(value)(a.value))
+                return _one_per_line(call, args)
+        raise EditError(f"the call has no argument {keyword or position}")
 
     return transform
 

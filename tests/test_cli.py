@@ -257,6 +257,7 @@ def test_json_output(tree: Path) -> None:
         "FI008",
         "FI009",
         "FI010",
+        "FI011",
     ]
     (d,) = doc["diagnostics"]
     assert (d["path"], d["line"], d["col"], d["code"], d["fixable"]) == (

@@ -731,6 +731,123 @@ def changed_defaults(old_version: str, new_version: str) -> dict[str, tuple[Defa
     return out
 
 
+@dataclass(frozen=True)
+class EnumChange:
+    """An enum some of whose members are gone or numbered otherwise on the new release."""
+
+    path: str  # its shortest public path on the old release (`flashinfer.ActivationType`)
+    old: dict[str, Any]  # member -> value, on the old release
+    new: dict[str, Any]  # on the new one (empty: the enum is gone)
+
+    @property
+    def name(self) -> str:
+        return self.path.rsplit(".", 1)[-1]
+
+    def member_of(self, value: object, members: dict[str, Any]) -> str | None:
+        """The one member of ``members`` with ``value`` (an int passed for it), if one."""
+        found = [m for m, v in members.items() if type(v) is type(value) and v == value]
+        return found[0] if len(found) == 1 else None
+
+
+@cache
+def changed_enums(old_version: str, new_version: str) -> dict[str, EnumChange]:
+    """Enums of the old release (by definition) with a member removed or renumbered."""
+    old, new = api_for(old_version), api_for(new_version)
+    shortest: dict[str, str] = {}
+    for path, target in old.public_paths().items():
+        if old.defs[target].get("enum"):
+            current = shortest.get(target)
+            if current is None or (len(path), path) < (len(current), current):
+                shortest[target] = path
+    out: dict[str, EnumChange] = {}
+    for target, path in shortest.items():
+        members = old.defs[target]["enum"]
+        new_target = new.canonical(path)
+        now = new.defs.get(new_target or "", {}).get("enum") or {}
+        if any(now.get(m, _GONE) != v for m, v in members.items()):
+            out[target] = EnumChange(path, dict(members), dict(now))
+    return out
+
+
+_GONE = object()
+
+
+@dataclass(frozen=True)
+class EnumParameter:
+    """A parameter that takes an enum's value: its default names the enum
+    (`activation_type=ActivationType.Swiglu.value`), or its name is the enum's in snake case
+    (`routing_method_type` for `RoutingMethodType`, whose default is a plain 0)."""
+
+    name: str
+    index: int | None  # its position, on the old release, when it can be passed by position
+    enum: str  # the enum's definition (a key of `changed_enums`)
+    by_default: bool  # linked through the default (certain) or through the name only
+    value: bool  # the parameter takes the number (`.value`, or a default written as a number)
+
+
+def _snake(name: str) -> str:
+    return _CAMEL.sub(r"\1_\2", name).lower()
+
+
+@cache
+def enum_parameters(old_version: str, new_version: str) -> dict[str, tuple[EnumParameter, ...]]:
+    """Callables (by key on the old release) with a parameter that takes the value of an enum
+    `changed_enums` names, and which the new release still has under that name."""
+    enums = changed_enums(old_version, new_version)
+    if not enums:
+        return {}
+    old, new = api_for(old_version), api_for(new_version)
+    by_name: dict[str, list[str]] = {}
+    for key, change in enums.items():
+        by_name.setdefault(change.name, []).append(key)
+    out: dict[str, tuple[EnumParameter, ...]] = {}
+    for path, key in _callable_paths(old).items():
+        before, after = old.callable(path), new.callable(path)
+        if before is None or after is None:
+            continue
+        module = _defining_module(old, key)
+        found = []
+        positional = [p.name for p in before.positional]
+        for p in before.params:
+            if p.kind not in ("P", "A", "K") or not any(q.name == p.name for q in after.params):
+                continue
+            head = (p.default or "").split(".", 1)[0]
+            linked = [(head, True)] if head in by_name else []
+            linked += [(n, False) for n in by_name if _snake(n) == p.name and n != head]
+            for enum_name, by_default in linked:
+                enum_key = _enum_key(old, module, enum_name, by_name[enum_name])
+                if enum_key is None:
+                    continue
+                d = p.default
+                value = d is None or not d.startswith(f"{enum_name}.") or d.endswith(".value")
+                index = positional.index(p.name) if p.name in positional else None
+                found.append(EnumParameter(p.name, index, enum_key, by_default, value))
+                break
+        if found:
+            out[key] = tuple(found)
+    return out
+
+
+def _defining_module(api: Api, key: str) -> str | None:
+    parts = ApiPath(key).dotted.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        module = ".".join(parts[:i])
+        if module in api.modules:
+            return module
+    return None
+
+
+def _enum_key(api: Api, module: str | None, name: str, keys: list[str]) -> str | None:
+    """Which enum named ``name`` a parameter of ``module`` means: the one the module binds
+    under that name, else the package's own (`flashinfer.<name>`), else the only one."""
+    for where in (module, "flashinfer"):
+        if where is not None:
+            target = api.canonical(f"{where}.{name}")
+            if target in keys:
+                return target
+    return keys[0] if len(keys) == 1 else None
+
+
 def diff_releases(old_version: str, new_version: str) -> list[Change]:
     old, new = api_for(old_version), api_for(new_version)
     changes: list[Change] = []
@@ -847,5 +964,13 @@ def first_change(path: str, old_version: str, new_version: str) -> str | None:
 
 def forget() -> None:
     """Drop every answer computed from the records (the data folders changed)."""
-    for cached in (api_for, callable_diff, changed_callables, changed_defaults, first_change):
+    for cached in (
+        api_for,
+        callable_diff,
+        changed_callables,
+        changed_defaults,
+        changed_enums,
+        enum_parameters,
+        first_change,
+    ):
         cached.cache_clear()

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, ClassVar
 from migrate_fi.api.paths import ApiPath, is_flashinfer
 from migrate_fi.calls import callee_calls
 from migrate_fi.codemod import Codemod, CodemodSetupError, FileContext, RunOptions
+from migrate_fi.codemods._imports import flashinfer_name
 from migrate_fi.codemods._layout import overflows
 from migrate_fi.edits import AddImport, TextEdit, change_keyword
 from migrate_fi.results import FixSafety
@@ -146,14 +147,23 @@ class ValueMigrations(Codemod):
                 " map it by hand",
             )
             return
-        imports, clash = self._import(ctx, view, change)
-        told = f"{name}: {old}={source} is {new}={mapped.new} {since}"
+        imports: tuple[AddImport, ...] = ()
+        clash = None
+        value = mapped.new
+        if change.import_module and change.import_name:
+            written, imports, clash = flashinfer_name(
+                ctx, view.scope, change.import_module, change.import_name
+            )
+            head, dot, rest = value.partition(".")
+            if head == change.import_name and written != head:  # (the file's own spelling)
+                value = f"{written}{dot}{rest}"
+        told = f"{name}: {old}={source} is {new}={value} {since}"
         if clash:
             ctx.report(view.node, f"{told}; {clash}")
             return
         # (a call on one line that the longer keyword pushes past the line length is laid out
         # one argument per line, as the formatters would)
-        growth = len(new) + len(mapped.new) - len(old) - len(source)
+        growth = len(new) + len(value) - len(old) - len(source)
         wrap = growth > 0 and overflows(ctx.lines, view.node, " " * growth, ctx.path)
         ctx.fix(
             view.node,
@@ -161,8 +171,8 @@ class ValueMigrations(Codemod):
             ctx.replace(
                 view.node,
                 "Call",
-                change_keyword(old, new, mapped.new, one_per_line=wrap),
-                None if wrap else _as_text(ctx, keyword, new, mapped.new),
+                change_keyword(old, new, value, one_per_line=wrap),
+                None if wrap else _as_text(ctx, keyword, new, value),
             ),
             imports=imports,
         )
@@ -191,33 +201,6 @@ class ValueMigrations(Codemod):
             if entry.old_member is not None and _same_member(old_api, path, entry.old_member):
                 return entry
         return None
-
-    @staticmethod
-    def _import(
-        ctx: FileContext, view: CalleeCall, change: ValueChange
-    ) -> tuple[tuple[AddImport, ...], str | None]:
-        """The import the new value needs (none when its name is bound to it already), or why
-        it cannot be added: the name is bound to something else where the call is."""
-        from migrate_fi.api.differ import api_for
-
-        if change.import_name is None or change.import_module is None:
-            return (), None
-        wanted = f"{change.import_module}.{change.import_name}"
-        found = ctx.resolver.resolve(ast.Name(id=change.import_name, ctx=ast.Load()), view.scope)
-        if not found.candidates:
-            return (AddImport(change.import_module, change.import_name),), None
-        new_api = api_for(str(ctx.options.to_version))
-        target = new_api.canonical(wanted) or wanted
-        if (
-            found.qualnames
-            and all((new_api.canonical(q) or q) == target for q in found.qualnames)
-            and len(found.qualnames) == len(found.candidates)
-        ):
-            return (), None
-        return (), (
-            f"{change.import_name} is bound to something else here: import {wanted} under"
-            " another name and pass that"
-        )
 
 
 def _same_member(api: Api, path: str, member: str) -> bool:
