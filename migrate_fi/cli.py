@@ -1084,10 +1084,21 @@ def signatures_list() -> None:
 )
 @click.option("--kind", "kinds", multiple=True, metavar="KIND", help="Only changes of this kind.")
 @click.option(
+    "--public",
+    is_flag=True,
+    help="Only what users call: symbols reached from the package or one subpackage"
+    " (flashinfer.X, flashinfer.comm.X), not generated or kernel-internal code.",
+)
+@click.option(
     "--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True
 )
 def api_diff(
-    old: str, new: str, symbols: tuple[str, ...], kinds: tuple[str, ...], output_format: str
+    old: str,
+    new: str,
+    symbols: tuple[str, ...],
+    kinds: tuple[str, ...],
+    public: bool,
+    output_format: str,
 ) -> None:
     """What changed in FlashInfer's public API between releases OLD and NEW.
 
@@ -1097,6 +1108,7 @@ def api_diff(
     keyword-only, enum-value, enum-removed, moved, removed, added.
     """
     from migrate_fi.api.differ import CHANGE_KINDS, diff_releases
+    from migrate_fi.api.paths import is_user_facing
     from migrate_fi.api.store import available_releases, missing_data
     from migrate_fi.versions import VersionError, parse_version
 
@@ -1116,7 +1128,9 @@ def api_diff(
     changes = [
         c
         for c in diff_releases(old, new)
-        if (not symbols or any(s in c.symbol for s in symbols)) and (not kinds or c.kind in kinds)
+        if (not symbols or any(s in c.symbol for s in symbols))
+        and (not kinds or c.kind in kinds)
+        and (not public or is_user_facing(c.symbol))
     ]
     if output_format == "json":
         click.echo(json.dumps([c.to_json() for c in changes], indent=2))

@@ -43,6 +43,7 @@ __all__ = [
     "rename_keyword",
     "replace_with",
     "set_argument",
+    "set_import_module",
 ]
 
 Span = tuple[int, int, int, int]
@@ -380,6 +381,21 @@ def set_argument(position: int | None, keyword: str | None, value: str) -> Trans
                 args[i] = a.with_changes(value=replace_with(value)(a.value))
                 return _one_per_line(call, args)
         raise EditError(f"the call has no argument {keyword or position}")
+
+    return transform
+
+
+def set_import_module(module: str) -> Transform:
+    """``from old import a, b`` becomes ``from module import a, b`` (names, aliases and layout
+    kept)."""
+
+    def transform(node: Any) -> Any:
+        import libcst as cst
+
+        if not isinstance(node, cst.ImportFrom) or node.relative:
+            raise EditError("not an absolute from-import")
+        new = cst.parse_expression(module)
+        return node.with_changes(module=new)
 
     return transform
 

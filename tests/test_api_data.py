@@ -267,6 +267,63 @@ def test_rename_rules_on_made_up_signatures() -> None:
     assert match_renames(old, new)["in_fc1"].evidence == "declared"
 
 
+def test_moved_means_the_same_code() -> None:
+    """0.7.0 moved `determine_mla_backend` to `flashinfer.utils` unchanged: "moved". A name only
+    another definition shares is no move."""
+    from migrate_fi.api.differ import moved_to
+
+    old, new = api_for("0.6.18.post1"), api_for("0.7.0")
+    assert moved_to(old, new, "flashinfer.mla.determine_mla_backend") == (
+        "flashinfer.utils.determine_mla_backend",
+        [],
+    )
+    changes = {c.symbol: c for c in diff_releases("0.6.18.post1", "0.7.0")}
+    assert changes["flashinfer.mla.MaskMode"].kind == "moved"
+    for change in changes.values():
+        if change.kind == "moved":
+            target = change.detail.split()[2]
+            before = old.defs[old.canonical(change.symbol) or ""]["h"]
+            assert new.defs[new.canonical(target) or ""]["h"] == before, change
+
+
+def test_body_hash_ignores_layout_and_docstrings() -> None:
+    from migrate_fi.api.extract import body_hash
+
+    def first(src: str) -> ast.FunctionDef:
+        node = ast.parse(src).body[0]
+        assert isinstance(node, ast.FunctionDef)
+        return node
+
+    a = first('def f(x):\n    """Doc."""\n    return x + 1\n')
+    b = first("def f(x):\n    # a comment\n    return (x +\n            1)\n")
+    c = first("def f(x):\n    return x + 2\n")
+    assert body_hash(a) == body_hash(b) != body_hash(c)
+
+
+def test_instance_calls_are_the_class_call_method() -> None:
+    """`kernel(...)` on an instance is `__call__`, diffed like any method (0.6.16 inserted
+    `mYNorm` before `mGlobalScale`)."""
+    path = "flashinfer.cute_dsl.AddRMSNormFP4QuantKernel()"
+    before, after = api_for("0.6.15.post1").callable(path), api_for("0.6.16").callable(path)
+    assert before is not None and after is not None
+    assert compare_callables(before, after).misbinding_index == 6
+    assert "flashinfer.cute_dsl.AddRMSNormFP4QuantKernel" in trigger_paths("0.6.15.post1", "0.6.16")
+
+
+def test_public_view_keeps_what_users_call() -> None:
+    from migrate_fi.api.paths import is_user_facing
+
+    assert is_user_facing("flashinfer.fp4_quantize")
+    assert is_user_facing("flashinfer.comm.create_allreduce_fusion_workspace")
+    assert is_user_facing("flashinfer.BatchDecodeWithPagedKVCacheWrapper().plan")
+    assert not is_user_facing("flashinfer.moe_ep.kernel_src.sm90.x.Kernel")
+    assert not is_user_facing("flashinfer.attention.prims_ts.kernels.fmha_context.FmhaTs")
+    everything = [c for c in diff_releases("0.6.8.post1", "0.7.4") if c.kind != "added"]
+    public = [c for c in everything if is_user_facing(c.symbol)]
+    assert 0 < len(public) < len(everything)
+    assert all("kernel_src" not in c.symbol for c in public)
+
+
 def test_renamed_parameters_are_in_the_prefilter_index() -> None:
     """A file whose only use of FlashInfer is a renamed keyword is parsed."""
     assert "flashinfer.fp4_paged_mqa_logits" in trigger_paths("0.7.0.post1", "0.7.1")

@@ -253,7 +253,9 @@ class Api:
         return list(dict.fromkeys(names))
 
     def key(self, path: str) -> str | None:
-        """The definition a public call path reaches: ``canonical`` or ``canonical().method``."""
+        """The definition a public call path reaches: ``canonical`` or ``canonical().method``
+        (``X()``, an instance called, is ``X().__call__``)."""
+        path = _instance_call(path)
         api_path = ApiPath(path)
         if api_path.is_method:
             cls = self.canonical(api_path.owner)
@@ -268,7 +270,9 @@ class Api:
 
     def callable(self, path: str) -> CallSignature | None:
         """``path`` is a public path; ``X()`` stands for an instance of class X:
-        ``flashinfer.Wrapper`` (the constructor), ``flashinfer.Wrapper().plan``, ``flashinfer.f``."""
+        ``flashinfer.Wrapper`` (the constructor), ``flashinfer.Wrapper().plan``, ``flashinfer.f``;
+        ``flashinfer.Kernel()``, an instance called, is its ``__call__``."""
+        path = _instance_call(path)
         api_path = ApiPath(path)
         if api_path.is_method:
             cls, method = self.canonical(api_path.owner), api_path.name
@@ -350,22 +354,44 @@ class Api:
         return sorted(best.values())
 
 
+def moved_to(old: Api, new: Api, path: str) -> tuple[str | None, list[str]]:
+    """Where ``path`` (gone from ``new``) went: ``(the public path of the same definition,
+    the other definitions of its name and kind)``. The same definition is the one whose code
+    hashes the same (`migrate_fi.api.extract.body_hash`), and only when there is one: a name
+    several definitions share, or code that changed as it moved, is left for a person."""
+    target = old.canonical(path) or ""
+    record = old.defs.get(target, {})
+    kind = record.get("k")
+    if kind not in ("f", "c"):
+        return None, []
+    places = new.same_name_elsewhere(path, kind)
+    code = record.get("h")
+    same = [p for p in places if code and new.defs[new.canonical(p) or ""].get("h") == code]
+    if len(same) == 1:
+        return same[0], [p for p in places if p != same[0]]
+    return None, places
+
+
 def moved_hint(old: Api, new: Api, path: str, limit: int = 3) -> str:
-    """A hint for a ``path`` that ``new`` no longer has: where ``new`` defines a definition (or
-    module) of the same name and kind, as `` (the same name is defined at X: compare before
-    switching)``; ``""`` when nowhere, or in more than ``limit`` places (a common name says
-    nothing about where this one went)."""
+    """A hint for a ``path`` that ``new`` no longer has: `` (moved to X: the same code)`` when
+    `moved_to` finds the same definition, else `` (the same name is defined at X: compare before
+    switching)`` for definitions (or modules) of the same name and kind; ``""`` when nowhere, or
+    in more than ``limit`` places (a common name says nothing about where this one went)."""
     if path in old.modules:
         name = path.rsplit(".", 1)[-1]
         places = sorted(m for m in new.modules if m.rsplit(".", 1)[-1] == name and "._" not in m)
     else:
-        kind = old.defs.get(old.canonical(path) or "", {}).get("k")
-        if kind not in ("f", "c"):
-            return ""
-        places = new.same_name_elsewhere(path, kind)
+        same, places = moved_to(old, new, path)
+        if same is not None:
+            return f" (moved to {same}: the same code)"
     if not places or len(places) > limit:
         return ""
     return f" (the same name is defined at {' and '.join(places)}: compare before switching)"
+
+
+def _instance_call(path: str) -> str:
+    """``X()`` (calling an instance of X, as the resolver names it) is ``X().__call__``."""
+    return f"{path}.__call__" if path.endswith("()") else path
 
 
 def _params(sig: list[list[Any]]) -> tuple[Param, ...]:
@@ -652,7 +678,7 @@ def _callable_paths(api: Api) -> dict[str, str]:
         out[path] = target
         if record["k"] == "c":
             for name in api.method_names(target):
-                if not name.startswith("_"):
+                if not name.startswith("_") or name == "__call__":
                     out[str(ApiPath.method_of(path, name))] = str(ApiPath.method_of(target, name))
     return out
 
@@ -857,9 +883,13 @@ def diff_releases(old_version: str, new_version: str) -> list[Change]:
         before = old.callable(path)
         is_method = ApiPath(path).is_method
         if not is_method and path not in new_public and new.canonical(path) is None:
-            moved = new.same_name_elsewhere(path)
-            detail = f"moved to {', '.join(moved[:3])}" if moved else "no longer exists"
-            changes.append(Change(path, "moved" if moved else "removed", detail))
+            same, others = moved_to(old, new, path)
+            if same is not None:
+                changes.append(Change(path, "moved", f"moved to {same} (the same code)"))
+            else:
+                elsewhere = f" (other definitions of the name: {', '.join(others[:3])})"
+                detail = "no longer exists" + (elsewhere if others else "")
+                changes.append(Change(path, "removed", detail))
             continue
         after = new.callable(path)
         if before is None:

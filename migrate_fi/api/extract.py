@@ -3,7 +3,7 @@
 The input is a `flashinfer-python` wheel (a zip of `.py` files) or a folder holding the
 `flashinfer` package (an installed copy, found without importing it). Nothing is imported or run.
 
-What is recorded, per release (format 2):
+What is recorded, per release (format 3):
 - ``modules``: every module, public or private, with every name it binds at import time
   (definitions, imports, assignments, names bound through ``global`` in a function, names its
   ``__getattr__`` serves), its star imports, and ``open`` when it may bind names that cannot be
@@ -23,6 +23,8 @@ What is recorded, per release (format 2):
   a module-level tuple of parameter names (as ``BatchDecodeWithPagedKVCacheWrapper.plan`` does from
   0.6.15) records those legacy names and the function it forwards ``**kwargs`` to; a
   ``@deprecated_aliases(old="new")`` decorator records the keywords still taken under an old name.
+- ``h`` of every function and class: a hash of its code (`body_hash`), so that "moved" means
+  the same definition found at another path, never another one that shares the name.
 - ``exports``: every public path bound to a FlashInfer definition or module defined elsewhere:
   re-exports through ``__init__`` files (conditional ones and ``try`` imports included),
   aliases, ``from x import *`` (honouring ``__all__``), names served by a module ``__getattr__``
@@ -598,7 +600,7 @@ class _Release:
                 methods["__init__"] = {"sig": sig, "synth": kind[0]}
         if aliases and "__init__" in methods:
             methods["__init__"]["aliases"] = aliases
-        out: dict[str, Any] = {"k": "c", "bases": bases, "methods": methods}
+        out: dict[str, Any] = {"k": "c", "bases": bases, "methods": methods, "h": body_hash(cls)}
         attrs = sorted(_class_attributes(cls) - set(methods))
         if attrs:
             out["attrs"] = attrs
@@ -706,7 +708,7 @@ class _Release:
     def _function_record(
         self, m: _Module, fn: ast.FunctionDef | ast.AsyncFunctionDef
     ) -> dict[str, Any]:
-        record: dict[str, Any] = {"k": "f", "sig": signature_of(fn)}
+        record: dict[str, Any] = {"k": "f", "sig": signature_of(fn), "h": body_hash(fn)}
         shim = self.shim(m, fn)
         if shim:
             record["shim"] = shim
@@ -714,6 +716,47 @@ class _Release:
         if aliases:
             record["aliases"] = aliases
         return record
+
+
+def body_hash(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> str:
+    """What the definition is, as code: its decorators, signature and body (docstrings left
+    out, names and layout of the source ignored), hashed. Two releases' definitions with the same
+    hash are the same code wherever each lives (a module renamed, a function moved)."""
+
+    def strip(n: ast.AST) -> ast.AST:
+        for child in ast.walk(n):
+            body = getattr(child, "body", None)
+            if (
+                isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                and isinstance(body, list)
+                and body
+                and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)
+            ):
+                child.body = body[1:] or [ast.Pass()]
+        return n
+
+    import copy
+
+    def canon(value: object) -> object:
+        # (fields that are empty are left out: a Python that adds a field, such as 3.12's
+        # `type_params`, hashes the same code the same)
+        if isinstance(value, ast.AST):
+            return (
+                type(value).__name__,
+                tuple(
+                    (f, canon(v))
+                    for f in value._fields
+                    if (v := getattr(value, f, None)) is not None and v != []
+                ),
+            )
+        if isinstance(value, list):
+            return tuple(canon(v) for v in value)
+        return repr(value)
+
+    dumped = repr(canon(strip(copy.deepcopy(node))))
+    return hashlib.blake2b(dumped.encode(), digest_size=8).hexdigest()
 
 
 def _declared_aliases(

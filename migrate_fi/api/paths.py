@@ -10,13 +10,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TypeGuard
 
-__all__ = ["ApiPath", "is_flashinfer"]
+__all__ = ["ApiPath", "is_flashinfer", "is_user_facing"]
 
 _INSTANCE = "()."
 
 
 def is_flashinfer(path: str | None) -> TypeGuard[str]:
     return path is not None and (path == "flashinfer" or path.startswith("flashinfer."))
+
+
+# folders of generated or kernel-internal code, which FlashInfer's users do not call
+_INTERNAL_PARTS = frozenset({"kernel_src", "kernels", "csrc", "generated", "tests", "benchmarks"})
+
+
+def is_user_facing(path: str) -> bool:
+    """Is ``path`` (a function, class or method) what FlashInfer's users call: reached from the
+    package or one subpackage (``flashinfer.X``, ``flashinfer.comm.X``, their methods), never
+    through a folder of generated or kernel code? (`migrate-fi api-diff --public`)"""
+    api = ApiPath(path)
+    parts = (api.owner if api.is_method else path).split(".")
+    return len(parts) <= 3 and not _INTERNAL_PARTS.intersection(parts)
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,8 @@ __all__ = [
 DATA_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "api")
 DATA_ENV = "MIGRATE_FI_DATA_DIR"
 MANIFEST = "releases.json"
-FORMAT = 2  # 2: every module with its names; defs at any depth; synthesized constructors
+FORMAT = 3  # 2: every module with its names; defs at any depth; synthesized constructors
+# 3: a hash of each definition's code ("h")
 
 
 class DataError(Exception):

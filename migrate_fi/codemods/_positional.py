@@ -19,7 +19,14 @@ from migrate_fi import nodes
 from migrate_fi.api.paths import ApiPath, is_flashinfer
 from migrate_fi.calls import CallArgs, CalleeCall, Via, callee_calls
 from migrate_fi.codemod import FileContext, KeywordStyle
-from migrate_fi.edits import TextEdit, Transform, keeps_arguments, keywordize, rename_keyword
+from migrate_fi.edits import (
+    TextEdit,
+    Transform,
+    keeps_arguments,
+    keywordize,
+    rename_keyword,
+    set_import_module,
+)
 from migrate_fi.results import FixSafety
 
 if TYPE_CHECKING:
@@ -134,7 +141,9 @@ def check_calls(ctx: FileContext, owns: Callable[[str], bool], wording: Wording)
     old_api, new_api = api_for(old_v), api_for(new_v)
     resolver = ctx.resolver
     missing = _missing_imports(ctx, old_api, new_api, owns)
+    moved = _moved_imports(ctx, missing, old_api, new_api)
     # uses of a name whose import is reported are listed in that finding, not one finding each
+    # (and not at all when the import is fixed: the same code is imported from where it went)
     folded: dict[str, list[int]] = {path: [] for _, path, _ in missing}
     first = len(ctx.diagnostics)
     for view in callee_calls(resolver):
@@ -156,8 +165,17 @@ def check_calls(ctx: FileContext, owns: Callable[[str], bool], wording: Wording)
                 _check_call(ctx, view, ApiPath(path), ambiguous, candidates, wording, folded)
     calls = ctx.diagnostics[first:]
     del ctx.diagnostics[first:]
+    fixed: set[int] = set()
+    # (a use of a path one fixed statement imports may come from it: listed nowhere)
+    re_pointed = {path for node, path, _ in missing if id(node) in moved}
     for node, path, message in missing:  # (in source order, before the calls they fold)
-        lines = sorted(set(folded[path]))
+        if id(node) in moved:
+            if id(node) not in fixed:
+                fixed.add(id(node))
+                module, said = moved[id(node)]
+                ctx.fix(node, said, ctx.replace(node, "ImportFrom", set_import_module(module)))
+            continue
+        lines = [] if path in re_pointed else sorted(set(folded[path]))
         if lines:
             where = ", ".join(str(n) for n in lines)
             message += f"; used at line{'s' if len(lines) > 1 else ''} {where}: migrate by hand"
@@ -273,6 +291,47 @@ def _missing_imports(
                 out.append(
                     (node, path, f"{path} no longer exists in FlashInfer {new_v}: {fails}{hint}")
                 )
+    return out
+
+
+def _moved_imports(
+    ctx: FileContext, missing: list[tuple[ast.stmt, str, str]], old_api: Api, new_api: Api
+) -> dict[int, tuple[str, str]]:
+    """The ``from m import ...`` statements among ``missing`` whose every name went, as the same
+    code, to one other module: id of the statement -> (that module, the fix's message)."""
+    from migrate_fi.api.differ import moved_to
+
+    by_statement: dict[int, list[tuple[str, str]]] = {}
+    nodes_by_id: dict[int, ast.stmt] = {}
+    for node, path, message in missing:
+        nodes_by_id[id(node)] = node
+        by_statement.setdefault(id(node), []).append((path, message))
+    out: dict[int, tuple[str, str]] = {}
+    for key, found in by_statement.items():
+        node = nodes_by_id[key]
+        if (
+            not isinstance(node, ast.ImportFrom)
+            or node.level
+            or any(a.name == "*" for a in node.names)
+        ):
+            continue
+        if len(found) != len(node.names):
+            continue  # some names are still there: splitting the import is for a person
+        targets = [moved_to(old_api, new_api, path)[0] for path, _ in found]
+        modules = {t.rsplit(".", 1)[0] for t in targets if t is not None}
+        names = {path.rsplit(".", 1)[-1] for path, _ in found}
+        if None in targets or len(modules) != 1:
+            continue
+        (module,) = modules
+        if any(t.rsplit(".", 1)[-1] not in names for t in targets if t):
+            continue
+        old_module = found[0][0].rsplit(".", 1)[0]
+        listed = ", ".join(sorted(names))
+        out[key] = (
+            module,
+            f"{listed}: gone from {old_module} in FlashInfer {ctx.options.to_version}, the same"
+            f" code is at {module}: import it from there",
+        )
     return out
 
 
