@@ -408,6 +408,13 @@ class Codemod:
         return cls.owns_parameters
 
     @classmethod
+    def references(cls, from_version: Version, to_version: Version) -> tuple[str, ...]:
+        """What a pull request's motivation cites for this rule's range: the FlashInfer changes
+        it migrates, each ``"<release>: <what> (<link>)"`` where the data has a link (FI010's
+        value-change files do). Default: none."""
+        return ()
+
+    @classmethod
     def prepare(cls, options: RunOptions) -> None:
         """Called once per run, before any file; raise `CodemodSetupError` to refuse the run."""
 

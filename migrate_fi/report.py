@@ -18,6 +18,7 @@ from typing import Any
 from migrate_fi.codemod import Codemod
 from migrate_fi.results import Diagnostic, RunResult
 from migrate_fi.usage import Inventory, in_tests
+from migrate_fi.versions import parse_version
 
 __all__ = ["LANGUAGES", "Report", "render_markdown", "to_json"]
 
@@ -42,6 +43,10 @@ _TEXT: dict[str, dict[str, str]] = {
         "for_person": "for a person",
         "files": "Key files",
         "file_head": "| File | Role | Rules | Sites |",
+        "symbols": "Key symbols",
+        "why_apis": "FlashInfer APIs this project uses that changed in the range, and in which"
+        " releases:",
+        "changed_in": "changed in {releases}",
         "person": "Left for a person",
         "person_none": "Nothing: every site found was fixed.",
         "apis": "FlashInfer APIs used",
@@ -98,6 +103,9 @@ _TEXT: dict[str, dict[str, str]] = {
         "for_person": "需人工",
         "files": "关键文件",
         "file_head": "| 文件 | 类别 | 规则 | 位置数 |",
+        "symbols": "关键符号",
+        "why_apis": "本项目使用的、在此范围内有变更的 FlashInfer API 及其变更版本：",
+        "changed_in": "变更于 {releases}",
         "person": "需人工处理",
         "person_none": "无：发现的每一处都已修改。",
         "apis": "使用的 FlashInfer API",
@@ -229,6 +237,16 @@ def render_markdown(report: Report, lang: str = "en") -> str:
             continue
         when = w.say("every") if rule.data_driven else w.say("since", release=rule.introduced_in)
         w.add(f"- **{code}** ({rule.id}, {when}): {rule.summary}")
+        lo, hi = parse_version(result.from_version), parse_version(result.to_version)
+        w.add(*(f"  - {ref}" for ref in rule.references(lo, hi)))
+    released = [a for a in report.inventory.changed if a.releases]
+    if released:
+        w.add("", w.say("why_apis"), "")
+        for a in released[:_LISTED]:
+            kinds = ", ".join(dict.fromkeys(k for k, _ in a.changes))
+            w.add(f"- `{a.api}`: {w.say('changed_in', releases=', '.join(a.releases))} ({kinds})")
+        if len(released) > _LISTED:
+            w.add(f"- {w.say('more', n=len(released) - _LISTED)}")
 
     w.heading("how")
     for code in sorted(codes, key=lambda c: list(by_code).index(c) if c in by_code else 99):
@@ -251,6 +269,14 @@ def render_markdown(report: Report, lang: str = "en") -> str:
         for path, hunk in excerpts:
             w.add(f"`{path}`", "", "```diff", *hunk, "```", "")
         w.lines.pop()
+
+    symbols = _key_symbols(result)
+    if symbols:
+        w.heading("symbols")
+        for path, where in symbols[:_LISTED]:
+            w.add(f"- `{path}`: " + ", ".join(f"`{n}` ({codes})" for n, codes in where))
+        if len(symbols) > _LISTED:
+            w.add(f"- {w.say('more', n=len(symbols) - _LISTED)}")
 
     w.heading("files")
     w.add(w.say("file_head"), "| --- | --- | --- | ---: |")
@@ -318,6 +344,54 @@ def render_markdown(report: Report, lang: str = "en") -> str:
         w.heading("notes")
         w.add(*(f"- {n}" for n in result.notices))
     return "\n".join(w.lines) + "\n"
+
+
+def _key_symbols(result: RunResult) -> list[tuple[str, list[tuple[str, str]]]]:
+    """Per Python file with sites, the functions and classes they are in (``Class.method``,
+    or the module itself), with the rules' codes: the project's symbols a reviewer looks at."""
+    import ast
+
+    out = []
+    for f in sorted(result.files, key=lambda f: f.path):
+        if not f.diagnostics or not f.path.endswith(".py"):
+            continue
+        text = f.old_text
+        if text is None:
+            try:
+                with open(f.path, encoding="utf-8") as fh:
+                    text = fh.read()
+            except (OSError, UnicodeDecodeError):
+                continue
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError):
+            continue
+        spans = _definitions(tree)
+        found: dict[str, set[str]] = {}
+        for d in f.diagnostics:
+            inner = [s for s in spans if s[0] <= d.line <= s[1]]
+            name = max(inner, key=lambda s: s[0])[2] if inner else "(module)"
+            found.setdefault(name, set()).add(d.code)
+        out.append((f.path, [(n, ", ".join(sorted(c))) for n, c in found.items()]))
+    return out
+
+
+def _definitions(tree: Any) -> list[tuple[int, int, str]]:
+    """``(first line, last line, qualified name)`` of every function and class of a module."""
+    import ast
+
+    spans: list[tuple[int, int, str]] = []
+    todo: list[tuple[ast.AST, str]] = [(tree, "")]
+    while todo:
+        node, prefix = todo.pop()
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = f"{prefix}{child.name}"
+                spans.append((child.lineno, child.end_lineno or child.lineno, name))
+                todo.append((child, f"{name}."))
+            else:
+                todo.append((child, prefix))
+    return spans
 
 
 _EXCERPTS = 3  # files shown

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from migrate_fi.api.differ import Api, api_for, diff_releases
-from migrate_fi.api.paths import is_flashinfer
+from migrate_fi.api.paths import ApiPath, is_flashinfer
 from migrate_fi.calls import callee_calls
 from migrate_fi.codemod import Codemod
 from migrate_fi.discovery import discover
@@ -54,6 +54,9 @@ class ApiUse:
     sites: list[tuple[str, int, str]] = field(default_factory=list)  # (path, line, call|import)
     tests: int = 0  # sites in test code
     changes: list[tuple[str, str]] = field(default_factory=list)  # (kind, detail)
+    # the releases in the range whose calls of it may bind otherwise (from the prefilter index;
+    # empty when only a default, an enum or a hand rule's change concerns it)
+    releases: list[str] = field(default_factory=list)
 
     @property
     def files(self) -> int:
@@ -66,6 +69,7 @@ class ApiUse:
             "files": self.files,
             "in_tests": self.tests,
             "changes": [{"kind": k, "detail": d} for k, d in self.changes],
+            "releases": self.releases,
             "where": [{"path": p, "line": n, "use": u} for p, n, u in self.sites],
         }
 
@@ -186,8 +190,23 @@ def inventory(
     for key, entry in by_key.items():
         entry.sites.sort()
         entry.changes = changes.get(key, [])
+        if entry.changes:
+            entry.releases = _releases(old, entry.api, from_version, to_version)
     apis = sorted(by_key.values(), key=lambda a: (not a.changes, a.api))
     return Inventory(from_version, to_version, apis, scanned, parsed, unreadable)
+
+
+def _releases(old: Api, api: str, from_version: str, to_version: str) -> list[str]:
+    """The releases after ``from_version`` up to ``to_version`` that changed how calls of
+    ``api`` bind (the prefilter index names them per pair of releases)."""
+    from migrate_fi.api.index import changed_in
+    from migrate_fi.versions import parse_version
+
+    path = ApiPath(api)
+    named = path.owner if path.is_method else api
+    lo, hi = parse_version(from_version), parse_version(to_version)
+    found = changed_in(named) or frozenset()
+    return sorted((v for v in found if lo < parse_version(v) <= hi), key=parse_version)
 
 
 def render(found: Inventory) -> str:
@@ -206,6 +225,8 @@ def render(found: Inventory) -> str:
             files = "file" if a.files == 1 else "files"
             sites = "site" if len(a.sites) == 1 else "sites"
             lines.append(f"  {a.api}: {len(a.sites)} {sites} in {a.files} {files}{tests}")
+            if a.releases:
+                lines.append(f"    changed in {', '.join(a.releases)}")
             for kind, detail in a.changes:
                 lines.append(f"    {kind}: {detail}")
             first = a.sites[0]

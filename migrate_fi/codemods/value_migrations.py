@@ -76,6 +76,20 @@ class ValueMigrations(Codemod):
         return frozenset((api, c.keyword) for c in changes for api in c.apis)
 
     @classmethod
+    def references(cls, from_version: Version, to_version: Version) -> tuple[str, ...]:
+        from migrate_fi.api.value_changes import ValueDataError, changes_in_range
+
+        try:
+            changes = changes_in_range(str(from_version), str(to_version))
+        except ValueDataError:
+            return ()
+        return tuple(
+            f"{c.release}: {c.keyword}= became {c.new_keyword}= ({c.reason})"
+            + (f" {c.link}" if c.link else "")
+            for c in changes
+        )
+
+    @classmethod
     def triggers_for(cls, options: RunOptions) -> tuple[str | tuple[str, ...], ...]:
         from migrate_fi.api.value_changes import changes_in_range
 
