@@ -145,3 +145,44 @@ def test_decode_plan_positional_optionals_after_migration() -> None:
     err = (migrated_ns["out"].float() - ref).abs().max().item()
     assert err < 1e-2, err
     print(f"decode plan on {INSTALLED}: outputs bitwise equal; max abs error vs torch {err:.2e}")
+
+
+@pytest.mark.skipif(parse_version("0.6.15") > INSTALLED, reason="needs FlashInfer >= 0.6.15")
+def test_activation_value_map_binds_on_the_installed_release() -> None:
+    """FI010's 0.6.15 entry: `activation="silu"` becomes `activation_type=ActivationType.Swiglu`,
+    which the installed wrapper takes and reads as the gated SwiGLU the string meant."""
+    legacy = (
+        "from flashinfer import CuteDslMoEWrapper\n"
+        "w = CuteDslMoEWrapper(num_experts=8, top_k=2, hidden_size=256, intermediate_size=512,"
+        ' activation="silu")\n'
+    )
+    migrated = migrate(legacy, "0.6.14")
+    assert "activation_type=ActivationType.Swiglu" in migrated
+    assert "from flashinfer import ActivationType, CuteDslMoEWrapper" in migrated
+    ns: dict = {}
+    exec("from flashinfer import ActivationType", ns)  # the name the new value needs
+    if not hasattr(flashinfer, "CuteDslMoEWrapper"):  # (exported only where it can be built)
+        pytest.skip("flashinfer exports CuteDslMoEWrapper only with nvidia-cutlass-dsl installed")
+    exec(migrated.split("\nw = ")[0], ns)  # the imports, as migrated
+    sig = inspect.signature(flashinfer.CuteDslMoEWrapper)
+    args, kwargs = call_arguments(legacy, ns)
+    with pytest.raises(TypeError):
+        sig.bind(*args, **kwargs)  # the old keyword is gone on the installed release
+    args, kwargs = call_arguments(migrated, ns)
+    bound = sig.bind(*args, **kwargs).arguments
+    from flashinfer.fused_moe.cute_dsl.moe_utils import normalize_cute_dsl_moe_activation_type
+
+    kind, gated = normalize_cute_dsl_moe_activation_type(bound["activation_type"])
+    assert kind is flashinfer.ActivationType.Swiglu and gated
+
+
+def test_enum_values_in_the_data_are_the_installed_ones() -> None:
+    """FI011 reads enum numbers from the bundled data: they are what the installed FlashInfer
+    defines (a wrong number would make its fixes wrong)."""
+    from migrate_fi.api.differ import api_for
+
+    api = api_for(str(INSTALLED))
+    for name in ("ActivationType", "RoutingMethodType"):
+        enum = getattr(flashinfer, name)
+        recorded = api.defs[api.canonical(f"flashinfer.{name}") or ""]["enum"]
+        assert {m.name: m.value for m in enum} == recorded, name
