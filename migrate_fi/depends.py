@@ -23,6 +23,8 @@ Notes = tuple[tuple[str, str, str], ...]  # (kind, argument, value)
 _RECOMPUTE = {
     "line-length": "migrate_fi.codemods._layout:line_length_text",
     "tree": "migrate_fi.codemods._callers:tree_signature",  # every file a search may read
+    # the extras of flashinfer-python a project's pin files install (FI007)
+    "flashinfer-extras": "migrate_fi.codemods.companion_requirements:project_extras_text",
 }
 
 _notes: set[tuple[str, str, str]] = set()

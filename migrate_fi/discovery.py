@@ -158,6 +158,7 @@ def discover(
     patterns: Sequence[str] = (),
     on_error: Callable[[str, OSError], None] | None = None,
     on_temporary: Callable[[str], None] | None = None,
+    on_link: Callable[[str], None] | None = None,
 ) -> Iterator[str]:
     """Yield the files to look at, as absolute paths, each once, in a stable order.
 
@@ -166,7 +167,10 @@ def discover(
     when its name ends with one of ``suffixes`` or matches one of ``patterns`` (file-name globs
     such as ``Dockerfile*``). A folder that cannot be read is never skipped in silence: it goes
     to ``on_error`` (by default, `DiscoveryError` is raised). Temporary files an interrupted run
-    left go to ``on_temporary``."""
+    left go to ``on_temporary``. Symbolic links are never followed, in a walked folder or given
+    by name (a link may lead out of the tree, and a write would go through it): those that
+    would have been taken go to ``on_link``. A file reached twice (its own path and through a
+    folder given too) is yielded once."""
 
     def failed(folder: str, exc: OSError) -> None:
         if on_error is None:
@@ -180,10 +184,14 @@ def discover(
         if patterns
     ]
     seen: set[str] = set()
+    link = on_link or _ignore
     for given in paths:
         path = os.path.abspath(given)
         if not os.path.lexists(path):
             raise DiscoveryError(f"{given}: no such file or folder")
+        if os.path.islink(path):
+            link(path)
+            continue
         if os.path.isfile(path):
             if path not in seen:
                 seen.add(path)
@@ -193,7 +201,7 @@ def discover(
             raise DiscoveryError(f"{given}: not a regular file or folder")
         ignores = _ancestor_ignores(path) if respect_gitignore else []
         for found in _walk(
-            path, wanted, ignores, user, respect_gitignore, failed, on_temporary or _ignore
+            path, wanted, ignores, user, respect_gitignore, failed, on_temporary or _ignore, link
         ):
             if found not in seen:
                 seen.add(found)
@@ -208,6 +216,7 @@ def _walk(
     respect_gitignore: bool,
     failed: Callable[[str, OSError], None],
     temporary: Callable[[str], None],
+    link: Callable[[str], None],
 ) -> Iterator[str]:
     if respect_gitignore:
         own = _read_ignore(folder, os.path.join(folder, ".gitignore"))
@@ -221,7 +230,13 @@ def _walk(
     subdirs = []
     for entry in entries:
         if entry.is_symlink():
-            continue  # never follow links out of the tree, never write through them
+            # never follow links out of the tree, never write through them (said, when the
+            # link leads to a folder or to a file that would have been taken)
+            if (entry.is_dir() or wanted(entry.path)) and not any(
+                ig.matches(entry.path, False) for ig in [*user, *ignores]
+            ):
+                link(entry.path)
+            continue
         if entry.is_dir():
             if entry.name in SKIPPED_DIRS:
                 continue
@@ -243,4 +258,4 @@ def _walk(
             continue
         if any(ig.matches(path, True) for ig in ignores):
             continue
-        yield from _walk(path, wanted, ignores, user, respect_gitignore, failed, temporary)
+        yield from _walk(path, wanted, ignores, user, respect_gitignore, failed, temporary, link)

@@ -450,8 +450,17 @@ def run(
             shown, f"cannot read this folder ({exc.strerror}): its files were not checked"
         )
 
+    links: list[str] = []
     for abspath in discover(
-        paths, suffixes, exclude, respect_gitignore, excludes_at, patterns, unreadable, stale.append
+        paths,
+        suffixes,
+        exclude,
+        respect_gitignore,
+        excludes_at,
+        patterns,
+        unreadable,
+        stale.append,
+        links.append,
     ):
         if only is not None and os.path.realpath(abspath) not in only:
             if abspath.endswith(".py"):
@@ -507,6 +516,12 @@ def run(
     )
     if stale:
         result.notices.append(_stale_notice(stale, mode))
+    if links:
+        shown = ", ".join(display_path(p) for p in links[:5]) + (" ..." if len(links) > 5 else "")
+        result.notices.append(
+            f"{len(links)} symbolic link(s) skipped ({shown}): migrate-fi never reads or writes"
+            " through a link; give the file it leads to, if it is the project's"
+        )
     return result
 
 

@@ -34,6 +34,7 @@ __all__ = [
     "find_pins",
     "is_pin_file",
     "no_version_error",
+    "pin_files",
     "pinned_versions",
     "project_root",
     "search_pins",
@@ -68,7 +69,7 @@ def project_root(path: str) -> str:
     return find_upward(folder, _ROOT_MARKERS) or folder
 
 
-def _pin_files(paths: Iterable[str]) -> list[str]:
+def pin_files(paths: Iterable[str]) -> list[str]:
     """Pin-bearing files of the project roots, and under the given paths."""
     out: dict[str, None] = {}
     for p in paths:
@@ -130,7 +131,7 @@ class PinSearch:
 def search_pins(paths: Iterable[str]) -> PinSearch:
     """Read every pin file of the project (see the module docstring)."""
     out = PinSearch()
-    for filename in _pin_files(paths):
+    for filename in pin_files(paths):
         try:
             with open(filename, "rb") as fh:
                 data = fh.read()

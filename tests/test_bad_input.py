@@ -146,6 +146,30 @@ def test_check_reports_each_bad_file_in_one_line_and_reads_the_rest(tree: Path) 
     # nothing through a symlink
     assert sorted(reported) == sorted([*migrated, "src/readonly.py", "src/big.py"])
     assert "outside" not in out and "linked_dir" not in out and "loop" not in out
+    # and the links skipped are said, once, in a note
+    (note,) = [line for line in err.splitlines() if "symbolic link" in line]
+    assert "3 symbolic link(s) skipped" in note, note
+    for name in ("src/link_outside.py", "src/linked_dir", "src/loop"):
+        assert name in note, note
+
+
+def test_a_link_given_by_name_is_skipped_and_said(tmp_path: Path) -> None:
+    """A link named on the command line is not followed either: the file behind it may be
+    outside the project, and `apply` would write through it."""
+    outside = tmp_path / "outside.py"
+    outside.write_text(LEGACY)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "link.py").symlink_to(outside)
+    (project / "real.py").write_text(LEGACY)
+    (project / "alias.py").symlink_to(project / "real.py")
+    r = run(project, "apply", *RANGE, "--allow-dirty", "link.py", "real.py", "alias.py")
+    err = r.stderr.decode()
+    assert r.returncode in (0, 1) and "Traceback" not in err, err
+    assert "2 symbolic link(s) skipped (link.py, alias.py)" in err, err
+    assert outside.read_text() == LEGACY  # never written through the link
+    assert (project / "link.py").is_symlink() and (project / "alias.py").is_symlink()
+    assert "enable_pdl=True" in (project / "real.py").read_text()  # processed once
 
 
 @pytest.mark.slow

@@ -104,3 +104,23 @@ def test_python_m_never_imports_the_current_folders_modules(tmp_path: Path) -> N
     assert proc.returncode == 1, proc.stderr
     assert "requirements.txt:1:20: FI006" in proc.stdout
     assert sorted(p.name for p in tmp_path.glob("RAN_*")) == []
+
+
+def test_companions_are_checked_against_the_extra_the_project_installs(project: Path) -> None:
+    """`flashinfer-python[cu13]` in pyproject.toml: 0.7.1's cu13 extra requires
+    `nvidia-cutlass-dsl[cu13]>=4.7.0a0`, so a 4.6.2 pin in requirements/cuda.txt (which pins no
+    flashinfer-python itself) is too old; without the extra, 4.6.2 is what 0.7.1 needs."""
+    (project / "pyproject.toml").write_text(
+        '[project]\nname = "p"\nversion = "1"\ndependencies = ["flashinfer-python[cu13]==0.7.0.post1"]\n'
+    )
+    (project / "requirements").mkdir()
+    (project / "requirements" / "cuda.txt").write_text("nvidia-cutlass-dsl[cu13]==4.6.2\n")
+    args = ("check", "--to", "0.7.1", "--select", "FI007", "--no-cache", str(project))
+    r = invoke(*args)
+    assert r.exit_code == 1, r.output
+    assert "requirements/cuda.txt:1" in r.stdout and "with the extra cu13" in r.stdout
+    (project / "pyproject.toml").write_text(
+        '[project]\nname = "p"\nversion = "1"\ndependencies = ["flashinfer-python==0.7.0.post1"]\n'
+    )
+    r = invoke(*args)
+    assert r.exit_code == 0, r.output

@@ -39,7 +39,8 @@ INDEXES_FILE = os.path.join(DATA_DIR, "indexes.json")
 
 
 def read_requires_dist(wheel: str) -> list[str]:
-    """`Requires-Dist` of a wheel, except those for an extra."""
+    """`Requires-Dist` of a wheel, those of its extras included (with their markers:
+    ``nvidia-cutlass-dsl[cu13]>=4.7.0a0; extra == "cu13"``)."""
     with zipfile.ZipFile(wheel) as zf:
         names = [n for n in zf.namelist() if n.endswith(".dist-info/METADATA")]
         if not names:
@@ -48,9 +49,7 @@ def read_requires_dist(wheel: str) -> list[str]:
     out = []
     for line in lines:
         if line.startswith("Requires-Dist:"):
-            value = line.split(":", 1)[1].strip()
-            if "extra ==" not in value.replace("extra==", "extra =="):
-                out.append(value)
+            out.append(line.split(":", 1)[1].strip())
     return out
 
 

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import re
+from functools import lru_cache
 from typing import ClassVar
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from migrate_fi import depends
 from migrate_fi.api.releases import requirements_of
 from migrate_fi.codemod import Codemod, FileContext, RuleOption, RunOptions
 from migrate_fi.pins import (
@@ -18,20 +22,52 @@ from migrate_fi.pins import (
     may_hold_versions,
     scan,
 )
+from migrate_fi.project import pin_files, project_root
 from migrate_fi.results import FixSafety
 
 
-def _required(target: str) -> dict[str, SpecifierSet]:
-    """What the target release requires, with a version specifier: name -> specifier."""
+def _required(target: str, extras: frozenset[str] | None = frozenset()) -> dict[str, SpecifierSet]:
+    """What the target release requires, with a version specifier: name -> specifier. With the
+    requirements of the project's ``extras`` of flashinfer-python (``[cu13]``: a stricter
+    ``nvidia-cutlass-dsl[cu13]>=4.7.0a0``) added to the others; ``None``: of every extra (the
+    names a file must mention to be read)."""
     out: dict[str, SpecifierSet] = {}
     for line in requirements_of(target):
         try:
             req = Requirement(line)
         except InvalidRequirement:
             continue
-        if req.specifier and not (req.marker and "extra" in str(req.marker)):
-            out[canonical_name(req.name)] = req.specifier
+        if not req.specifier:
+            continue
+        if req.marker and "extra" in str(req.marker):
+            wanted = extras is None or any(_evaluates(req, extra) for extra in (extras or ()))
+            if not wanted:
+                continue
+        name = canonical_name(req.name)
+        found = out.get(name)
+        out[name] = req.specifier if found is None else found & req.specifier
     return out
+
+
+def _evaluates(req: Requirement, extra: str) -> bool:
+    assert req.marker is not None
+    try:
+        return bool(req.marker.evaluate({"extra": extra}))
+    except Exception:  # (an odd marker: not one of this extra's requirements)
+        return False
+
+
+_EXTRAS = re.compile(r"flashinfer[-_.]python\s*\[([^\]]*)\]", re.IGNORECASE)
+
+
+def _project_extras(text: str) -> frozenset[str]:
+    """The extras of flashinfer-python the file installs (``flashinfer-python[cu13]==...``)."""
+    return frozenset(
+        e.strip().lower()
+        for m in _EXTRAS.finditer(text)
+        for e in m.group(1).split(",")
+        if e.strip()
+    )
 
 
 def _lowest(spec: SpecifierSet) -> Version | None:
@@ -49,6 +85,50 @@ def _lowest(spec: SpecifierSet) -> Version | None:
     return low if spec.contains(low, prereleases=True) else None
 
 
+_PINS_FLASHINFER = re.compile(r"flashinfer[-_.]python\b", re.IGNORECASE)
+
+
+def _extras_for(ctx: FileContext) -> frozenset[str]:
+    """The extras of flashinfer-python that apply to ``ctx``'s file: its own, when it pins
+    flashinfer-python itself (installed that way); else those of the project's pin files."""
+    if _PINS_FLASHINFER.search(ctx.text):
+        return _project_extras(ctx.text)
+    root = project_root(ctx.path)
+    around = project_extras_text(root)
+    depends.note("flashinfer-extras", root, around)  # (a cached result holds while it does)
+    return frozenset(e for e in around.split(",") if e)
+
+
+def project_extras_text(root: str) -> str:
+    """`_extras_in` of the project's pin files as they are now (asked again when one changed)."""
+    files = []
+    for path in pin_files([root]):
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        files.append((path, st.st_size, st.st_mtime_ns))
+    return _extras_in(tuple(files))
+
+
+@lru_cache(maxsize=64)
+def _extras_in(files: tuple[tuple[str, int, int], ...]) -> str:
+    """The extras of flashinfer-python that ``files`` (a project's pin files: ``pyproject.toml``,
+    ``requirements/*.txt``, Dockerfiles...) install, comma-separated: a
+    requirements file that pins only ``nvidia-cutlass-dsl`` is checked against what
+    ``flashinfer-python[cu13]`` in another file requires."""
+    found: set[str] = set()
+    for path, _, _ in files:
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            continue
+        if b"flashinfer" in data.lower():
+            found |= _project_extras(data.decode("utf-8", errors="replace"))
+    return ",".join(sorted(found))
+
+
 class CompanionRequirements(Codemod):
     """Pins of the packages FlashInfer itself requires, checked against the target release.
 
@@ -64,6 +144,12 @@ class CompanionRequirements(Codemod):
     what the target needs, so the installer picks it and nothing is said. With the option
     `move = true`, an exact pin or minimum below what the target accepts moves to the lowest
     version it accepts (its minimum); an upper bound is only reported.
+
+    The requirements of the extras the project installs count too: `flashinfer-python[cu13]`
+    0.7.1 requires `nvidia-cutlass-dsl[cu13]>=4.7.0a0` (`>=4.6.2a0` without it), so a 4.6.2
+    pin is reported there. The extras are those of the file's own flashinfer-python pin, or,
+    in a file that pins none (`requirements/cuda.txt` beside a `pyproject.toml`), those of the
+    project's pin files.
     """
 
     code = "FI007"
@@ -85,18 +171,19 @@ class CompanionRequirements(Codemod):
 
     @classmethod
     def triggers_for(cls, options: RunOptions) -> tuple[str | tuple[str, ...], ...]:
-        names = _required(str(options.to_version))
+        names = _required(str(options.to_version), None)
         spellings = {n for name in names for n in (name, name.replace("-", "_"))}
         return tuple(sorted(spellings)) or cls.triggers
 
     @classmethod
     def wants(cls, data: bytes, path: str, options: RunOptions) -> bool:
         # `import torch` names a requirement; only a version of it matters here
-        return may_hold_versions(path, data, None, _required(str(options.to_version)))
+        return may_hold_versions(path, data, None, _required(str(options.to_version), None))
 
     def find(self, ctx: FileContext) -> None:
         target = str(ctx.options.to_version)
-        required = _required(target)
+        extras = _extras_for(ctx)
+        required = _required(target, extras)
         if not required:
             return
         refs = [
@@ -116,6 +203,11 @@ class CompanionRequirements(Codemod):
     ) -> None:
         name = group[0].package
         needs = f"FlashInfer {target} requires {name}{spec} (its wheel's metadata)"
+        extras = sorted(_extras_for(ctx))
+        if extras and _required(target).get(name) != spec:  # (said where the extra matters)
+            needs = needs.replace(
+                " (its wheel's", f" with the extra {', '.join(extras)} (its wheel's"
+            )
         lowest = _lowest(spec)
         for ref in group:
             try:
