@@ -19,7 +19,7 @@ import pathspec
 
 from migrate_fi.sources import is_temporary
 
-__all__ = ["SKIPPED_DIRS", "DiscoveryError", "discover", "find_upward"]
+__all__ = ["SKIPPED_DIRS", "DiscoveryError", "discover", "find_upward", "with_includes"]
 
 SKIPPED_DIRS = frozenset(
     {
@@ -259,3 +259,31 @@ def _walk(
         if any(ig.matches(path, True) for ig in ignores):
             continue
         yield from _walk(path, wanted, ignores, user, respect_gitignore, failed, temporary, link)
+
+
+_INCLUDE = re.compile(r"^\s*(?:-r|--requirement|-c|--constraint)(?:\s*=\s*|\s+)(\S+)", re.MULTILINE)
+
+
+def with_includes(paths: list[str]) -> list[str]:
+    """``paths`` and the files that requirements files among them include (``-r other.txt``,
+    ``-c constraints.txt``, relative to the including file, recursively): a pin there is the
+    project's as much. Links are not followed (see `migrate_fi.discovery.discover`)."""
+    out = list(paths)
+    seen = {os.path.abspath(p) for p in paths}
+    todo = [p for p in paths if os.path.isfile(p) and p.endswith((".txt", ".in"))]
+    while todo:
+        path = todo.pop()
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+        except OSError:
+            continue  # (the run itself says that it cannot be read)
+        for m in _INCLUDE.finditer(text):
+            found = os.path.join(os.path.dirname(path), m.group(1))
+            real = os.path.abspath(found)
+            if real in seen or not os.path.isfile(real) or os.path.islink(real):
+                continue
+            seen.add(real)
+            out.append(found)
+            todo.append(found)
+    return out

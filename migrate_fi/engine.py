@@ -38,7 +38,7 @@ from migrate_fi.codemod import (
     preload_api_data,
     require_api_data,
 )
-from migrate_fi.discovery import discover, wanted_files
+from migrate_fi.discovery import discover, wanted_files, with_includes
 from migrate_fi.edits import EditError, Replace, TextEdit
 from migrate_fi.modules import display_path, in_flashinfer, module_identity
 from migrate_fi.prefilter import Prefilter, identifiers
@@ -427,6 +427,7 @@ def run(
     `migrate_fi.codemod.CodemodSetupError` when a codemod cannot run for these options.
     """
     mode = Mode(mode)
+    paths = with_includes(list(paths))  # (-r other.txt of a requirements file given)
     suffixes = tuple(sorted({s for c in codemods for s in c.suffixes})) or (".py",)
     patterns = sorted({p for c in codemods for p in c.file_patterns})
     for c in codemods:  # before any file is touched

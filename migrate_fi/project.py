@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from migrate_fi.config import tomllib
-from migrate_fi.discovery import DiscoveryError, discover, find_upward, wanted_files
+from migrate_fi.discovery import DiscoveryError, discover, find_upward, wanted_files, with_includes
 from migrate_fi.pins import MAIN, PIN_FILE_PATTERNS, Kind, scan
 from migrate_fi.versions import VersionError, parse_version
 
@@ -131,7 +131,7 @@ class PinSearch:
 def search_pins(paths: Iterable[str]) -> PinSearch:
     """Read every pin file of the project (see the module docstring)."""
     out = PinSearch()
-    for filename in pin_files(paths):
+    for filename in pin_files(with_includes(list(paths))):
         try:
             with open(filename, "rb") as fh:
                 data = fh.read()

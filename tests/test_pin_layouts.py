@@ -124,3 +124,20 @@ def test_companions_are_checked_against_the_extra_the_project_installs(project: 
     )
     r = invoke(*args)
     assert r.exit_code == 0, r.output
+
+
+def test_requirements_includes_are_followed(project: Path) -> None:
+    """`-r ../common/requirements-base.txt` in the one file given: its pins are the project's
+    (read for --from, moved by apply); a link is not followed, a loop ends."""
+    (project / "app").mkdir()
+    (project / "common").mkdir()
+    (project / "app" / "requirements.txt").write_text(
+        "-r ../common/requirements-base.txt\n--constraint=../common/requirements-base.txt\n"
+    )
+    base = project / "common" / "requirements-base.txt"
+    base.write_text("-r ../app/requirements.txt\nflashinfer-python==0.6.12\n")  # (a loop)
+    r = invoke("plan", "app/requirements.txt")
+    assert r.exit_code == 0 and "common/requirements-base.txt:2" in r.stdout, r.output
+    r = invoke("apply", "--to", "0.6.14", "app/requirements.txt")
+    assert r.exit_code == 0, r.output
+    assert base.read_text() == "-r ../app/requirements.txt\nflashinfer-python==0.6.14\n"
