@@ -172,7 +172,11 @@ class FlashinferPins(Codemod):
                 continue
             if ref.line in removed_lines:
                 continue
-            if not declares and mode == "report" and self._cubin_install_left(ctx, ref):
+            # (whatever the option, a command that installs flashinfer-cubin from PyPI is never
+            # moved to a version PyPI lacks; with install-from-index, a cubin variable moves with
+            # the install step from FlashInfer's index that the file gets)
+            left = mode == "report" or ref.kind is Kind.REQUIREMENT
+            if not declares and left and self._cubin_install_left(ctx, ref):
                 continue
             change, reports = self._plan(ref)
             if change is not None:
@@ -180,8 +184,8 @@ class FlashinferPins(Codemod):
             for message in reports:
                 ctx.report(ref.span, message)
         self._apply(ctx, changes)
-        if not declares and not self.cubin_published and mode == "report":
-            self._shared_variables(ctx, changes)
+        if not declares and not self.cubin_published:
+            self._shared_variables(ctx, changes)  # (a command that names no index: any option)
         if mode == "install-from-index" and not self.cubin_published and _INSTALL_FILES.match(base):
             self._install_step(ctx, refs)
 
@@ -452,7 +456,8 @@ class FlashinferPins(Codemod):
         flashinfer-python install writes it (`${FLASHINFER_VERSION}` stays a variable); a
         command continued over several lines (`\\`) gets the step after its last line."""
         text = ctx.text
-        if re.search(r"flashinfer[-_]cubin", text):
+        code = "\n".join(line.split("#", 1)[0] for line in text.splitlines())
+        if re.search(r"flashinfer[-_]cubin", code):  # (installed already; a comment is not)
             return
         lines = text.splitlines(keepends=True)
         start = 0
@@ -473,7 +478,11 @@ class FlashinferPins(Codemod):
         self, ctx: FileContext, lines: list[str], after: int, prefix: str, version: str
     ) -> None:
         """Insert the cubin install command after line ``after`` (1-based)."""
-        version = version.strip("\"'") or str(self.target)
+        version = version.strip("\"'")
+        if not version or _public(version) is not None:
+            # a version written out is the one the migration moves to (the install line itself
+            # moves there in the same fix); a variable (`${FLASHINFER_VERSION}`) stays one
+            version = str(self.target)
         last = lines[after - 1]
         body = last.rstrip("\r\n")
         newline = last[len(body) :] or "\n"
