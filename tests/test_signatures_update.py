@@ -122,7 +122,8 @@ def test_one_new_release_is_added_and_every_command_reads_it(tmp_path: Path, ind
     entry = manifest["0.7.5"]
     assert entry["source"] == built.name
     assert entry["sha256"] == hashlib.sha256(built.read_bytes()).hexdigest()
-    assert entry["requires"] == ["torch", "apache-tvm-ffi<0.2,>=0.1.6"]  # not the extra's
+    # the extras' requirements too, with their markers (FI007 reads those the project installs)
+    assert entry["requires"] == ["torch", "apache-tvm-ffi<0.2,>=0.1.6", "pytest; extra == 'test'"]
     assert entry["read"].endswith("Z")
     # the index of the union: the bundled pairs, and the one new pair
     changes = json.loads((data / "changes.json").read_text())
