@@ -99,7 +99,13 @@ def _tests(
 
 def _matching(tests: _Tests, data: bytes, path: str, options: RunOptions) -> tuple[str, ...]:
     """The ids of the codemods that must see the file: its prefilter, then its finer test."""
-    return tuple(c.id for c, p in tests if p.matches(data) and c.wants(data, path, options))
+    # (a rule that does not read this kind of file never pays for its text tests: FI007 reads
+    # dependency files only, and its requirement names, torch among them, are in every model file)
+    return tuple(
+        c.id
+        for c, p in tests
+        if reads(c, path) and p.matches(data) and c.wants(data, path, options)
+    )
 
 
 def _flashinfer_own_file(path: str, data: bytes, tests: _Tests, options: RunOptions) -> bool:

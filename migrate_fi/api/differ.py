@@ -815,18 +815,30 @@ def _snake(name: str) -> str:
     return _CAMEL.sub(r"\1_\2", name).lower()
 
 
-@cache
 def enum_parameters(old_version: str, new_version: str) -> dict[str, tuple[EnumParameter, ...]]:
     """Callables (by key on the old release) with a parameter that takes the value of an enum
     `changed_enums` names, and which the new release still has under that name."""
+    return _enum_parameters(old_version, new_version)[0]
+
+
+def enum_parameter_paths(old_version: str, new_version: str) -> tuple[str, ...]:
+    """A public path of each callable `enum_parameters` names (what a file calling it names)."""
+    return _enum_parameters(old_version, new_version)[1]
+
+
+@cache
+def _enum_parameters(
+    old_version: str, new_version: str
+) -> tuple[dict[str, tuple[EnumParameter, ...]], tuple[str, ...]]:
     enums = changed_enums(old_version, new_version)
     if not enums:
-        return {}
+        return {}, ()
     old, new = api_for(old_version), api_for(new_version)
     by_name: dict[str, list[str]] = {}
     for key, change in enums.items():
         by_name.setdefault(change.name, []).append(key)
     out: dict[str, tuple[EnumParameter, ...]] = {}
+    paths: list[str] = []
     for path, key in _callable_paths(old).items():
         before, after = old.callable(path), new.callable(path)
         if before is None or after is None:
@@ -851,7 +863,8 @@ def enum_parameters(old_version: str, new_version: str) -> dict[str, tuple[EnumP
                 break
         if found:
             out[key] = tuple(found)
-    return out
+            paths.append(path)
+    return out, tuple(sorted(paths))
 
 
 def _defining_module(api: Api, key: str) -> str | None:
@@ -1000,7 +1013,7 @@ def forget() -> None:
         changed_callables,
         changed_defaults,
         changed_enums,
-        enum_parameters,
+        _enum_parameters,
         first_change,
     ):
         cached.cache_clear()

@@ -26,6 +26,7 @@ from migrate_fi.project import pin_files, project_root
 from migrate_fi.results import FixSafety
 
 
+@lru_cache(maxsize=32)  # asked of every file the prefilter passes: parsed once per run
 def _required(target: str, extras: frozenset[str] | None = frozenset()) -> dict[str, SpecifierSet]:
     """What the target release requires, with a version specifier: name -> specifier. With the
     requirements of the project's ``extras`` of flashinfer-python (``[cu13]``: a stricter

@@ -54,16 +54,12 @@ class EnumValues(Codemod):
 
     @classmethod
     def triggers_for(cls, options: RunOptions) -> tuple[str | tuple[str, ...], ...]:
-        from migrate_fi.api.differ import _callable_paths, api_for, changed_enums, enum_parameters
+        from migrate_fi.api.differ import changed_enums, enum_parameter_paths
 
         old_v, new_v = str(options.from_version), str(options.to_version)
-        keys = set(enum_parameters(old_v, new_v))
-        paths = {
-            path.replace("()", "")
-            for path, key in _callable_paths(api_for(old_v)).items()
-            if key in keys
+        words: set[tuple[str, ...]] = {
+            tuple(p.replace("()", "").split(".")) for p in enum_parameter_paths(old_v, new_v)
         }
-        words: set[tuple[str, ...]] = {tuple(p.split(".")) for p in paths}
         for change in changed_enums(old_v, new_v).values():
             for member in change.old:
                 if change.new and member not in change.new:  # (a use of a gone member names it)
