@@ -945,6 +945,11 @@ def main() -> None:
             err=True,
         )
         sys.exit(2)
+    # The command is done and has said so: a signal from now on (while the interpreter shuts
+    # down, joining the worker pool's threads) would kill it after its work, with the signal's
+    # status instead of the command's. Held until the process is gone.
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
     sys.exit(code if isinstance(code, int) else 0)
 
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from migrate_fi.api.paths import ApiPath, is_flashinfer
-from migrate_fi.calls import Via, callee_calls
+from migrate_fi.api.paths import ApiPath
+from migrate_fi.calls import Via
 from migrate_fi.codemod import Codemod, FileContext, RuleOption, RunOptions
+from migrate_fi.codemods._api import flashinfer_calls
 from migrate_fi.codemods._layout import overflows, quote_like
 from migrate_fi.edits import add_keyword
 from migrate_fi.results import FixSafety
@@ -77,15 +78,7 @@ class ChangedDefaults(Codemod):
         old_api = api_for(old_v)
         keep = bool(ctx.option("keep"))
         owned = {(old_api.key(path), name) for path, name in ctx.settings.deferred_parameters}
-        for view in callee_calls(ctx.resolver):
-            candidates = ctx.resolver.resolve(view.func, view.func_scope).candidates
-            keys = {
-                old_api.key(c.qualname) if is_flashinfer(c.qualname) else None for c in candidates
-            }
-            if len(keys) != 1 or None in keys:
-                continue  # not FlashInfer's, or maybe another implementation: left alone
-            (key,) = keys
-            assert key is not None
+        for view, key in flashinfer_calls(ctx, old_api):
             if key not in changes or view.via is Via.PARTIAL:
                 continue  # (a partial is judged where it is called)
             for change in changes[key]:

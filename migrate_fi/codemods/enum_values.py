@@ -6,9 +6,10 @@ import ast
 from typing import TYPE_CHECKING, ClassVar
 
 from migrate_fi import nodes
-from migrate_fi.api.paths import ApiPath, is_flashinfer
-from migrate_fi.calls import Via, callee_calls
+from migrate_fi.api.paths import ApiPath
+from migrate_fi.calls import Via
 from migrate_fi.codemod import Codemod, FileContext, RunOptions
+from migrate_fi.codemods._api import flashinfer_calls
 from migrate_fi.codemods._imports import flashinfer_name
 from migrate_fi.codemods._layout import line_length
 from migrate_fi.edits import replace_with, set_argument
@@ -78,16 +79,9 @@ class EnumValues(Codemod):
         parameters = enum_parameters(old_v, new_v)
         if not parameters:
             return
-        for view in callee_calls(ctx.resolver):
-            candidates = ctx.resolver.resolve(view.func, view.func_scope).candidates
-            keys = {
-                old_api.key(c.qualname) if is_flashinfer(c.qualname) else None for c in candidates
-            }
-            if len(keys) != 1 or None in keys:
-                continue
-            (key,) = keys
-            for parameter in parameters.get(key or "", ()):
-                self._check(ctx, view, parameter, enums[parameter.enum], str(key))
+        for view, key in flashinfer_calls(ctx, old_api):
+            for parameter in parameters.get(key, ()):
+                self._check(ctx, view, parameter, enums[parameter.enum], key)
 
     @staticmethod
     def _gone_members(ctx: FileContext, enums: dict[str, EnumChange], old_api: Api) -> None:

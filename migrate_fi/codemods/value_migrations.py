@@ -5,9 +5,9 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, ClassVar
 
-from migrate_fi.api.paths import ApiPath, is_flashinfer
-from migrate_fi.calls import callee_calls
+from migrate_fi.api.paths import ApiPath
 from migrate_fi.codemod import Codemod, CodemodSetupError, FileContext, RunOptions
+from migrate_fi.codemods._api import flashinfer_calls
 from migrate_fi.codemods._imports import flashinfer_name
 from migrate_fi.codemods._layout import overflows
 from migrate_fi.edits import AddImport, TextEdit, change_keyword
@@ -116,15 +116,8 @@ class ValueMigrations(Codemod):
                 by_key.setdefault(key, []).append((api, change))
         if not by_key:
             return
-        for view in callee_calls(ctx.resolver):
-            candidates = ctx.resolver.resolve(view.func, view.func_scope).candidates
-            keys = {
-                old_api.key(c.qualname) if is_flashinfer(c.qualname) else None for c in candidates
-            }
-            if len(keys) != 1 or None in keys:
-                continue  # not FlashInfer's, or maybe another implementation: left alone
-            (key,) = keys
-            for api, change in by_key.get(key or "", ()):
+        for view, key in flashinfer_calls(ctx, old_api):
+            for api, change in by_key.get(key, ()):
                 self._check(ctx, view, api, change, old_api)
 
     def _check(
