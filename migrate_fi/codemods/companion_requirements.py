@@ -86,6 +86,23 @@ def _lowest(spec: SpecifierSet) -> Version | None:
     return low if spec.contains(low, prereleases=True) else None
 
 
+_VENDOR_FOLDERS = ("third_party", "third-party", "vendor", "vendored", "_vendor", "external")
+
+
+def _vendored(ctx: FileContext) -> str:
+    """`` (a vendored copy of X: ...)`` for a file under a vendor folder: its pins are that
+    project's, which the project may not be free to change."""
+    parts = os.path.normpath(ctx.path).split(os.sep)
+    for i, part in enumerate(parts[:-2]):
+        if part.lower() in _VENDOR_FOLDERS:
+            owner = parts[i + 1]
+            return (
+                f" (this file is {owner}'s, vendored under {part}/: its pins are {owner}'s own;"
+                f" update the vendored {owner}, or install it without this requirements file)"
+            )
+    return ""
+
+
 _PINS_FLASHINFER = re.compile(r"flashinfer[-_.]python\b", re.IGNORECASE)
 
 
@@ -240,7 +257,9 @@ class CompanionRequirements(Codemod):
                     hint = (
                         "" if move else f" (option move = true of {self.code} moves it to {lowest})"
                     )
-                    ctx.report(ref.span, f"{what}: move the pin{hint if lowest else ''}")
+                    ctx.report(
+                        ref.span, f"{what}: move the pin{hint if lowest else ''}{_vendored(ctx)}"
+                    )
             elif (
                 ref.operator in ("<", "<=")
                 and lowest is not None
@@ -251,5 +270,6 @@ class CompanionRequirements(Codemod):
                 ctx.report(
                     ref.span,
                     f"{name}{ref.operator}{ref.version} here excludes every version"
-                    f" {needs.split(' requires ', 1)[0]} accepts ({needs}): raise the bound",
+                    f" {needs.split(' requires ', 1)[0]} accepts ({needs}): raise the"
+                    f" bound{_vendored(ctx)}",
                 )
