@@ -98,20 +98,26 @@ def libcst_parse(files: list[Path]) -> float:
     return float(done.stdout.strip())
 
 
-def copies(base: Path, scale: int, into: Path) -> Path:
-    target = into / f"sglang-x{scale}"
+def _prepared(target: Path, build: Callable[[Path], None]) -> Path:
+    """``target``, built once by ``build`` (from scratch) and marked done."""
     if not (target / ".done").exists():
         shutil.rmtree(target, ignore_errors=True)
-        for i in range(scale):
-            shutil.copytree(base, target / f"copy{i}", ignore=shutil.ignore_patterns(".unpacked"))
+        target.mkdir(parents=True)
+        build(target)
         (target / ".done").write_text("")
     return target
 
 
+def copies(base: Path, scale: int, into: Path) -> Path:
+    def build(target: Path) -> None:
+        for i in range(scale):
+            shutil.copytree(base, target / f"copy{i}", ignore=shutil.ignore_patterns(".unpacked"))
+
+    return _prepared(into / f"sglang-x{scale}", build)
+
+
 def many_sites(into: Path) -> Path:
-    target = into / "many-sites"
-    if not (target / ".done").exists():
-        target.mkdir(parents=True, exist_ok=True)
+    def build(target: Path) -> None:
         filler = "".join(f"def f{i}(x):\n    return x + {i}\n\n\n" for i in range(24))
         for i in range(2000):
             (target / f"m{i}.py").write_text(
@@ -119,21 +125,19 @@ def many_sites(into: Path) -> Path:
                 + f"def q(x, gs):\n    return {LEGACY_CALL}\n"
             )  # fmt: skip
         (target / "requirements.txt").write_text("flashinfer-python==0.6.10\n")
-        (target / ".done").write_text("")
-    return target
+
+    return _prepared(into / "many-sites", build)
 
 
 def huge_file(into: Path) -> Path:
-    target = into / "huge-file"
-    if not (target / ".done").exists():
-        target.mkdir(parents=True, exist_ok=True)
+    def build(target: Path) -> None:
         lines = ["from flashinfer import fp4_quantize", ""]
         for i in range(5000):
             lines += [f"a{i} = {LEGACY_CALL}"] + [f"b{i}_{j} = {j}" for j in range(9)]
         (target / "huge.py").write_text("\n".join(lines) + "\n")
         (target / "requirements.txt").write_text("flashinfer-python==0.6.10\n")
-        (target / ".done").write_text("")
-    return target
+
+    return _prepared(into / "huge-file", build)
 
 
 def main() -> None:

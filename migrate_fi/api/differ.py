@@ -116,12 +116,15 @@ class CallableDiff:
     misbinding_index: int | None = None  # first positional index that binds differently
     deprecated_index: int | None = None  # first positional index accepted only through a shim
     renamed: dict[str, str] = field(default_factory=dict)
-    # how each rename is known: "declared", "same" or "likely" (`Rename.evidence`)
+    # how each rename is known: "declared", "same", "place" or "likely" (`Rename.evidence`)
     rename_evidence: dict[str, str] = field(default_factory=dict)
-    # renames the new release declares itself (the old keyword still works, deprecated)
-    declared_renames: dict[str, str] = field(default_factory=dict)
     removed: list[str] = field(default_factory=list)
     newly_required: list[str] = field(default_factory=list)
+
+    @property
+    def declared_renames(self) -> dict[str, str]:
+        """Renames the new release declares itself (the old keyword still works, deprecated)."""
+        return {a: b for a, b in self.renamed.items() if self.rename_evidence[a] == "declared"}
 
     @property
     def affected_from(self) -> int | None:
@@ -623,8 +626,6 @@ def compare_callables(old: CallSignature, new: CallSignature) -> CallableDiff:
         if name in old_names:
             result.renamed[name] = rename.new
             result.rename_evidence[name] = rename.evidence
-            if rename.evidence == "declared":
-                result.declared_renames[name] = rename.new
     for name in sorted(old_names):
         if name not in result.renamed and not new.may_accept_keyword(name):
             result.removed.append(name)

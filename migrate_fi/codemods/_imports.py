@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from migrate_fi.api.paths import is_flashinfer
 from migrate_fi.codemod import FileContext
 from migrate_fi.edits import AddImport
 from migrate_fi.scopes import Scope
@@ -59,15 +60,15 @@ def _spellings(ctx: FileContext, name: str) -> list[str]:
     for node in ctx.resolver.imports:
         if isinstance(node, ast.ImportFrom):
             module = ctx.resolver.absolute_module(node.module, node.level) or ""
+            if not is_flashinfer(module):
+                continue
             for a in node.names:
-                if not module.startswith("flashinfer"):
-                    continue
                 if a.name == name and a.asname:
                     aliases.append(a.asname)
-                elif a.name != "*" and f"{module}.{a.name}".startswith("flashinfer"):
+                elif a.name != "*":  # (maybe a submodule: `flashinfer_name` checks each)
                     modules.append(f"{a.asname or a.name}.{name}")
         else:
             for a in node.names:
-                if a.name.startswith("flashinfer"):
+                if is_flashinfer(a.name):
                     modules.append(f"{a.asname}.{name}" if a.asname else f"{a.name}.{name}")
     return list(dict.fromkeys([*aliases, *sorted(modules, key=len)]))

@@ -213,19 +213,22 @@ class CompanionRequirements(Codemod):
         for ref in refs:
             groups.setdefault((ref.line, ref.context), []).append(ref)
         move = bool(ctx.option("move"))
+        plain = _required(target)  # (without the extras: to say where an extra matters)
         for group in groups.values():
-            self._check(ctx, group, required[group[0].package], target, move)
+            name = group[0].package
+            spec = required[name]
+            extra = (
+                f" with the extra {', '.join(sorted(extras))}"
+                if extras and plain.get(name) != spec
+                else ""
+            )
+            needs = f"FlashInfer {target} requires {name}{spec}{extra} (its wheel's metadata)"
+            self._check(ctx, group, spec, needs, move)
 
     def _check(
-        self, ctx: FileContext, group: list[VersionRef], spec: SpecifierSet, target: str, move: bool
+        self, ctx: FileContext, group: list[VersionRef], spec: SpecifierSet, needs: str, move: bool
     ) -> None:
         name = group[0].package
-        needs = f"FlashInfer {target} requires {name}{spec} (its wheel's metadata)"
-        extras = sorted(_extras_for(ctx))
-        if extras and _required(target).get(name) != spec:  # (said where the extra matters)
-            needs = needs.replace(
-                " (its wheel's", f" with the extra {', '.join(extras)} (its wheel's"
-            )
         lowest = _lowest(spec)
         for ref in group:
             try:

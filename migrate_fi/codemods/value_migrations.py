@@ -128,7 +128,7 @@ class ValueMigrations(Codemod):
         old, new = change.keyword, change.new_keyword
         link = f"; {change.link}" if change.link else ""
         since = f"since FlashInfer {change.release} ({change.reason}{link})"
-        table = ", ".join(f"{_literal(m.old)} -> {m.new}" for m in change.values)
+        table = ", ".join(f"{m.old!r} -> {m.new}" for m in change.values)
         if old in own.unpacked and old not in own.keywords:
             ctx.report(
                 view.node,
@@ -218,10 +218,6 @@ def _same_member(api: Api, path: str, member: str) -> bool:
         return False
     mine = api.canonical(owner)
     return mine is not None and mine == api.canonical(want_owner)
-
-
-def _literal(value: object) -> str:
-    return repr(value)
 
 
 def _as_text(
