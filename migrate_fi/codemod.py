@@ -398,6 +398,10 @@ class Codemod:
     needs_api_data: ClassVar[bool] = False
     # Options this rule reads with `FileContext.option`.
     options: ClassVar[tuple[RuleOption, ...]] = ()
+    # Public threads behind a hand-written rule's change, each "<what it shows>: <url>" (the
+    # pull request that made the change, the downstream fix that met it). The report's
+    # motivation cites them; a data-driven rule's references come from its data instead.
+    links: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def parameters_owned(
@@ -411,8 +415,8 @@ class Codemod:
     def references(cls, from_version: Version, to_version: Version) -> tuple[str, ...]:
         """What a pull request's motivation cites for this rule's range: the FlashInfer changes
         it migrates, each ``"<release>: <what> (<link>)"`` where the data has a link (FI010's
-        value-change files do). Default: none."""
-        return ()
+        value-change files do). Default: the rule's `links`."""
+        return cls.links
 
     @classmethod
     def prepare(cls, options: RunOptions) -> None:

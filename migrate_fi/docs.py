@@ -73,7 +73,10 @@ def explain_text(cls: type[Codemod]) -> str:
         f"FlashInfer version: {_version(cls)} ({when})\n"
         f"Fix: {_fix_text(cls)}\n\n"
     )
-    return head + cls.doc() + "\n" + _options_text(cls)
+    links = "".join(f"  {link}\n" for link in cls.links)
+    return (
+        head + cls.doc() + "\n" + (f"\nReferences:\n{links}" if links else "") + _options_text(cls)
+    )
 
 
 def _fix_text(cls: type[Codemod]) -> str:
@@ -135,6 +138,8 @@ def rules_markdown() -> str:
             c.doc() + "\n",
             "\n",
         ]
+        if c.links:
+            out += ["References:\n\n", *(f"- {link}\n" for link in c.links), "\n"]
         if c.options:
             out.append(f"Options, in `[tool.migrate-fi.rules.{c.code}]`:\n\n")
             out += [f"- `{o.name}` (default `{o.show_default()}`): {o.help}\n" for o in c.options]

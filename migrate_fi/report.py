@@ -59,6 +59,8 @@ _TEXT: dict[str, dict[str, str]] = {
         "risk_install": "**install flow**: pins or install steps change in {files}",
         "risk_untested": "**test coverage**: {apis} changed and used in runtime code, but no test"
         " file of the project calls {them} directly: run the runtime paths that use {them}",
+        "risk_not_run": "**rules not run**: {rules} apply to this range but were left out"
+        " (--select, --ignore or the configuration): their sites are not in this report",
         "risk_none": "None found beyond the sites above.",
         "pins": "Pins",
         "pins_none": "No pin of flashinfer-python found.",
@@ -118,6 +120,8 @@ _TEXT: dict[str, dict[str, str]] = {
         "risk_install": "**安装流程**：{files} 中的版本或安装步骤有变",
         "risk_untested": "**测试覆盖**：{apis} 有变更且在运行时代码中使用，但项目中没有测试文件直接"
         "调用{them}：请运行用到{them}的运行时路径",
+        "risk_not_run": "**未运行的规则**：{rules} 适用于此版本区间，但被排除（--select、--ignore"
+        " 或配置）：它们的位置不在本报告中",
         "risk_none": "除上述位置外未发现其他风险。",
         "pins": "版本声明",
         "pins_none": "未找到 flashinfer-python 的版本声明。",
@@ -157,7 +161,7 @@ class Report:
     """The facts a report is made of."""
 
     result: RunResult
-    rules: list[type[Codemod]]
+    rules: list[type[Codemod]]  # all of the range's (the run may have used fewer: result.rules)
     inventory: Inventory
     pins: list[str]  # `path:line package==version`
     verify: str  # the command that proves the migration on a GPU
@@ -333,6 +337,9 @@ def render_markdown(report: Report, lang: str = "en") -> str:
                 them=w.say("it" if len(untested) == 1 else "them"),
             )
         )
+    not_run = [f"{c.code} ({c.id})" for c in report.rules if c.code not in result.rules]
+    if not_run and result.rules:
+        risks.append(w.say("risk_not_run", rules=", ".join(not_run)))
     w.add(*(f"- {r}" for r in risks) if risks else (w.say("risk_none"),))
 
     w.heading("verify")

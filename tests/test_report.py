@@ -110,3 +110,22 @@ def test_the_verify_outcome_is_reported_when_verify_ran() -> None:
         "- Fixed by the migration: `tests/test_fp4.py::test_helper`",
         "- Skipped: `tests/test_moe.py::test_graph (needs SM100)`",
     ]
+
+
+def test_rules_of_the_range_left_out_are_a_risk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A report of a narrowed run says which rules of the range it leaves out, and still
+    attributes their APIs' changes (the inventory is FlashInfer's facts, not the run's)."""
+    monkeypatch.chdir(PROJECTS)
+    out = _report("--ignore", "FI004", "demo")[1]
+    assert "- **rules not run**: FI004 (allreduce_workspace_group) apply to this range" in out
+    assert "### FI004" not in out
+    assert "FI004" in out.split("## FlashInfer APIs used")[1]  # still the API's change
+    assert "rules not run" not in _report("demo")[1]
+    zh = _report("--lang", "zh", "--ignore", "FI004", "demo")[1]
+    assert "**未运行的规则**\uff1aFI004 (allreduce_workspace_group)" in zh
+
+
+def test_hand_written_rules_cite_their_upstream_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(PROJECTS)
+    why = _report("demo")[1].split("## What changed, rule by rule")[0]
+    assert "https://github.com/flashinfer-ai/flashinfer/pull/3247" in why  # FI004

@@ -111,6 +111,12 @@ class AllreduceWorkspaceGroup(Codemod):
     fix_safety = FixSafety.SAFE
     triggers = tuple(("flashinfer", path.rsplit(".", 1)[-1]) for path in TARGETS)
     concerns = frozenset(TARGETS)
+    links = (
+        "FlashInfer's fix of the SGLang hang, which added `group=` (the rendezvous otherwise"
+        " waits on every rank of WORLD): https://github.com/flashinfer-ai/flashinfer/pull/3247",
+        "vLLM's fix, passing its TP group (TP>1 with DP>1 hung at start-up):"
+        " https://github.com/vllm-project/vllm/pull/45917",
+    )
     options = (
         RuleOption(
             "group-names",

@@ -95,6 +95,12 @@ class GraphCaptureTests(Codemod):
     triggers = (("flashinfer", "CuteDslMoEWrapper"),)
     owns_parameters = frozenset({(WRAPPER, "max_num_tokens")})
     concerns = frozenset({WRAPPER})  # its default changed, ignored
+    links = (
+        "FlashInfer's change that stopped preallocating the wrapper's buffers (max_num_tokens"
+        " deprecated): https://github.com/flashinfer-ai/flashinfer/pull/3404",
+        "the issue it resolved, 475 MiB of buffers per MoE layer:"
+        " https://github.com/flashinfer-ai/flashinfer/issues/3308",
+    )
     options = (
         RuleOption("warmup-runs", 3, "Eager runs before the capture."),
         RuleOption(
