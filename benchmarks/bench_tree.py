@@ -50,7 +50,7 @@ def main() -> None:
     from migrate_fi.api.store import newest_release
     from migrate_fi.codemod import RunOptions
     from migrate_fi.discovery import discover
-    from migrate_fi.engine import prefilter_for
+    from migrate_fi.pipeline import prefilter_for
     from migrate_fi.registry import select
     from migrate_fi.versions import parse_version
 

@@ -284,7 +284,8 @@ def _execute(
 ) -> tuple[RunResult, _Settled, MigrationRange]:
     from migrate_fi.codemod import CodemodSetupError, KeywordStyle, RunOptions
     from migrate_fi.discovery import DiscoveryError
-    from migrate_fi.engine import Mode, run
+    from migrate_fi.engine import run
+    from migrate_fi.pipeline import Mode
 
     settled = _settle(common)
     for p in settled.paths:
@@ -667,8 +668,8 @@ def upgrade(
 def _write_and_record(result: RunResult, span: MigrationRange) -> None:
     """apply's writes: code first, pin and version files last (an apply stopped halfway leaves
     the old pins), and the record of where the migration stands, interrupted or not."""
-    from migrate_fi.engine import write_changes
     from migrate_fi.project import is_pin_file
+    from migrate_fi.sources import write_changes
 
     try:
         write_changes(result, last=is_pin_file)
@@ -1299,7 +1300,7 @@ def plan(
         entry: dict[str, object] = {
             "code": c.code,
             "id": c.id,
-            "fix": c.fix_safety.value,
+            "fix": c.fix_label(),
             "summary": c.summary,
         }
         if c.data_driven:

@@ -33,7 +33,7 @@ from migrate_fi.edits import (
     Transform,
 )
 from migrate_fi.resolver import NameResolver
-from migrate_fi.results import Diagnostic, FixSafety
+from migrate_fi.results import Diagnostic, FixAvailability, FixSafety
 
 if TYPE_CHECKING:
     from packaging.version import Version
@@ -309,7 +309,9 @@ class FileContext:
         """A Python source (with an `ast` tree); else a text file (pins, Dockerfiles...)."""
         return self.tree is not None
 
-    def _diagnostic(self, node: ast.AST | Span, message: str, fix: FixSafety | None) -> Diagnostic:
+    def _diagnostic(
+        self, node: ast.AST | Span, message: str, safety: FixSafety | None
+    ) -> Diagnostic:
         assert self.codemod is not None
         line, col, end_line, end_col = node if isinstance(node, tuple) else self.span(node)
         return Diagnostic(
@@ -319,7 +321,7 @@ class FileContext:
             code=self.codemod.code,
             codemod=self.codemod.id,
             message=message,
-            fix=fix,
+            safety=safety,
             end_line=end_line,
             end_col=end_col + 1,
         )
@@ -342,13 +344,13 @@ class FileContext:
         never raise it."""
         assert self.codemod is not None
         declared = self.codemod.fix_safety
-        if declared is FixSafety.NONE:
+        if self.codemod.fix_availability is FixAvailability.NONE or declared is None:
             raise RuleDefinitionError(
-                f"rule {self.codemod.code} is declared report-only (fix_safety NONE) but produced"
-                " a fix"
+                f"rule {self.codemod.code} is declared report-only (fix_availability NONE) but"
+                " produced a fix"
             )
         safety = declared if safety is None else safety
-        if safety.rank > declared.rank or safety is FixSafety.NONE:
+        if safety.rank > declared.rank:
             raise RuleDefinitionError(
                 f"rule {self.codemod.code} produced a {safety.value} fix; its declared fix safety"
                 f" is {declared.value}"
@@ -374,8 +376,12 @@ class Codemod:
     # for any --from < --to and reads what changed from the bundled API data).
     introduced_in: ClassVar[str]
     data_driven: ClassVar[bool] = False
-    # The most a fix of this rule may be trusted: SAFE, REVIEW, or NONE (the rule only reports).
-    fix_safety: ClassVar[FixSafety]
+    # Whether it fixes what it finds: SOMETIMES (the usual: some sites are for a person), ALWAYS
+    # (every site it reports has a fix), or NONE (it only reports).
+    fix_availability: ClassVar[FixAvailability] = FixAvailability.SOMETIMES
+    # The most a fix of this rule may be trusted, SAFE or REVIEW; None for a rule that only
+    # reports (fix_availability NONE).
+    fix_safety: ClassVar[FixSafety | None] = None
     # Cheap prefilter: a file that contains none of these strings is never parsed for this codemod.
     # (a tuple ("flashinfer", "fp4_quantize"): "flashinfer" anywhere and the identifier)
     triggers: ClassVar[tuple[str | tuple[str, ...], ...]]
@@ -438,6 +444,11 @@ class Codemod:
 
     def find(self, ctx: FileContext) -> None:
         raise NotImplementedError
+
+    @classmethod
+    def fix_label(cls) -> str:
+        """What the docs and `plan` show for the rule's fixes: its safety, or "none"."""
+        return "none" if cls.fix_safety is None else cls.fix_safety.value
 
     @classmethod
     def doc(cls) -> str:

@@ -41,7 +41,7 @@ def rules_json() -> list[dict[str, object]]:
             "code": c.code,
             "id": c.id,
             "flashinfer_version": _version(c),
-            "fix": c.fix_safety.value,
+            "fix": c.fix_label(),
             "summary": c.summary,
             "options": [{"name": o.name, "default": o.default, "help": o.help} for o in c.options],
         }
@@ -51,7 +51,7 @@ def rules_json() -> list[dict[str, object]]:
 
 def rules_table() -> str:
     rows = [("CODE", "ID", "FLASHINFER", "FIX", "SUMMARY")]
-    rows += [(c.code, c.id, _version(c), c.fix_safety.value, c.summary) for c in all_codemods()]
+    rows += [(c.code, c.id, _version(c), c.fix_label(), c.summary) for c in all_codemods()]
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     return "".join(
         "  ".join(cell.ljust(w) for cell, w in zip(row[:4], widths, strict=True))
@@ -84,7 +84,7 @@ def _fix_text(cls: type[Codemod]) -> str:
         "safe": "safe (applied by `migrate-fi apply`)",
         "review": "review (shown by check and diff; applied with --unsafe-fixes)",
         "none": "none (reported for a person; nothing is rewritten)",
-    }[cls.fix_safety.value]
+    }[cls.fix_label()]
 
 
 def _options_text(cls: type[Codemod]) -> str:
@@ -107,7 +107,7 @@ def readme_rules_table() -> str:
     for c in all_codemods():
         out.append(
             f"| {c.code} | [`{c.id}`](docs/rules.md#{c.id}) | {_version(c)} |"
-            f" {c.fix_safety.value} | {c.summary} |\n"
+            f" {c.fix_label()} | {c.summary} |\n"
         )
     out.append(README_END)
     return "".join(out)
@@ -125,15 +125,14 @@ def rules_markdown() -> str:
     ]
     for c in all_codemods():
         out.append(
-            f"| {c.code} | [`{c.id}`](#{c.id}) | {_version(c)} | {c.fix_safety.value} |"
-            f" {c.summary} |\n"
+            f"| {c.code} | [`{c.id}`](#{c.id}) | {_version(c)} | {c.fix_label()} | {c.summary} |\n"
         )
     for c in all_codemods():
         out += [
             "\n",
             f"## {c.id}\n",
             "\n",
-            f"**{c.code}** · FlashInfer {_version(c)} · fix: {c.fix_safety.value}\n",
+            f"**{c.code}** · FlashInfer {_version(c)} · fix: {c.fix_label()}\n",
             "\n",
             c.doc() + "\n",
             "\n",

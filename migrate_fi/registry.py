@@ -20,7 +20,7 @@ from typing import Any
 from packaging.version import Version
 
 from migrate_fi.codemod import Codemod, RuleSettings
-from migrate_fi.results import FixSafety
+from migrate_fi.results import FixAvailability, FixSafety
 from migrate_fi.suppression import UNUSED_CODE, UNUSED_ID
 from migrate_fi.versions import in_range, parse_version
 
@@ -78,15 +78,20 @@ def all_codemods() -> tuple[type[Codemod], ...]:
 
 def _validate(cls: type[Codemod]) -> None:
     where = f"codemod {cls.id}"
-    for attr in ("code", "summary", "introduced_in", "fix_safety", "triggers"):
+    for attr in ("code", "summary", "introduced_in", "triggers"):
         if not hasattr(cls, attr):
             raise RuntimeError(f"{where} does not declare {attr}")
     if not _CODE.match(cls.code):
         raise RuntimeError(f"{where}: code {cls.code!r} is not of the form FI000")
     if not cls.data_driven:
         parse_version(cls.introduced_in)
-    if not isinstance(cls.fix_safety, FixSafety):
-        raise RuntimeError(f"{where}: fix_safety must be a FixSafety")
+    if not isinstance(cls.fix_availability, FixAvailability):
+        raise RuntimeError(f"{where}: fix_availability must be a FixAvailability")
+    if cls.fix_availability is FixAvailability.NONE:
+        if cls.fix_safety is not None:
+            raise RuntimeError(f"{where} only reports (fix_availability NONE): no fix_safety")
+    elif not isinstance(cls.fix_safety, FixSafety):
+        raise RuntimeError(f"{where} fixes: fix_safety must be FixSafety.SAFE or REVIEW")
 
     def valid(t: object) -> bool:
         if isinstance(t, tuple):
@@ -100,7 +105,7 @@ def _validate(cls: type[Codemod]) -> None:
     names = [o.name for o in cls.options]
     if len(set(names)) != len(names):
         raise RuntimeError(f"{where} declares an option twice")
-    if cls.owns_apis and cls.fix_safety is FixSafety.NONE:
+    if cls.owns_apis and cls.fix_availability is FixAvailability.NONE:
         raise RuntimeError(f"{where} owns APIs but never fixes them: leave them to FI002")
 
 

@@ -18,16 +18,16 @@ from migrate_fi.results import Diagnostic, FileError, FixSafety, RunResult
 from migrate_fi.suppression import UNUSED_CODE
 
 if TYPE_CHECKING:
-    from migrate_fi.verify import VerifyOutcome
+    pass
 
-__all__ = ["format_diagnostic", "render", "render_verify", "summary", "unified_diff"]
+__all__ = ["format_diagnostic", "render", "summary", "unified_diff"]
 
 _LINES = re.compile(r"[^\n]*\n|[^\n]+")
 
 
 def _marker(d: Diagnostic) -> str:
     """Review fixes are marked: `apply` writes them only with --unsafe-fixes."""
-    return "[review fix] " if d.fix is FixSafety.REVIEW else ""
+    return "[review fix] " if d.safety is FixSafety.REVIEW else ""
 
 
 def format_diagnostic(d: Diagnostic) -> str:
@@ -310,78 +310,3 @@ def _find(tails: list[int], pairs: list[tuple[int, int]], j: int) -> int:
         else:
             hi = mid
     return lo
-
-
-def render_verify(outcome: VerifyOutcome, fmt: str) -> str:
-    """The report of `migrate-fi verify`: environment, tests, results, verdict."""
-    from migrate_fi.junit import Outcome
-
-    run = outcome.run
-    verdict = "not run" if run is None else run.verdict.value
-    if fmt == "json":
-        doc: dict[str, object] = {
-            "tool": "migrate-fi",
-            "version": __version__,
-            "command": "verify",
-            "root": outcome.root,
-            "environment": outcome.environment.to_json(),
-            "target": outcome.target,
-            "pins": outcome.pins,
-            "tests": outcome.tests,
-            "problem": outcome.problem,
-            "verdict": verdict,
-            "exit_code": outcome.exit_code,
-            "results": [r.to_json() for r in run.results] if run else [],
-            "counts": {o.value: run.count(o) for o in Outcome} if run else {},
-            "baseline": (
-                {"ref": outcome.baseline_ref, **outcome.baseline} if outcome.baseline else None
-            ),
-        }
-        return json.dumps(doc, indent=2) + "\n"
-    env = outcome.environment
-    lines = ["Environment"]
-    lines.append(f"  python      {env.python} ({env.executable})")
-    if env.torch:
-        lines.append(f"  torch       {env.torch}, CUDA {env.torch_cuda or 'none'}")
-    else:
-        lines.append(f"  torch       not importable ({env.torch_error or 'not installed'})")
-    if env.gpus:
-        for i, gpu in enumerate(env.gpus):
-            lines.append(f"  GPU {i}       {gpu['name']} (compute capability {gpu['capability']})")
-    else:
-        lines.append("  GPU         none visible")
-    target = f" (the migration's target: {outcome.target})" if outcome.target else ""
-    lines.append(f"  flashinfer  {env.flashinfer or 'not installed'}{target}")
-    for pin in outcome.pins:
-        lines.append(f"  pin         {pin['path']}:{pin['line']} {pin['pin']}")
-    lines.append(f"Tests ({len(outcome.tests)})")
-    lines += [f"  {t}" for t in outcome.tests] or ["  none selected"]
-    if outcome.problem:
-        lines.append(f"Not run: {outcome.problem}")
-        lines.append("Verdict: error")
-        return "\n".join(lines) + "\n"
-    assert run is not None
-    lines.append("Results")
-    for r in run.results:
-        lines.append(f"  {r.outcome.value.upper():8} {r.test_id}")
-        if r.detail and r.outcome is not Outcome.PASSED:
-            label = "reason: " if r.outcome is Outcome.SKIPPED else ""
-            lines += [f"           {label}{line}" for line in r.detail.splitlines()]
-    if not run.results:
-        lines.append("  no test was collected")
-    if outcome.baseline is not None:
-        b = outcome.baseline
-        lines.append(f"Against {outcome.baseline_ref}")
-        lines.append(f"  new failures:      {', '.join(b['new']) or 'none'}")
-        lines.append(f"  already failing:   {', '.join(b['already_failing']) or 'none'}")
-        lines.append(f"  fixed:             {', '.join(b['fixed']) or 'none'}")
-    counts = ", ".join(f"{run.count(o)} {o.value}" for o in Outcome)
-    if run.verdict.value == "nothing verified":
-        note = " (with --allow-skips)" if outcome.allow_skips else ""
-        lines.append(
-            f"Verdict: nothing verified{note}: no selected test ran to completion ({counts});"
-            " a skipped GPU test proves nothing"
-        )
-    else:
-        lines.append(f"Verdict: {verdict} ({counts})")
-    return "\n".join(lines) + "\n"

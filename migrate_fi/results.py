@@ -6,18 +6,26 @@ import enum
 from dataclasses import dataclass, field
 
 
+class FixAvailability(str, enum.Enum):
+    """Whether a rule fixes what it finds (Ruff's fix availability), apart from how far its
+    fixes may be trusted (`FixSafety`)."""
+
+    NONE = "none"  # it only reports: every site is for a person
+    SOMETIMES = "sometimes"  # some sites get a fix; the others are for a person
+    ALWAYS = "always"  # every site it reports has a fix (the engine holds it to that)
+
+
 class FixSafety(str, enum.Enum):
-    """How far a fix may be trusted (Ruff's applicability). A rule declares the most its fixes
-    may be; a fix may be less. The engine decides what `apply` writes: `safe` fixes always,
-    `review` fixes only with ``--unsafe-fixes``."""
+    """How far a fix may be trusted (Ruff's applicability). A rule that fixes declares the most
+    its fixes may be; a fix may be less. The engine decides what `apply` writes: `safe` fixes
+    always, `review` fixes only with ``--unsafe-fixes``."""
 
     SAFE = "safe"  # the rewrite keeps the meaning the code had on the old release
     REVIEW = "review"  # right in the usual case, but a person must read it
-    NONE = "none"  # nothing is rewritten: the site is only reported
 
     @property
     def rank(self) -> int:
-        return {"none": 0, "review": 1, "safe": 2}[self.value]
+        return {"review": 1, "safe": 2}[self.value]
 
 
 class Status(str, enum.Enum):
@@ -42,7 +50,7 @@ class Replacement:
 
 @dataclass(frozen=True, order=True)
 class Diagnostic:
-    """One site found by a codemod. A site with a ``fix`` can be rewritten; ``applies`` says
+    """One site found by a codemod. A site with a fix (its ``safety``) can be rewritten; ``applies`` says
     whether this run's `apply` writes it (a `review` fix needs ``--unsafe-fixes``). A site with
     no fix needs a person, and ``message`` says why."""
 
@@ -52,7 +60,7 @@ class Diagnostic:
     code: str
     codemod: str
     message: str
-    fix: FixSafety | None = None
+    safety: FixSafety | None = None  # of its fix; None: no fix, the site is for a person
     applies: bool = False
     end_line: int | None = None
     end_col: int | None = None
@@ -68,7 +76,7 @@ class Diagnostic:
     @property
     def held_back(self) -> bool:
         """A `review` fix this run does not apply (no ``--unsafe-fixes``)."""
-        return self.fix is not None and not self.applies
+        return self.safety is not None and not self.applies
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -80,7 +88,7 @@ class Diagnostic:
             "code": self.code,
             "codemod": self.codemod,
             "message": self.message,
-            "fix": self.fix.value if self.fix is not None else None,
+            "fix": self.safety.value if self.safety is not None else None,
             "fixable": self.applies,
         }
 

@@ -9,16 +9,21 @@ counted in Unicode code points (``columnKind``), as Python counts them.
 
 from __future__ import annotations
 
+import ast
+import difflib
 import os
 import pathlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from migrate_fi import __version__
+from migrate_fi.codemod import Codemod, Fix
+from migrate_fi.fixes import apply_fixes
 from migrate_fi.results import Diagnostic, FileError, Replacement, RunResult
+from migrate_fi.sources import source_lines
 from migrate_fi.suppression import UNUSED_CODE
 
-__all__ = ["SCHEMA", "sarif_document"]
+__all__ = ["SCHEMA", "fix_replacements", "replacements", "sarif_document"]
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _BASE = "%SRCROOT%"
@@ -120,7 +125,7 @@ def _result(d: Diagnostic, index: dict[str, int]) -> dict[str, Any]:
         ],
         "properties": {
             "rule": d.codemod,
-            "fixSafety": d.fix.value if d.fix is not None else "none",
+            "fixSafety": d.safety.value if d.safety is not None else "none",
             "appliedByApply": d.applies,
         },
     }
@@ -161,3 +166,47 @@ def _notification(e: FileError) -> dict[str, Any]:
         "message": {"text": f"{e.path}: {e.reason}"},
         "locations": [{"physicalLocation": location}],
     }
+
+
+def fix_replacements(
+    cls: type[Codemod], text: str, tree: ast.Module | None
+) -> Callable[[Fix], tuple[Replacement, ...]]:
+    def details(fix: Fix) -> tuple[Replacement, ...]:
+        return replacements(text, apply_fixes(text, tree, [fix], cls))
+
+    return details
+
+
+def replacements(old: str, new: str) -> tuple[Replacement, ...]:
+    """The changes that turn ``old`` into ``new``: changed runs of lines, narrowed to the
+    characters that differ."""
+    a, b = source_lines(old), source_lines(new)
+    out = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        gone, put = "".join(a[i1:i2]), "".join(b[j1:j2])
+        head = _common_prefix(gone, put)
+        tail = _common_prefix(gone[head:][::-1], put[head:][::-1])
+        start = _position(a, i1, gone[:head])
+        end = _position(a, i1, gone[: len(gone) - tail])
+        out.append(Replacement(*start, *end, put[head : len(put) - tail]))
+    return tuple(out)
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _position(lines: Sequence[str], first: int, before: str) -> tuple[int, int]:
+    """(line, col), 1-based, of the point after ``before``, text that starts at line
+    ``first`` (0-based) of ``lines``."""
+    breaks = before.count("\n")
+    if breaks:
+        return first + breaks + 1, len(before) - before.rfind("\n")
+    return first + 1, len(before) + 1

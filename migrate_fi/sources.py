@@ -18,8 +18,10 @@ import signal
 import stat
 import tempfile
 import tokenize
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+
+from migrate_fi.results import FileError, RunResult
 
 __all__ = [
     "TEMPORARY_SUFFIX",
@@ -27,9 +29,11 @@ __all__ = [
     "SourceError",
     "decode_source",
     "is_temporary",
+    "remove_temporary",
     "signals_deferred",
     "source_lines",
     "write_atomically",
+    "write_changes",
     "write_new_file",
 ]
 
@@ -177,3 +181,32 @@ def write_new_file(path: str, data: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def remove_temporary(paths: list[str]) -> list[str]:
+    """Remove the temporary files an interrupted run left (`is_temporary`); those removed."""
+    removed = []
+    for path in paths:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+            removed.append(path)
+    return removed
+
+
+def write_changes(result: RunResult, last: Callable[[str], bool] | None = None) -> None:
+    """`apply`: write every changed file atomically; record what was written or why not.
+    ``last``: files to write after all others (pin and version files: a run stopped halfway
+    leaves the old pins, so the next run still migrates from the old version)."""
+    changed = result.changed
+    if last is not None:
+        changed = sorted(changed, key=lambda f: last(f.path))  # stable: path order within each
+    for f in changed:
+        assert f.new_bytes is not None and f.old_bytes is not None
+        # (an interruption lands between files: a file written is a file listed as written)
+        with signals_deferred():
+            try:
+                write_atomically(f.path, f.new_bytes, f.old_bytes)
+            except SourceError as exc:
+                result.write_errors.append(FileError(f.path, str(exc)))
+            else:
+                result.written.append(f.path)

@@ -43,7 +43,7 @@ def _work(
     prefiltered: tuple[str, ...],
 ) -> tuple[FileResult, depends.Notes | None]:
     """The result of one file, with what its analysis read outside it (`migrate_fi.depends`)."""
-    from migrate_fi.engine import Mode, process_source
+    from migrate_fi.pipeline import Mode, process_source
     from migrate_fi.registry import all_codemods
 
     by_id = {c.id: c for c in all_codemods()}
@@ -154,7 +154,7 @@ class Batch:
             return out
         import multiprocessing
 
-        from migrate_fi.engine import failed
+        from migrate_fi.pipeline import failed
 
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
         context = multiprocessing.get_context(method)

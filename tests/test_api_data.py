@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from migrate_fi.api.differ import api_for, compare_callables, diff_releases, first_change
+from migrate_fi.api.differ import api_for, compare_callables, diff_releases
 from migrate_fi.api.extract import extract_release
-from migrate_fi.api.index import trigger_paths
+from migrate_fi.api.index import first_change, trigger_paths
 from migrate_fi.api.store import available_releases, load_release
 from migrate_fi.versions import KNOWN_RELEASES
 

@@ -235,12 +235,12 @@ def test_a_file_changed_between_read_and_write_is_not_overwritten(
     a one-line error; the others are migrated; the exit code says a file failed."""
     from click.testing import CliRunner
 
-    import migrate_fi.engine as engine
+    import migrate_fi.sources as sources
     from migrate_fi.cli import cli
 
     for name in ("a.py", "b.py"):
         (tmp_path / name).write_text(LEGACY)
-    real_write = engine.write_atomically
+    real_write = sources.write_atomically
 
     def edit_then_write(path: str, new: bytes, old: bytes) -> None:
         if path.endswith("a.py"):
@@ -248,7 +248,7 @@ def test_a_file_changed_between_read_and_write_is_not_overwritten(
                 fh.write(b"# edited meanwhile\n")
         real_write(path, new, old)
 
-    monkeypatch.setattr(engine, "write_atomically", edit_then_write)
+    monkeypatch.setattr(sources, "write_atomically", edit_then_write)
     monkeypatch.chdir(tmp_path)
     r = CliRunner().invoke(cli, ["apply", "--allow-dirty", "-j", "1", *RANGE, "."])
     assert r.exception is None or isinstance(r.exception, SystemExit)

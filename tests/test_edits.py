@@ -416,7 +416,7 @@ def test_named_arguments_are_spliced_as_text_without_libcst() -> None:
     program = (
         "import sys\n"
         "from migrate_fi.codemod import RunOptions\n"
-        "from migrate_fi.engine import Mode, process_source\n"
+        "from migrate_fi.pipeline import Mode, process_source\n"
         "from migrate_fi.registry import select\n"
         "from migrate_fi.versions import parse_version\n"
         "old, new = parse_version('0.6.10'), parse_version('0.6.11')\n"

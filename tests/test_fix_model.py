@@ -11,9 +11,9 @@ import ast
 
 from migrate_fi.codemod import Codemod, FileContext, RunOptions
 from migrate_fi.edits import AddImport, add_keyword
-from migrate_fi.engine import Mode, process_source
+from migrate_fi.pipeline import Mode, process_source
 from migrate_fi.reporting import format_diagnostic, summary
-from migrate_fi.results import FileResult, FixSafety, RunResult, Status
+from migrate_fi.results import FileResult, FixAvailability, FixSafety, RunResult, Status
 from migrate_fi.versions import parse_version
 
 SOURCE = """\
@@ -83,7 +83,7 @@ def test_a_fix_of_several_edits_and_an_import() -> None:
     assert result.error is None, result.error
     assert result.new_text == MIGRATED
     (d,) = result.diagnostics
-    assert d.fix is FixSafety.SAFE and d.applies
+    assert d.safety is FixSafety.SAFE and d.applies
     # the import is there already: not added again
     with_torch = "import torch\n" + SOURCE
     again = run(make("Several"), with_torch)
@@ -101,7 +101,7 @@ def test_review_fixes_are_held_back_unless_unsafe_fixes() -> None:
     held = run(rule)
     assert held.status is Status.UNCHANGED
     (d,) = held.diagnostics
-    assert d.fix is FixSafety.REVIEW and not d.applies and d.held_back
+    assert d.safety is FixSafety.REVIEW and not d.applies and d.held_back
     assert "FI900 [review fix] pass the group" in format_diagnostic(d)
     applied = run(rule, unsafe=True)
     assert applied.new_text == MIGRATED
@@ -118,11 +118,31 @@ def test_a_site_may_lower_the_safety_never_raise_it() -> None:
 
 
 def test_a_report_only_rule_that_fixes_is_a_rule_error() -> None:
-    result = run(make("ReportOnly", fix_safety=FixSafety.NONE))
+    result = run(make("ReportOnly", fix_availability=FixAvailability.NONE, fix_safety=None))
     assert result.status is Status.FAILED
     assert result.error is not None
-    assert "declared report-only (fix_safety NONE) but produced a fix" in result.error.reason
+    assert "declared report-only (fix_availability NONE) but produced a fix" in result.error.reason
     assert result.new_text is None
+
+
+class _ReportsOne(_Rule):
+    """A test double: reports the call instead of fixing it."""
+
+    def find(self, ctx: FileContext) -> None:
+        (call,) = calls(ctx)
+        ctx.report(call, "a person must look")
+
+
+def test_a_rule_that_always_fixes_may_not_report_a_bare_site() -> None:
+    always = type("Always", (_ReportsOne,), {"__doc__": "A test double."})
+    always.fix_availability = FixAvailability.ALWAYS
+    always.id = "always"
+    result = run(always)
+    assert result.status is Status.FAILED and result.error is not None
+    assert "fix_availability ALWAYS" in result.error.reason
+    sometimes = type("Sometimes", (_ReportsOne,), {"__doc__": "A test double."})
+    sometimes.id = "sometimes"
+    assert run(sometimes).diagnostics[0].safety is None  # the usual declaration: fine
 
 
 def test_suppression_drops_the_whole_fix() -> None:
@@ -163,7 +183,7 @@ def test_the_text_switch_chooses_the_way_a_fix_is_applied() -> None:
     script = """
 import sys
 from migrate_fi.codemod import RunOptions
-from migrate_fi.engine import Mode, process_source
+from migrate_fi.pipeline import Mode, process_source
 from migrate_fi.registry import select
 from migrate_fi.versions import parse_version
 old, new = parse_version("0.6.10"), parse_version("0.6.11")

@@ -12,7 +12,7 @@ tests/fixtures/<codemod_id>/<case>.toml        optional: from, to, keywords, mod
                                                decides what other rules own), options (the
                                                rule's [tool.migrate-fi.rules.<id>] table)
 
-Each case runs through `migrate_fi.engine.process_source`, the function the CLI uses, with the
+Each case runs through `migrate_fi.pipeline.process_source`, the function the CLI uses, with the
 settings the CLI would give the rule for that range and selection.
 """
 
@@ -26,7 +26,7 @@ import pytest
 
 from migrate_fi.codemod import KeywordStyle, RunOptions
 from migrate_fi.config import rule_options
-from migrate_fi.engine import Mode, process_source
+from migrate_fi.pipeline import Mode, process_source
 from migrate_fi.registry import all_codemods, select
 from migrate_fi.reporting import format_diagnostic
 from migrate_fi.results import Status
@@ -135,12 +135,12 @@ def test_fixture(cid: str, case: str) -> None:
 
 
 def test_every_codemod_has_fixtures() -> None:
-    from migrate_fi.results import FixSafety
+    from migrate_fi.results import FixAvailability
 
     for cid, cls in CODEMODS.items():
         cases = case_names(FIXTURES / cid)
         assert any(c.startswith("noop_") for c in cases), f"{cid}: no case it must leave alone"
-        if cls.fix_safety is FixSafety.NONE:  # a review-only rule never rewrites
+        if cls.fix_availability is FixAvailability.NONE:  # a report-only rule never rewrites
             assert all(c.startswith("noop_") for c in cases), f"{cid} never rewrites"
             assert list((FIXTURES / cid).glob("*.report.txt")), f"{cid}: no case that reports"
         else:

@@ -21,7 +21,7 @@ from functools import cache, lru_cache
 from typing import Any
 
 from migrate_fi.api.paths import ApiPath
-from migrate_fi.api.store import load_release
+from migrate_fi.api.store import load_release, on_forget
 
 __all__ = [
     "Api",
@@ -34,7 +34,6 @@ __all__ = [
     "changed_defaults",
     "compare_callables",
     "diff_releases",
-    "first_change",
     "is_cosmetic",
     "literal_default",
 ]
@@ -980,32 +979,7 @@ def diff_releases(old_version: str, new_version: str) -> list[Change]:
     return changes
 
 
-@lru_cache(maxsize=4096)  # asked at every call site of the path
-def first_change(path: str, old_version: str, new_version: str) -> str | None:
-    """The first bundled release after ``old_version`` (up to ``new_version``) on which positional
-    calls to ``path`` written for ``old_version`` need a rewrite."""
-    from migrate_fi.api.index import changed_in
-    from migrate_fi.api.store import available_releases
-    from migrate_fi.versions import parse_version
-
-    before = api_for(old_version).callable(path)
-    if before is None:
-        return None
-    lo, hi = parse_version(old_version), parse_version(new_version)
-    api_path = ApiPath(path)
-    named = api_path.owner if api_path.is_method else path
-    # only the releases whose predecessor differs for this path (the prefilter index says
-    # which); a path the index does not name (a private one) is compared in every release
-    candidates = changed_in(named)
-    for v in available_releases():
-        if not lo < parse_version(v) <= hi or (candidates is not None and v not in candidates):
-            continue
-        after = api_for(v).callable(path)
-        if after is not None and compare_callables(before, after).affected_from is not None:
-            return v
-    return None
-
-
+@on_forget
 def forget() -> None:
     """Drop every answer computed from the records (the data folders changed)."""
     for cached in (
@@ -1015,6 +989,5 @@ def forget() -> None:
         changed_defaults,
         changed_enums,
         _enum_parameters,
-        first_change,
     ):
         cached.cache_clear()

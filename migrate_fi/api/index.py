@@ -14,14 +14,29 @@ import contextlib
 import itertools
 import json
 import os
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
+from migrate_fi.api.differ import api_for, changed_callables, compare_callables
 from migrate_fi.api.paths import ApiPath
-from migrate_fi.api.store import DATA_DIR, available_releases, user_data_dir, write_json
+from migrate_fi.api.store import (
+    DATA_DIR,
+    available_releases,
+    on_forget,
+    user_data_dir,
+    write_json,
+)
 from migrate_fi.versions import parse_version
 
-__all__ = ["INDEX_FILE", "build_index", "forget", "trigger_paths", "write_index"]
+__all__ = [
+    "INDEX_FILE",
+    "build_index",
+    "changed_in",
+    "first_change",
+    "forget",
+    "trigger_paths",
+    "write_index",
+]
 
 INDEX_FILE = os.path.join(DATA_DIR, "changes.json")
 _NAME = "changes.json"
@@ -35,8 +50,6 @@ def build_index(
 ) -> dict[str, object]:
     """The index of ``releases`` (default: every release there is data for); the pairs already
     in ``known`` are taken from it instead of computed."""
-    from migrate_fi.api.differ import api_for, changed_callables
-
     releases = available_releases() if releases is None else releases
     pairs: dict[str, list[str]] = {}
     for old, new in itertools.pairwise(releases):
@@ -63,8 +76,6 @@ def _vanished_paths(old_version: str, new_version: str) -> set[str]:
     """Public paths of definitions and modules that no longer resolve, also where the definition
     lives on elsewhere (a module moved, its class re-exported from the package): an import
     through the old path fails."""
-    from migrate_fi.api.differ import api_for
-
     old, new = api_for(old_version), api_for(new_version)
     candidates = [*old.public_paths(), *(m for m in old.modules if "._" not in m)]
     return {p for p in candidates if new.canonical(p) is None and new.surely_missing(p)}
@@ -88,8 +99,9 @@ def update_user_index() -> str | None:
     return os.path.join(user_data_dir(), _NAME)
 
 
+@on_forget
 def forget() -> None:
-    for cached in (_index_of, trigger_paths, _pair_sets, changed_in):
+    for cached in (_index_of, trigger_paths, _pair_sets, changed_in, first_change):
         cached.cache_clear()
 
 
@@ -151,3 +163,26 @@ def changed_in(path: str) -> frozenset[str] | None:
     from the release before; None when the index does not know the path."""
     found = frozenset(new for new, names in _pair_sets() if path in names)
     return found or None
+
+
+@lru_cache(maxsize=4096)  # asked at every call site of the path
+def first_change(path: str, old_version: str, new_version: str) -> str | None:
+    """The first bundled release after ``old_version`` (up to ``new_version``) on which positional
+    calls to ``path`` written for ``old_version`` need a rewrite."""
+
+    before = api_for(old_version).callable(path)
+    if before is None:
+        return None
+    lo, hi = parse_version(old_version), parse_version(new_version)
+    api_path = ApiPath(path)
+    named = api_path.owner if api_path.is_method else path
+    # only the releases whose predecessor differs for this path (the prefilter index says
+    # which); a path the index does not name (a private one) is compared in every release
+    candidates = changed_in(named)
+    for v in available_releases():
+        if not lo < parse_version(v) <= hi or (candidates is not None and v not in candidates):
+            continue
+        after = api_for(v).callable(path)
+        if after is not None and compare_callables(before, after).affected_from is not None:
+            return v
+    return None

@@ -21,7 +21,7 @@ import zipfile
 from functools import cache
 from typing import Any
 
-from migrate_fi.api.store import DATA_DIR, user_data_dir, user_releases, write_json
+from migrate_fi.api.store import DATA_DIR, on_forget, user_data_dir, user_releases, write_json
 
 __all__ = [
     "FLASHINFER_INDEX",
@@ -61,6 +61,7 @@ def write_index_data(data: dict[str, Any], folder: str = DATA_DIR) -> str:
     return write_json(os.path.join(folder, "indexes.json"), data)
 
 
+@on_forget
 def forget() -> None:
     _requires_in.cache_clear()
     _indexes_in.cache_clear()

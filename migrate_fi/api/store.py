@@ -22,6 +22,7 @@ import json
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -39,6 +40,7 @@ __all__ = [
     "load_release",
     "missing_data",
     "newest_release",
+    "on_forget",
     "origin",
     "register",
     "user_data_dir",
@@ -139,16 +141,23 @@ def origin(version: str) -> str:
     return "bundled" if _file_of(version, bundled_only=True) else user_data_dir()
 
 
+_FORGETTERS: list[Callable[[], None]] = []  # what the modules answering from the data keep
+
+
+def on_forget(forget_theirs: Callable[[], None]) -> Callable[[], None]:
+    """Register what a module computed from the data as dropped by `forget` (a decorator of
+    its own `forget`: the modules built on this one register; this one imports none of them)."""
+    _FORGETTERS.append(forget_theirs)
+    return forget_theirs
+
+
 def forget() -> None:
     """Drop what was read of the data folders (after a record was written, or the folder
     changed): the next question reads them again."""
-    from migrate_fi.api import differ, index, releases
-
     for cached in (_releases_in, _union, _manifest_usable, load_release):
         cached.cache_clear()
-    index.forget()
-    releases.forget()
-    differ.forget()
+    for forget_theirs in _FORGETTERS:
+        forget_theirs()
 
 
 def _file_of(version: str, *, bundled_only: bool = False) -> str | None:

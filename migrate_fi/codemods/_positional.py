@@ -192,7 +192,8 @@ def _check_call(
     wording: Wording,
     folded: dict[str, list[int]] | None = None,
 ) -> None:
-    from migrate_fi.api.differ import api_for, callable_diff, first_change, moved_hint
+    from migrate_fi.api.differ import api_for, callable_diff, moved_hint
+    from migrate_fi.api.index import first_change
 
     old_v, new_v = str(ctx.options.from_version), str(ctx.options.to_version)
     old_api, new_api = api_for(old_v), api_for(new_v)

@@ -10,7 +10,7 @@ from migrate_fi.calls import callee_calls
 from migrate_fi.codemod import Codemod, FileContext
 from migrate_fi.codemods import _callers
 from migrate_fi.resolver import NameResolver
-from migrate_fi.results import FixSafety
+from migrate_fi.results import FixAvailability
 from migrate_fi.scopes import Scope
 from migrate_fi.values import assigned_values
 
@@ -596,7 +596,7 @@ class Fp4GlobalScaleShape(Codemod):
     code = "FI003"
     summary = "fp4_quantize: a global_scale with more than one element means per-row scales since 0.6.11 (review)"
     introduced_in = "0.6.11"
-    fix_safety = FixSafety.NONE
+    fix_availability = FixAvailability.NONE
     triggers = (("flashinfer", "fp4_quantize"), ("flashinfer", "nvfp4_quantize"))
     concerns = frozenset(TARGETS)
 

@@ -20,7 +20,7 @@ import textwrap
 import pytest
 
 from migrate_fi.codemod import RunOptions
-from migrate_fi.engine import Mode, process_source
+from migrate_fi.pipeline import Mode, process_source
 from migrate_fi.registry import select
 from migrate_fi.versions import parse_version
 

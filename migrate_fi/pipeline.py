@@ -1,0 +1,298 @@
+"""One file through the rules: which rules see it, parse, find, settle, fix.
+
+Per file (`process_source`): a cheap text prefilter (does the file name any rule's trigger at
+all?) so that most files are never parsed; decode (BOM, coding cookie); `ast.parse`; each rule's
+`find` over the shared name resolution; settling (`migrate_fi.fixes`: suppression comments, and
+which fixes this run applies). That is all `check` does. `diff` and `apply` then apply each
+rule's fixes (`migrate_fi.fixes.apply_fixes`) and re-parse the result. Rules run in release
+order; after a rule changed the text, the next one reads the new text.
+
+A failure in the file (undecodable, syntax error, RecursionError, a rule's bug) is returned as
+that file's error, never raised.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+import gc
+import os
+import re
+import warnings
+from collections.abc import Callable, Collection, Mapping, Sequence
+from functools import lru_cache
+
+from migrate_fi.api.store import DataError
+from migrate_fi.cache import ResultCache
+from migrate_fi.codemod import (
+    Codemod,
+    FileContext,
+    RuleDefinitionError,
+    RunOptions,
+)
+from migrate_fi.discovery import wanted_files
+from migrate_fi.edits import EditError
+from migrate_fi.fixes import apply_fixes, settle
+from migrate_fi.modules import in_flashinfer, module_identity
+from migrate_fi.prefilter import Prefilter
+from migrate_fi.resolver import NameResolver
+from migrate_fi.results import (
+    FileError,
+    FileResult,
+    FixAvailability,
+    Status,
+)
+from migrate_fi.sarif import fix_replacements
+from migrate_fi.sources import (
+    SourceError,
+    decode_source,
+)
+from migrate_fi.suppression import Suppressions
+
+__all__ = [
+    "Mode",
+    "failed",
+    "matching",
+    "prefilter_for",
+    "process_source",
+    "reads",
+    "rule_tests",
+]
+
+
+class Mode(str, enum.Enum):
+    CHECK = "check"  # find sites; LibCST is never loaded
+    DIFF = "diff"  # produce the new text; write nothing
+    APPLY = "apply"  # produce the new text; the CLI writes it
+
+
+_LONE_CR = re.compile(r"\r(?!\n)")
+
+
+def prefilter_for(codemod: type[Codemod], options: RunOptions) -> Prefilter:
+    """The text test a file must pass for ``codemod`` to parse it in this run."""
+    return _prefilter(codemod.triggers_for(options))
+
+
+@lru_cache(maxsize=64)
+def _prefilter(triggers: tuple[str | tuple[str, ...], ...]) -> Prefilter:
+    return Prefilter(triggers)
+
+
+RuleTests = Sequence[tuple[type[Codemod], Prefilter]]  # each codemod with its prefilter for a run
+
+
+def rule_tests(
+    codemods: Sequence[type[Codemod]], options: RunOptions, cache: ResultCache | None = None
+) -> RuleTests:
+    if cache is None:
+        return [(c, prefilter_for(c, options)) for c in codemods]
+    # some rules derive their triggers from the API data of the range (loading it): once
+    triggers = cache.memo("triggers", lambda: [c.triggers_for(options) for c in codemods])
+    return [(c, _prefilter(t)) for c, t in zip(codemods, triggers, strict=True)]
+
+
+def matching(tests: RuleTests, data: bytes, path: str, options: RunOptions) -> tuple[str, ...]:
+    """The ids of the codemods that must see the file: its prefilter, then its finer test."""
+    # (a rule that does not read this kind of file never pays for its text tests: FI007 reads
+    # dependency files only, and its requirement names, torch among them, are in every model file)
+    return tuple(
+        c.id
+        for c, p in tests
+        if reads(c, path) and p.matches(data) and c.wants(data, path, options)
+    )
+
+
+def flashinfer_own_file(path: str, data: bytes, tests: RuleTests, options: RunOptions) -> bool:
+    """A file of FlashInfer's own tree that must be read although no prefilter matched: it
+    reaches the API through relative imports, or names its own definitions without their
+    module (`DirectDenseGemmKernel(...)` where it is defined; tested as if it named its module)."""
+    if not path.endswith(".py") or f"flashinfer{os.sep}" not in path:
+        return False  # (cheap: a module of the flashinfer package lies in a folder of that name)
+    module = module_identity(path)[0]
+    if module is None or not in_flashinfer(module):
+        return False
+    if b"from ." in data:
+        return True
+    named = data + b"\n" + module.replace(".", " ").encode()
+    return bool(matching(tests, named, path, options))
+
+
+def process_source(
+    data: bytes,
+    path: str,
+    codemods: Sequence[type[Codemod]],
+    options: RunOptions,
+    mode: Mode,
+    module: tuple[str | None, bool] = (None, False),
+    aliases: Mapping[str, str] | None = None,
+    prefiltered: Collection[str] | None = None,
+) -> FileResult:
+    """Run ``codemods`` over one file's bytes. Never raises for a problem in the file.
+
+    ``aliases`` are the project's own re-exports of FlashInfer names (see `run`);
+    ``prefiltered`` the ids of the codemods whose prefilter `run` already found matching (None:
+    test them here)."""
+    # Parsing and analysis build millions of small objects and no reference cycles worth
+    # collecting meanwhile: the cycle collector would walk them again and again (ast.parse of a
+    # 5 MB file: 8 s with it, 3 s without).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _process(data, path, codemods, options, mode, module, aliases or {}, prefiltered)
+    except RecursionError:
+        return failed(path, "too deeply nested to analyse (RecursionError); file left untouched")
+    except MemoryError:
+        return failed(path, "ran out of memory analysing it; file left untouched")
+    except (SourceError, DataError) as exc:
+        return failed(path, str(exc))
+    except (EditError, RuleDefinitionError) as exc:
+        return failed(path, f"{exc}; file left untouched")
+    except Exception as exc:  # a bug in a codemod must not stop the run or damage the file
+        return failed(path, f"internal error ({type(exc).__name__}: {exc}); file left untouched")
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def failed(path: str, reason: str, line: int | None = None, col: int | None = None) -> FileResult:
+    """A file (or folder) that could not be processed; it does not count as parsed."""
+    return FileResult(path, Status.FAILED, error=FileError(path, reason, line, col))
+
+
+def _parse(text: str, path: str) -> ast.Module:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # SyntaxWarnings about the user's code are not ours
+        return ast.parse(text, filename=path)
+
+
+def _wanted(codemod: type[Codemod]) -> Callable[[str], bool]:
+    return _wanted_files(codemod.suffixes, codemod.file_patterns)
+
+
+@lru_cache(maxsize=64)
+def _wanted_files(suffixes: tuple[str, ...], patterns: tuple[str, ...]) -> Callable[[str], bool]:
+    return wanted_files(suffixes, patterns)
+
+
+def reads(codemod: type[Codemod], path: str) -> bool:
+    """Whether ``codemod`` reads the file at ``path`` (by suffix or file pattern)."""
+    return _wanted(codemod)(path)
+
+
+def _process(
+    data: bytes,
+    path: str,
+    codemods: Sequence[type[Codemod]],
+    options: RunOptions,
+    mode: Mode,
+    module: tuple[str | None, bool],
+    aliases: Mapping[str, str],
+    prefiltered: Collection[str] | None,
+) -> FileResult:
+    source = decode_source(data)
+    text = source.text
+    is_python = path.endswith(".py")
+    # Old Mac line endings (a lone CR): LibCST cannot print them back, so such a file is
+    # migrated with LF endings and given its CRs back at the end; a file that mixes lone CRs
+    # with other endings cannot be rewritten without changing them (refused where it has fixes).
+    lone_cr = "\r" in text and _LONE_CR.search(text) is not None
+    cr_only = lone_cr and "\n" not in text
+    if cr_only:
+        text = text.replace("\r", "\n")
+    every = {name for c in codemods for name in (c.code, c.id)}
+    codemods = [c for c in codemods if reads(c, path)]
+    own_tree = is_python and in_flashinfer(module[0])
+    if prefiltered is None:
+        prefiltered = matching(rule_tests(codemods, options), data, path, options)
+    wanted = [c for c in codemods if own_tree or c.id in prefiltered]
+    tree: ast.Module | None = None
+    if is_python:
+        try:
+            tree = _parse(text, path)
+        except SyntaxError as exc:
+            msg = exc.msg or "invalid syntax"
+            return failed(path, f"syntax error: {msg}; file left untouched", exc.lineno, exc.offset)
+        except ValueError as exc:  # e.g. NUL bytes
+            return failed(path, f"cannot parse: {exc}; file left untouched")
+
+    result = FileResult(path, Status.UNCHANGED, parsed=True)
+    original = text
+    resolver: NameResolver | None = None
+    alias_names = {key.rsplit(".", 1)[-1] for key in aliases}
+    imports_alias = is_python and any(name in text for name in alias_names)
+    suppressions = Suppressions.of(text, is_python)
+
+    for cls in codemods:
+        if not (imports_alias or cls in wanted):
+            continue
+        ctx = FileContext(path, text, tree, options, module[0], module[1], resolver, aliases)
+        codemod = cls()
+        ctx.codemod = codemod
+        codemod.find(ctx)
+        if cls.fix_availability is FixAvailability.ALWAYS and any(
+            d.safety is None for d in ctx.diagnostics
+        ):
+            raise RuleDefinitionError(
+                f"rule {cls.code} is declared to fix every site (fix_availability ALWAYS) but"
+                " reported one without a fix"
+            )
+        # (each fix alone, in the text as read: a later rule's fixes cannot be told there)
+        details = (
+            fix_replacements(cls, text, tree) if options.fix_details and text == original else None
+        )
+        diagnostics, fixes = settle(ctx, suppressions, options.unsafe_fixes, details)
+        built = ctx.built_resolver
+        if resolver is None and built is not None and text == original:
+            result.exports = built.exports()
+        resolver = built  # shared by the next codemod while the text is unchanged
+        result.diagnostics.extend(diagnostics)
+        if fixes and lone_cr and not cr_only:
+            raise EditError(
+                "its line endings mix lone CRs with others, which cannot be kept through a rewrite"
+            )
+        if mode is Mode.CHECK or not fixes:
+            continue
+        new_text = apply_fixes(text, tree, fixes, cls, options.splice_text)
+        if is_python:
+            try:
+                tree = _parse(new_text, path)
+            except SyntaxError as exc:
+                raise EditError(f"{cls.id} produced code that does not parse ({exc.msg})") from None
+        else:
+            _check_still_valid(path, text, new_text, cls.id)
+        text = new_text
+        suppressions = Suppressions.of(text, is_python)
+        resolver = None
+    if text == original and options.unused_suppressions:
+        # Lines have not moved, and every rule that reads the file had its say (a rule the
+        # prefilter skipped has no site here): a comment that silenced nothing is stale.
+        ran = {name for c in codemods for name in (c.code, c.id)}
+        result.diagnostics.extend(suppressions.unused(path, ran, every))
+    if text != original:
+        if cr_only:
+            original, text = original.replace("\n", "\r"), text.replace("\n", "\r")
+        result.status = Status.CHANGED
+        result.old_text, result.new_text = original, text
+        result.old_bytes, result.new_bytes = data, source.encode(text)
+    return result
+
+
+def _check_still_valid(path: str, old: str, new: str, rule: str) -> None:
+    """A TOML or JSON file that parsed before must parse after a rule edited it."""
+    import json
+
+    from migrate_fi.config import tomllib
+
+    loaders = {".toml": tomllib.loads, ".json": json.loads}
+    load = loaders.get(os.path.splitext(path)[1])
+    if load is None:
+        return
+    try:
+        load(old)
+    except ValueError:
+        return  # it was not valid before either: nothing to compare
+    try:
+        load(new)
+    except ValueError as exc:
+        raise EditError(f"{rule} produced a file that no longer parses ({exc})") from None
