@@ -9,7 +9,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "migrate_fi"
 
 # The engine side: what runs the rules, settles and applies their fixes, writes, reports. A rule
-# that imported one of these would depend on how it is run (CONTRIBUTING: "What a rule may use").
+# that imported one of these would depend on how it is run.
 ENGINE_SIDE = {
     "migrate_fi.cache",
     "migrate_fi.cli",
@@ -95,3 +95,38 @@ def test_rules_never_import_the_engine() -> None:
     }
     assert not {k: v for k, v in reached.items() if v}
     assert "migrate_fi.codemods.positional_binding" in reached  # (the walk found the rules)
+
+
+def test_the_contributing_example_is_a_working_rule() -> None:
+    """The worked example of CONTRIBUTING.md, run as it is written: it finds the call it is
+    about, through an alias, and leaves a look-alike of another library alone."""
+    import re
+
+    from migrate_fi.codemod import RunOptions
+    from migrate_fi.pipeline import Mode, process_source
+    from migrate_fi.versions import parse_version
+
+    text = (PACKAGE.parent / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    block = re.search(r"```python\n(.*?class TopKRenormBound.*?)```", text, re.S)
+    assert block is not None
+    namespace: dict[str, object] = {}
+    exec(compile(textwrap_dedent(block.group(1)), "CONTRIBUTING.md", "exec"), namespace)
+    rule = namespace["TopKRenormBound"]
+    rule.id = "top_k_renorm_bound"  # type: ignore[attr-defined]
+    source = (
+        "import flashinfer.sampling as s\n"
+        "from mylib import top_k_renorm_probs\n"
+        "s.top_k_renorm_probs(p, 1 << 30)\n"
+        "top_k_renorm_probs(p, 1 << 30)\n"
+        "s.top_k_renorm_probs(p, top_k=4000000000)\n"
+    )
+    options = RunOptions(parse_version("0.7.2.post1"), parse_version("0.7.4"))
+    result = process_source(source.encode(), "m.py", [rule], options, Mode.CHECK)  # type: ignore[list-item]
+    assert result.error is None, result.error
+    assert [(d.line, d.code) for d in result.diagnostics] == [(5, "FI012")]
+
+
+def textwrap_dedent(code: str) -> str:
+    import textwrap
+
+    return textwrap.dedent(code)

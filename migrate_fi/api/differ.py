@@ -218,6 +218,14 @@ class Api:
             return None
         return False
 
+    def instance_attributes(self, key: str) -> frozenset[str] | None:
+        """The attributes instances of the class ``key`` set on themselves (``self.x = ...``
+        in its methods, as extracted), or None when ``key`` is not a class of this release."""
+        record = self.defs.get(key)
+        if record is None or record.get("k") != "c":
+            return None
+        return frozenset(record.get("iattrs", ()))
+
     def _class_member(self, cls: str, name: str, seen: frozenset[str] = frozenset()) -> bool | None:
         record = self.defs.get(cls)
         if record is None or record.get("k") != "c" or cls in seen:

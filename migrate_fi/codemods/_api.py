@@ -1,37 +1,83 @@
-"""The calls of a file that are certainly FlashInfer's, each with the definition it reaches.
+"""How a rule finds the calls of FlashInfer's APIs: `api_calls`, one policy for every rule.
 
-A rule that migrates calls of some FlashInfer APIs asks `flashinfer_calls(ctx, api)`: every
-call (resolved through aliases, module attributes, instances and partials, `migrate_fi.calls`)
-whose callee can only be one FlashInfer definition, with that definition's key on the release
-``api`` is (`Api.key`: the same key for every public path of one definition). A callee that may
-also be something else (a project's function of the same name bound on another branch, another
-FlashInfer definition) is left out: a rule that rewrites must never guess. (FI002 reports such
-ambiguous calls itself, with what else they may be.)
+``api_calls(ctx, api)`` yields each call of the file (resolved through aliases, module
+attributes, imports inside functions and `try`, instances, re-exports and partials:
+`migrate_fi.calls`) whose callee may be a FlashInfer definition of the release ``api`` is,
+as an `ApiCall`: the definition's key (`Api.key`: one key for every public path of one
+definition), the path the file reaches it by, and what else the callee may be.
+
+The ambiguity policy, the same for every rule: a call is *certain* when every binding its
+callee may have is FlashInfer's, under a path the release knows, to that one definition.
+Anything else a binding may be (a project function of the same name on another branch,
+another FlashInfer definition, a FlashInfer path the release does not know) is in
+``others``, and the call is yielded once per FlashInfer definition it may reach. A rule that
+rewrites acts on certain calls only (`flashinfer_calls`); a rule may report the others, with
+what else they may be (FI002, FI004), or leave them alone.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from migrate_fi.api.paths import is_flashinfer
 from migrate_fi.calls import CalleeCall, callee_calls
 from migrate_fi.codemod import FileContext
+from migrate_fi.resolver import Candidate
 
 if TYPE_CHECKING:
     from migrate_fi.api.differ import Api
 
-__all__ = ["flashinfer_calls"]
+__all__ = ["ApiCall", "api_calls", "flashinfer_calls"]
+
+
+@dataclass(frozen=True)
+class ApiCall:
+    """A call whose callee may be one FlashInfer definition."""
+
+    view: CalleeCall
+    key: str  # the definition, on the first release asked that knows the path
+    path: str  # the public path the file reaches it by (the first in order, when several do)
+    others: tuple[Candidate, ...]  # what else the callee may be bound to; () when certain
+
+    @property
+    def certain(self) -> bool:
+        return not self.others
+
+
+def api_calls(
+    ctx: FileContext,
+    api: Api | Sequence[Api],
+    keys: Collection[str] | None = None,
+    views: Iterable[CalleeCall] | None = None,
+) -> Iterator[ApiCall]:
+    """Every call of ``ctx``'s file that may reach a FlashInfer definition of ``api`` (or of
+    the first of several releases that knows the path: FI004 asks the old and the new one),
+    one `ApiCall` per definition, in source order; ``keys``: only those definitions;
+    ``views``: the file's `callee_calls`, when the rule has them already."""
+    apis = (api,) if not isinstance(api, Sequence) else tuple(api)
+
+    def key_of(path: str | None) -> str | None:
+        if not is_flashinfer(path):
+            return None
+        return next((k for a in apis if (k := a.key(path)) is not None), None)
+
+    for view in callee_calls(ctx.resolver) if views is None else views:
+        candidates = ctx.resolver.resolve(view.func, view.func_scope).candidates
+        keyed = [(key_of(c.qualname), c) for c in candidates]
+        by_key: dict[str, str] = {}
+        for key, c in sorted(keyed, key=lambda kc: kc[1].qualname or ""):
+            if key is not None and (keys is None or key in keys):
+                by_key.setdefault(key, c.qualname or "")
+        for key, path in by_key.items():
+            others = tuple(c for k, c in keyed if k != key)
+            yield ApiCall(view, key, path, others)
 
 
 def flashinfer_calls(ctx: FileContext, api: Api) -> Iterator[tuple[CalleeCall, str]]:
-    """``(call, key)`` for every call of ``ctx``'s file that reaches exactly one FlashInfer
-    definition of ``api``'s release."""
-    for view in callee_calls(ctx.resolver):
-        candidates = ctx.resolver.resolve(view.func, view.func_scope).candidates
-        keys = {api.key(c.qualname) if is_flashinfer(c.qualname) else None for c in candidates}
-        if len(keys) != 1:
-            continue  # maybe another implementation, or two FlashInfer definitions
-        (key,) = keys
-        if key is not None:
-            yield view, key
+    """``(call, key)`` for every certain call of a FlashInfer definition of ``api``'s release:
+    what a rule that rewrites acts on."""
+    for call in api_calls(ctx, api):
+        if call.certain:
+            yield call.view, call.key

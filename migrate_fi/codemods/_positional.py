@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from migrate_fi import nodes
 from migrate_fi.api.paths import ApiPath, is_flashinfer
-from migrate_fi.calls import CallArgs, CalleeCall, Via, callee_calls
+from migrate_fi.calls import CallArgs, CalleeCall, Via
 from migrate_fi.codemod import FileContext, KeywordStyle
+from migrate_fi.codemods._api import api_calls
 from migrate_fi.edits import (
     TextEdit,
     Transform,
@@ -146,23 +147,13 @@ def check_calls(ctx: FileContext, owns: Callable[[str], bool], wording: Wording)
     # (and not at all when the import is fixed: the same code is imported from where it went)
     folded: dict[str, list[int]] = {path: [] for _, path, _ in missing}
     first = len(ctx.diagnostics)
-    for view in callee_calls(resolver):
-        candidates = resolver.resolve(view.func, view.func_scope).candidates
-        paths = sorted({c.qualname for c in candidates if is_flashinfer(c.qualname)})
-        if not paths:
-            continue
-        others = [c for c in candidates if not is_flashinfer(c.qualname)]
-        # several paths to one definition (`from flashinfer import *` and
-        # `from flashinfer.quantization import *`) are one API
-        by_key: dict[str, str] = {}
-        for path in paths:
-            key = old_api.key(path)
-            if key is not None:
-                by_key.setdefault(key, path)
-        ambiguous = bool(others) or len(by_key) > 1
-        for key, path in by_key.items():
-            if owns(key):
-                _check_call(ctx, view, ApiPath(path), ambiguous, candidates, wording, folded)
+    # (several paths to one definition, `from flashinfer import *` and `from
+    # flashinfer.quantization import *`, are one API: one key)
+    for call in api_calls(ctx, old_api):
+        if owns(call.key):
+            candidates = resolver.resolve(call.view.func, call.view.func_scope).candidates
+            ambiguous = not call.certain
+            _check_call(ctx, call.view, ApiPath(call.path), ambiguous, candidates, wording, folded)
     calls = ctx.diagnostics[first:]
     del ctx.diagnostics[first:]
     fixed: set[int] = set()

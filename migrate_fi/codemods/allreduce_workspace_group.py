@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from migrate_fi import nodes
-from migrate_fi.api.paths import is_flashinfer
 from migrate_fi.calls import CallArgs, CalleeCall, Via, callee_calls
 from migrate_fi.codemod import Codemod, FileContext, RuleOption
 from migrate_fi.codemods import _callers
+from migrate_fi.codemods._api import api_calls
 from migrate_fi.codemods._layout import overflows
 from migrate_fi.codemods._values import (
     is_none,
@@ -135,8 +135,7 @@ class AllreduceWorkspaceGroup(Codemod):
             api_for(str(ctx.options.from_version)),
             api_for(str(ctx.options.to_version)),
         )
-        keys = {old_api.key(p) for p in TARGETS} | {new_api.key(p) for p in TARGETS}
-        keys.discard(None)
+        keys = {k for p in TARGETS for k in (old_api.key(p), new_api.key(p)) if k is not None}
         resolver = ctx.resolver
         names = [n for n in ctx.option("group-names") if not _is_cpu(n)]
         # A `functools.partial` of it is where it is named, and where group= goes, unless every
@@ -146,17 +145,14 @@ class AllreduceWorkspaceGroup(Codemod):
         for view in views:
             if view.via is Via.PARTIAL_CALL:
                 calls_of.setdefault(id(view.partial), []).append(view)
-        for view in views:
-            if view.via is Via.PARTIAL_CALL:
-                continue
-            call = view.node
-            candidates = resolver.resolve(view.func, view.func_scope).candidates
-            paths = {c.qualname for c in candidates if is_flashinfer(c.qualname)}
-            hits = [p for p in paths if (old_api.key(p) or new_api.key(p)) in keys]
-            if not hits:
-                continue
-            name = hits[0].rsplit(".", 1)[-1]
-            others = [c for c in candidates if c.qualname not in hits]
+        seen: set[int] = set()
+        for found in api_calls(ctx, (old_api, new_api), keys, views):
+            view = found.view
+            if view.via is Via.PARTIAL_CALL or id(view) in seen:
+                continue  # (a call that may be either target is judged once)
+            seen.add(id(view))
+            call, path, others = view.node, found.path, found.others
+            name = path.rsplit(".", 1)[-1]
             if others:
                 ctx.report(
                     call,
@@ -165,8 +161,8 @@ class AllreduceWorkspaceGroup(Codemod):
                     f" {self.introduced_in}): left unchanged",
                 )
                 continue
-            signature = new_api.callable(hits[0])
-            signatures = [sig for sig in (old_api.callable(hits[0]), signature) if sig is not None]
+            signature = new_api.callable(path)
+            signatures = [sig for sig in (old_api.callable(path), signature) if sig is not None]
             group_index = (
                 next((i for i, p in enumerate(signature.positional) if p.name == "group"), None)
                 if signature

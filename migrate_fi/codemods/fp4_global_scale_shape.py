@@ -4,28 +4,28 @@ from __future__ import annotations
 
 import ast
 import re
+from typing import TYPE_CHECKING
 
 from migrate_fi.api.paths import ApiPath
-from migrate_fi.calls import callee_calls
 from migrate_fi.codemod import Codemod, FileContext
 from migrate_fi.codemods import _callers
+from migrate_fi.codemods._api import api_calls
 from migrate_fi.resolver import NameResolver
 from migrate_fi.results import FixAvailability
 from migrate_fi.scopes import Scope
 from migrate_fi.values import assigned_values
+from migrate_fi.versions import parse_version
 
-# qualified paths -> (parameter name, positional index)
-_FP4 = ("global_scale", 1)
-_NVFP4 = ("a_global_sf", 1)
-TARGETS: dict[str, tuple[str, int]] = {
-    "flashinfer.fp4_quantize": _FP4,
-    "flashinfer.quantization.fp4_quantize": _FP4,
-    "flashinfer.quantization.fp4_quantization.fp4_quantize": _FP4,
-    "flashinfer.fp4_quantization.fp4_quantize": _FP4,
-    "flashinfer.nvfp4_quantize": _NVFP4,
-    "flashinfer.quantization.nvfp4_quantize": _NVFP4,
-    "flashinfer.quantization.fp4_quantization.nvfp4_quantize": _NVFP4,
-    "flashinfer.fp4_quantization.nvfp4_quantize": _NVFP4,
+if TYPE_CHECKING:
+    from packaging.version import Version
+
+    from migrate_fi.api.differ import Api
+
+# the definitions whose global scale changed meaning, by a public path of each (every path to
+# the same definition counts, from the release data), and the parameter that holds it
+SCALES: dict[str, str] = {
+    "flashinfer.fp4_quantize": "global_scale",
+    "flashinfer.nvfp4_quantize": "a_global_sf",
 }
 
 # torch constructors whose first argument is the size
@@ -598,19 +598,23 @@ class Fp4GlobalScaleShape(Codemod):
     introduced_in = "0.6.11"
     fix_availability = FixAvailability.NONE
     triggers = (("flashinfer", "fp4_quantize"), ("flashinfer", "nvfp4_quantize"))
-    concerns = frozenset(TARGETS)
+    concerns = frozenset(SCALES)
 
     def find(self, ctx: FileContext) -> None:
+        old_api = self._definitions_of(ctx.options.from_version)
+        params: dict[str, tuple[str, int]] = {}  # key -> (parameter, its positional index)
+        for path, param in SCALES.items():
+            key, signature = old_api.key(path), old_api.callable(path)
+            if key is not None and signature is not None:
+                at = [i for i, p in enumerate(signature.positional) if p.name == param]
+                params[key] = (param, at[0] if at else -1)
         resolver = ctx.resolver
         shape = _Shape(resolver, ctx.path)
-        for view in callee_calls(resolver):
-            scope = view.scope
-            target, _ambiguity = resolver.resolve(view.func, view.func_scope).match(
-                frozenset(TARGETS)
-            )
-            if target is None:
+        for call in api_calls(ctx, old_api, params):
+            if not call.certain:
                 continue  # names that may not be FlashInfer's are the positional rules' business
-            param, index = TARGETS[target]
+            view, scope = call.view, call.view.scope
+            param, index = params[call.key]
             # what this call writes itself (a partial's own arguments are judged where it is made)
             args, index = view.own, index - view.bound_count
             passed = args.passed(param)
@@ -622,7 +626,7 @@ class Fp4GlobalScaleShape(Codemod):
                 continue  # not passed (or hidden in *args/**kwargs): nothing to point at
             if shape.one(value, scope):
                 continue
-            name = target.rsplit(".", 1)[-1]
+            name = call.path.rsplit(".", 1)[-1]
             text = _short(value)
             one = f"{text}[:1]" if isinstance(value, (ast.Name, ast.Attribute)) else f"({text})[:1]"
             ctx.report(
@@ -632,3 +636,17 @@ class Fp4GlobalScaleShape(Codemod):
                 f" where before only element 0 was read: pass `{one}` if one global scale is"
                 f" meant, else mark the line `# migrate-fi: ignore[{self.code}]` once checked",
             )
+
+    @classmethod
+    def _definitions_of(cls, version: Version) -> Api:
+        """The release the calls are matched against: --from's, the code being written for it;
+        for a --from older than the data (no API data needed: the rule knows its change), the
+        last bundled release before the change."""
+        from migrate_fi.api.differ import api_for
+        from migrate_fi.api.store import available_releases
+
+        known = {parse_version(v): v for v in available_releases()}
+        if version not in known:
+            before = [v for v in known if v < parse_version(cls.introduced_in)]
+            version = max(before) if before else min(known)
+        return api_for(known[version])

@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING
 
 from migrate_fi import nodes
 from migrate_fi.api.paths import is_flashinfer
-from migrate_fi.calls import CallArgs
+from migrate_fi.calls import CallArgs, Via
 from migrate_fi.codemod import Codemod, FileContext, RuleOption
+from migrate_fi.codemods._api import api_calls
 from migrate_fi.codemods._callers import parents_of as _parents
 from migrate_fi.codemods._layout import line_length
 from migrate_fi.edits import AddImport, Edit, remove_keyword, replace_with
@@ -137,11 +138,10 @@ class GraphCaptureTests(Codemod):
     ) -> dict[int, tuple[ast.Call, Scope]]:
         """Constructions of the wrapper: id(call) -> (call, scope)."""
         out = {}
-        for call, scope in resolver.iter_calls():
-            quals = resolver.resolve(call.func, scope).candidates
-            paths = {c.qualname for c in quals}
-            if paths and all(is_flashinfer(p) and old_api.key(p) == key for p in paths):
-                out[id(call)] = (call, scope)
+        for found in api_calls(ctx, old_api, {key}):
+            view = found.view
+            if found.certain and view.via is Via.DIRECT:
+                out[id(view.node)] = (view.node, view.scope)
         return out
 
     def _report_internals(
@@ -175,12 +175,12 @@ class GraphCaptureTests(Codemod):
 
 def _removed_attributes(old_api: Api, new_api: Api, key: str) -> list[str]:
     """Instance attributes of the wrapper on --from that --to no longer sets."""
-    old = old_api.defs.get(key, {}).get("iattrs")
+    old = old_api.instance_attributes(key)
     new_key = new_api.key(WRAPPER)
-    new = new_api.defs.get(new_key or "", {}).get("iattrs")
+    new = new_api.instance_attributes(new_key) if new_key is not None else None
     if old is None or new is None:
-        return ["_moe_output", "_moe_sort_buffers", "_gemm1_output", "_gemm1_output_scale"]
-    return sorted(set(old) - set(new))
+        return []  # (the class is not in one of the releases: FI002 reports what is gone)
+    return sorted(old - new)
 
 
 def _ignores_max_num_tokens(new_api: Api) -> bool:
@@ -248,6 +248,12 @@ class _Rewrite:
         self.wrappers, self.helpers, self.ignored = wrappers, helpers, ignored
         self.removed = frozenset(removed)
         self.fn = test.node
+        from migrate_fi.api.differ import api_for
+
+        # where the constructor takes use_cuda_graph positionally, on --from
+        old = api_for(str(ctx.options.from_version)).callable(WRAPPER)
+        names = [p.name for p in old.positional] if old is not None else []
+        self.flag_index = names.index("use_cuda_graph") if "use_cuda_graph" in names else None
 
     # ------------------------------------------------------------------ find
 
@@ -265,8 +271,9 @@ class _Rewrite:
             call, scope = self.wrappers[id(node.value)]
             args = CallArgs.of(call, self.resolver, scope)
             flag = args.passed("use_cuda_graph")
-            if flag is None and len(args.positional) > 4:
-                flag = args.positional[4]
+            at = self.flag_index
+            if flag is None and at is not None and len(args.positional) > at:
+                flag = args.positional[at]
             if isinstance(flag, ast.Constant) and flag.value is True:
                 out[node.targets[0].id] = call
         return out
