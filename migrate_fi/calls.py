@@ -149,7 +149,19 @@ def _is_partial(resolver: NameResolver, call: ast.expr, scope: Scope) -> bool:
 def callee_calls(resolver: NameResolver, through_partials: bool = True) -> Iterator[CalleeCall]:
     """Every call of the file as a `CalleeCall`. ``functools.partial(f, ...)`` is given as a
     call of ``f`` (`Via.PARTIAL`); with ``through_partials``, so is ``p(...)`` where ``p`` is a
-    local whose one assignment is such a partial (`Via.PARTIAL_CALL`)."""
+    local whose one assignment is such a partial (`Via.PARTIAL_CALL`).
+
+    Computed once per resolver (every rule asks it of the same file); treat the views as
+    read-only."""
+    key = ("callee_calls", through_partials)
+    views = resolver.derived.get(key)
+    if not isinstance(views, list):
+        views = list(_callee_calls(resolver, through_partials))
+        resolver.derived[key] = views
+    return iter(views)
+
+
+def _callee_calls(resolver: NameResolver, through_partials: bool) -> Iterator[CalleeCall]:
     for call, scope in resolver.iter_calls():
         if _is_partial(resolver, call, scope):
             own = CallArgs.of(call, resolver, scope, skip=1)

@@ -102,8 +102,15 @@ def importers(
         modules_of.setdefault(name.encode(), set()).add(module.rsplit(".", 1)[-1].encode())
 
     named = Prefilter(n.decode() for n in modules_of)  # (one pass over the file's identifiers)
+    every_module = set().union(*modules_of.values())
 
     def imports_one(data: bytes) -> bool:
+        # a necessary condition, cheaper than collecting the identifiers of every file: a module
+        # named in it (or modules imported by call, whose names are strings)
+        if not any(m in data for m in every_module) and not (
+            b"import_module" in data or b"importorskip" in data
+        ):
+            return False
         if not named.matches(data):
             return False
         # (an imported name is written as an identifier; non-ASCII names as they are)

@@ -121,6 +121,9 @@ class NameResolver:
         self.calls = self.scopes.calls  # every call with the scope it is evaluated in
         self.imports = self.scopes.imports  # every import statement, any depth
         self._resolved: dict[int, tuple[ast.expr, Resolution]] = {}
+        # analyses of this module that helpers derive from it, computed once for every rule
+        # that asks (`calls.callee_calls`): keyed by the helper's name and arguments
+        self.derived: dict[tuple[object, ...], object] = {}
         self._names: dict[tuple[int, str], list[Candidate]] = {}
 
     def lookup(self, name: str, scope: Scope) -> tuple[Scope, list[Binding]] | None:

@@ -250,3 +250,29 @@ def test_the_quick_python_gate_never_rejects_what_the_exact_one_accepts(pieces: 
         names = frozenset(_family_names(companions))
         exact = _gate(names).search(text) is not None
         assert _python_may_hold(text, None, names) == exact, text
+
+
+def test_string_and_comment_tokens_are_tokenizes() -> None:
+    """The pin scan's one-regex lexer gives the STRING and COMMENT tokens `tokenize` gives, on
+    tricky samples and on every Python file of this repository."""
+    import io
+    import tokenize
+
+    from migrate_fi.pins import _tokens
+
+    def reference(text: str) -> list[tuple[int, str, tuple[int, int]]]:
+        tokens = tokenize.generate_tokens(io.StringIO(text).readline)
+        kinds = (tokenize.STRING, tokenize.COMMENT)
+        return [(t.type, t.string, t.start) for t in tokens if t.type in kinds]
+
+    samples = [
+        'x = rb"a#b"  # c "d"\nif"e":pass\nreturn_ = f"{y!r}" Rb\'\\\'\' u"\\n"\n',
+        "s = '''a\n'b' \"c\" \\''' # no\n'''\nt = \"\"\"x\"\"\"\"y\"\n",
+        "for z in br'q', 'w\\\n  continued': # é 'x'\n    pass\n",
+        "def f(a='flashinfer-python==0.6.8'):  # pin\n    '''doc 0.6.8'''\n",
+    ]
+    root = Path(__file__).resolve().parent.parent
+    files = sorted([*(root / "migrate_fi").rglob("*.py"), *(root / "tests").glob("*.py")])
+    assert len(files) > 50
+    for text in [*samples, *(f.read_text(encoding="utf-8") for f in files)]:
+        assert [tuple(t) for t in _tokens(text)] == reference(text)

@@ -819,6 +819,7 @@ class EnumParameter:
     value: bool  # the parameter takes the number (`.value`, or a default written as a number)
 
 
+@lru_cache(maxsize=4096)  # (asked for every parameter of every changed callable)
 def _snake(name: str) -> str:
     return _CAMEL.sub(r"\1_\2", name).lower()
 
