@@ -48,10 +48,10 @@ def main() -> None:
     args = parser.parse_args()
 
     from migrate_fi.api.store import newest_release
-    from migrate_fi.codemod import RunOptions
     from migrate_fi.discovery import discover
     from migrate_fi.pipeline import prefilter_for
     from migrate_fi.registry import select
+    from migrate_fi.rule import RunOptions
     from migrate_fi.versions import parse_version
 
     from_v = parse_version(args.from_version)
@@ -127,11 +127,11 @@ def main() -> None:
 
         t_import = best(
             args.repeat,
-            lambda: subprocess.run([sys.executable, "-c", "import libcst.codemod"], check=True),
+            lambda: subprocess.run([sys.executable, "-c", "import libcst.rule"], check=True),
         )
         t_cst = best(1, libcst_all)
         print("LibCST, for comparison:")
-        print(f"  import libcst.codemod    {t_import - t_start:7.3f} s (beyond start-up)")
+        print(f"  import libcst.rule    {t_import - t_start:7.3f} s (beyond start-up)")
         print(
             f"  parse + qualified names + positions of the hits: {t_cst:.3f} s,"
             f" {t_cst / floor:.1f} x floor"

@@ -32,8 +32,8 @@ from functools import cache
 from typing import TypeVar
 
 from migrate_fi import __version__, depends
-from migrate_fi.codemod import RunOptions
 from migrate_fi.results import FileResult
+from migrate_fi.rule import RunOptions
 from migrate_fi.userdirs import user_folder
 
 __all__ = ["MAX_ENTRIES", "ResultCache", "WalkMemo", "cache_dir"]

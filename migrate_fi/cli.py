@@ -282,10 +282,10 @@ def _given(cli_value: str | None, config: Config, key: str) -> str | None:
 def _execute(
     common: _Common, mode: str, use_cache: bool = False
 ) -> tuple[RunResult, _Settled, MigrationRange]:
-    from migrate_fi.codemod import CodemodSetupError, KeywordStyle, RunOptions
     from migrate_fi.discovery import DiscoveryError
     from migrate_fi.engine import run
     from migrate_fi.pipeline import Mode
+    from migrate_fi.rule import KeywordStyle, RuleSetupError, RunOptions
 
     settled = _settle(common)
     for p in settled.paths:
@@ -327,7 +327,7 @@ def _execute(
             only=only,
             use_cache=use_cache and os.environ.get("MIGRATE_FI_NO_CACHE") != "1",
         )
-    except (DiscoveryError, CodemodSetupError) as exc:
+    except (DiscoveryError, RuleSetupError) as exc:
         raise Fatal(str(exc)) from None
     finally:
         if progress is not None:

@@ -1,9 +1,9 @@
 """Applying fixes with LibCST. Imported only by `apply`/`diff`, never by `check`.
 
-All the edits of one codemod in one file are applied in one pass over the tree: node
+All the edits of one rule in one file are applied in one pass over the tree: node
 replacements where the node of the right type spans the recorded source span; statement
 insertions and replacements in the block that holds the anchor statements; then the imports the
-fixes need. Edits that overlap are a bug in the codemod: the file fails, nothing is written.
+fixes need. Edits that overlap are a bug in the rule: the file fails, nothing is written.
 
 `apply_edits_in_regions` does the same without giving LibCST the whole file: only the top-level
 statements the edits touch (and the module's import header, for new imports) are parsed,

@@ -3,7 +3,7 @@
 A rule's helper that consults something outside the file notes it here while the file is
 analysed: a value it can recompute cheaply (``note("line-length", path, "100")``: the project's
 configured line length; ``note("tree", root, digest)``: the stat of every file under the root a
-search for the callers of a function read, `migrate_fi.codemods._callers`), or
+search for the callers of a function read, `migrate_fi.rules._callers`), or
 ``note_unbounded()`` for what cannot be recomputed: such a result is never reused. The result cache (`migrate_fi.cache`) stores the notes with the result and recomputes
 each value before reusing it.
 """
@@ -21,10 +21,10 @@ Notes = tuple[tuple[str, str, str], ...]  # (kind, argument, value)
 
 # kind -> "module:function" that recomputes the value from the argument
 _RECOMPUTE = {
-    "line-length": "migrate_fi.codemods._layout:line_length_text",
-    "tree": "migrate_fi.codemods._callers:tree_signature",  # every file a search may read
+    "line-length": "migrate_fi.rules._layout:line_length_text",
+    "tree": "migrate_fi.rules._callers:tree_signature",  # every file a search may read
     # the extras of flashinfer-python a project's pin files install (FI007)
-    "flashinfer-extras": "migrate_fi.codemods.companion_requirements:project_extras_text",
+    "flashinfer-extras": "migrate_fi.rules.companion_requirements:project_extras_text",
 }
 
 _notes: set[tuple[str, str, str]] = set()

@@ -1,4 +1,4 @@
-"""The edits a fix is made of, and the helpers codemods build them with.
+"""The edits a fix is made of, and the helpers rules build them with.
 
 A fix (`FileContext.fix`) is one or more edits of one file plus the imports it needs:
 
@@ -10,7 +10,7 @@ A fix (`FileContext.fix`) is one or more edits of one file plus the imports it n
 - `AddImport`: an import the new code needs, added once at the top of the module, merged into an
   existing ``from m import ...`` and never duplicated (`migrate_fi.cstedit` applies it);
 - `TextEdit`: a span of text replaced, for files that are not Python and for comments (the
-  engine splices these; a codemod's fixes in one file are either all text edits or none).
+  engine splices these; a rule's fixes in one file are either all text edits or none).
 
 Everything here is data, so that `check` never imports LibCST: the transforms import it when
 they run, which only `diff` and `apply` do. Spans are ``(line, col, end_line, end_col)`` with
@@ -119,7 +119,7 @@ def _extent(edit: Edit) -> tuple[_Pos, _Pos]:
 
 
 def check_overlaps(edits: Sequence[LabeledEdit]) -> None:
-    """Raise `EditError` when two edits touch the same source (a bug in the codemod). Two
+    """Raise `EditError` when two edits touch the same source (a bug in the rule). Two
     insertions at one point are fine (they go in in order), as is an insertion at the edge of
     a replaced range; an insertion strictly inside one is not."""
     # by start, and the wider of two ranges that start together first

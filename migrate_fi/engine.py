@@ -12,12 +12,6 @@ import os
 from collections.abc import Callable, Collection, Iterable, Sequence
 
 from migrate_fi.cache import ResultCache, WalkMemo
-from migrate_fi.codemod import (
-    Codemod,
-    RunOptions,
-    preload_api_data,
-    require_api_data,
-)
 from migrate_fi.discovery import discover, with_includes
 from migrate_fi.modules import display_path
 from migrate_fi.pipeline import Mode, failed, flashinfer_own_file, matching, rule_tests
@@ -33,6 +27,12 @@ from migrate_fi.results import (
     RunResult,
     Status,
 )
+from migrate_fi.rule import (
+    Rule,
+    RunOptions,
+    preload_api_data,
+    require_api_data,
+)
 from migrate_fi.sources import remove_temporary
 from migrate_fi.workers import Batch, SourceFile
 
@@ -41,7 +41,7 @@ __all__ = ["run"]
 
 def run(
     paths: Iterable[str],
-    codemods: Sequence[type[Codemod]],
+    rules: Sequence[type[Rule]],
     options: RunOptions,
     mode: Mode,
     exclude: Iterable[str] = (),
@@ -52,7 +52,7 @@ def run(
     only: Collection[str] | None = None,
     use_cache: bool = False,
 ) -> RunResult:
-    """Discover files under ``paths`` and run ``codemods`` over them (see the module docstring).
+    """Discover files under ``paths`` and run ``rules`` over them (see the module docstring).
 
     ``use_cache``: in check mode, reuse the results of files analysed before (`migrate_fi.cache`).
 
@@ -66,19 +66,19 @@ def run(
     re-exports they define: one step, not re-exports of re-exports.
 
     Raises `migrate_fi.discovery.DiscoveryError` for a path that does not exist, and
-    `migrate_fi.codemod.CodemodSetupError` when a codemod cannot run for these options.
+    `migrate_fi.rule.RuleSetupError` when a rule cannot run for these options.
     """
     mode = Mode(mode)
     paths = with_includes(list(paths))  # (-r other.txt of a requirements file given)
-    suffixes = tuple(sorted({s for c in codemods for s in c.suffixes})) or (".py",)
-    patterns = sorted({p for c in codemods for p in c.file_patterns})
-    for c in codemods:  # before any file is touched
+    suffixes = tuple(sorted({s for c in rules for s in c.suffixes})) or (".py",)
+    patterns = sorted({p for c in rules for p in c.file_patterns})
+    for c in rules:  # before any file is touched
         if c.needs_api_data:
             require_api_data(c.code, options)
         c.prepare(options)
-    ids = tuple(c.id for c in codemods)
+    ids = tuple(c.id for c in rules)
     cache = ResultCache(ids, options) if use_cache and mode is Mode.CHECK else None
-    tests = rule_tests(codemods, options, cache)  # built once, before the walk
+    tests = rule_tests(rules, options, cache)  # built once, before the walk
     walk = cache.walk() if cache is not None else WalkMemo()  # what the last run ruled out
     results: dict[str, FileResult] = {}
     candidates: list[SourceFile] = []
@@ -131,9 +131,7 @@ def run(
             continue
         candidates.append(SourceFile(data, abspath, matched))
 
-    preload = (
-        (lambda: preload_api_data(options)) if any(c.needs_api_data for c in codemods) else None
-    )
+    preload = (lambda: preload_api_data(options)) if any(c.needs_api_data for c in rules) else None
     batch = Batch(ids, options, mode.value, jobs, progress, cache, preload)
     results.update(batch.process(candidates, {}))
     exporters = imported_modules(left_out, imported, tests, options)

@@ -1,4 +1,4 @@
-"""The fix model: a fix is edits plus imports (`migrate_fi.codemod.Fix`). `settle` decides
+"""The fix model: a fix is edits plus imports (`migrate_fi.rule.Fix`). `settle` decides
 which of a rule's fixes a run keeps and applies; `apply_fixes` applies them the fastest correct
 way: text splicing when every edit says itself as text, LibCST on the touched statements
 otherwise. `RunOptions.splice_text = False` forces LibCST, so a test can prove both ways give
@@ -10,16 +10,16 @@ import ast
 import dataclasses
 from collections.abc import Callable, Sequence
 
-from migrate_fi.codemod import (
-    Codemod,
-    FileContext,
-    Fix,
-)
 from migrate_fi.edits import EditError, Replace, TextEdit
 from migrate_fi.results import (
     Diagnostic,
     FixSafety,
     Replacement,
+)
+from migrate_fi.rule import (
+    FileContext,
+    Fix,
+    Rule,
 )
 from migrate_fi.suppression import Suppressions
 
@@ -55,7 +55,7 @@ def apply_fixes(
     text: str,
     tree: ast.Module | None,
     fixes: Sequence[Fix],
-    cls: type[Codemod],
+    cls: type[Rule],
     splice: bool = True,
 ) -> str:
     """The text with ``fixes`` (all of one rule) applied; ``tree``: the `ast` tree of

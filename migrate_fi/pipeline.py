@@ -24,12 +24,6 @@ from functools import lru_cache
 
 from migrate_fi.api.store import DataError
 from migrate_fi.cache import ResultCache
-from migrate_fi.codemod import (
-    Codemod,
-    FileContext,
-    RuleDefinitionError,
-    RunOptions,
-)
 from migrate_fi.discovery import wanted_files
 from migrate_fi.edits import EditError
 from migrate_fi.fixes import apply_fixes, settle
@@ -41,6 +35,12 @@ from migrate_fi.results import (
     FileResult,
     FixAvailability,
     Status,
+)
+from migrate_fi.rule import (
+    FileContext,
+    Rule,
+    RuleDefinitionError,
+    RunOptions,
 )
 from migrate_fi.sarif import fix_replacements
 from migrate_fi.sources import (
@@ -69,9 +69,9 @@ class Mode(str, enum.Enum):
 _LONE_CR = re.compile(r"\r(?!\n)")
 
 
-def prefilter_for(codemod: type[Codemod], options: RunOptions) -> Prefilter:
-    """The text test a file must pass for ``codemod`` to parse it in this run."""
-    return _prefilter(codemod.triggers_for(options))
+def prefilter_for(rule: type[Rule], options: RunOptions) -> Prefilter:
+    """The text test a file must pass for ``rule`` to parse it in this run."""
+    return _prefilter(rule.triggers_for(options))
 
 
 @lru_cache(maxsize=64)
@@ -79,21 +79,21 @@ def _prefilter(triggers: tuple[str | tuple[str, ...], ...]) -> Prefilter:
     return Prefilter(triggers)
 
 
-RuleTests = Sequence[tuple[type[Codemod], Prefilter]]  # each codemod with its prefilter for a run
+RuleTests = Sequence[tuple[type[Rule], Prefilter]]  # each rule with its prefilter for a run
 
 
 def rule_tests(
-    codemods: Sequence[type[Codemod]], options: RunOptions, cache: ResultCache | None = None
+    rules: Sequence[type[Rule]], options: RunOptions, cache: ResultCache | None = None
 ) -> RuleTests:
     if cache is None:
-        return [(c, prefilter_for(c, options)) for c in codemods]
+        return [(c, prefilter_for(c, options)) for c in rules]
     # some rules derive their triggers from the API data of the range (loading it): once
-    triggers = cache.memo("triggers", lambda: [c.triggers_for(options) for c in codemods])
-    return [(c, _prefilter(t)) for c, t in zip(codemods, triggers, strict=True)]
+    triggers = cache.memo("triggers", lambda: [c.triggers_for(options) for c in rules])
+    return [(c, _prefilter(t)) for c, t in zip(rules, triggers, strict=True)]
 
 
 def matching(tests: RuleTests, data: bytes, path: str, options: RunOptions) -> tuple[str, ...]:
-    """The ids of the codemods that must see the file: its prefilter, then its finer test."""
+    """The ids of the rules that must see the file: its prefilter, then its finer test."""
     # (a rule that does not read this kind of file never pays for its text tests: FI007 reads
     # dependency files only, and its requirement names, torch among them, are in every model file)
     return tuple(
@@ -121,17 +121,17 @@ def flashinfer_own_file(path: str, data: bytes, tests: RuleTests, options: RunOp
 def process_source(
     data: bytes,
     path: str,
-    codemods: Sequence[type[Codemod]],
+    rules: Sequence[type[Rule]],
     options: RunOptions,
     mode: Mode,
     module: tuple[str | None, bool] = (None, False),
     aliases: Mapping[str, str] | None = None,
     prefiltered: Collection[str] | None = None,
 ) -> FileResult:
-    """Run ``codemods`` over one file's bytes. Never raises for a problem in the file.
+    """Run ``rules`` over one file's bytes. Never raises for a problem in the file.
 
     ``aliases`` are the project's own re-exports of FlashInfer names (see `run`);
-    ``prefiltered`` the ids of the codemods whose prefilter `run` already found matching (None:
+    ``prefiltered`` the ids of the rules whose prefilter `run` already found matching (None:
     test them here)."""
     # Parsing and analysis build millions of small objects and no reference cycles worth
     # collecting meanwhile: the cycle collector would walk them again and again (ast.parse of a
@@ -139,7 +139,7 @@ def process_source(
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _process(data, path, codemods, options, mode, module, aliases or {}, prefiltered)
+        return _process(data, path, rules, options, mode, module, aliases or {}, prefiltered)
     except RecursionError:
         return failed(path, "too deeply nested to analyse (RecursionError); file left untouched")
     except MemoryError:
@@ -148,7 +148,7 @@ def process_source(
         return failed(path, str(exc))
     except (EditError, RuleDefinitionError) as exc:
         return failed(path, f"{exc}; file left untouched")
-    except Exception as exc:  # a bug in a codemod must not stop the run or damage the file
+    except Exception as exc:  # a bug in a rule must not stop the run or damage the file
         return failed(path, f"internal error ({type(exc).__name__}: {exc}); file left untouched")
     finally:
         if collecting:
@@ -166,8 +166,8 @@ def _parse(text: str, path: str) -> ast.Module:
         return ast.parse(text, filename=path)
 
 
-def _wanted(codemod: type[Codemod]) -> Callable[[str], bool]:
-    return _wanted_files(codemod.suffixes, codemod.file_patterns)
+def _wanted(rule: type[Rule]) -> Callable[[str], bool]:
+    return _wanted_files(rule.suffixes, rule.file_patterns)
 
 
 @lru_cache(maxsize=64)
@@ -175,15 +175,15 @@ def _wanted_files(suffixes: tuple[str, ...], patterns: tuple[str, ...]) -> Calla
     return wanted_files(suffixes, patterns)
 
 
-def reads(codemod: type[Codemod], path: str) -> bool:
-    """Whether ``codemod`` reads the file at ``path`` (by suffix or file pattern)."""
-    return _wanted(codemod)(path)
+def reads(rule: type[Rule], path: str) -> bool:
+    """Whether ``rule`` reads the file at ``path`` (by suffix or file pattern)."""
+    return _wanted(rule)(path)
 
 
 def _process(
     data: bytes,
     path: str,
-    codemods: Sequence[type[Codemod]],
+    rules: Sequence[type[Rule]],
     options: RunOptions,
     mode: Mode,
     module: tuple[str | None, bool],
@@ -200,12 +200,12 @@ def _process(
     cr_only = lone_cr and "\n" not in text
     if cr_only:
         text = text.replace("\r", "\n")
-    every = {name for c in codemods for name in (c.code, c.id)}
-    codemods = [c for c in codemods if reads(c, path)]
+    every = {name for c in rules for name in (c.code, c.id)}
+    rules = [c for c in rules if reads(c, path)]
     own_tree = is_python and in_flashinfer(module[0])
     if prefiltered is None:
-        prefiltered = matching(rule_tests(codemods, options), data, path, options)
-    wanted = [c for c in codemods if own_tree or c.id in prefiltered]
+        prefiltered = matching(rule_tests(rules, options), data, path, options)
+    wanted = [c for c in rules if own_tree or c.id in prefiltered]
     tree: ast.Module | None = None
     if is_python:
         try:
@@ -223,13 +223,13 @@ def _process(
     imports_alias = is_python and any(name in text for name in alias_names)
     suppressions = Suppressions.of(text, is_python)
 
-    for cls in codemods:
+    for cls in rules:
         if not (imports_alias or cls in wanted):
             continue
         ctx = FileContext(path, text, tree, options, module[0], module[1], resolver, aliases)
-        codemod = cls()
-        ctx.codemod = codemod
-        codemod.find(ctx)
+        rule = cls()
+        ctx.rule = rule
+        rule.find(ctx)
         if cls.fix_availability is FixAvailability.ALWAYS and any(
             d.safety is None for d in ctx.diagnostics
         ):
@@ -245,7 +245,7 @@ def _process(
         built = ctx.built_resolver
         if resolver is None and built is not None and text == original:
             result.exports = built.exports()
-        resolver = built  # shared by the next codemod while the text is unchanged
+        resolver = built  # shared by the next rule while the text is unchanged
         result.diagnostics.extend(diagnostics)
         if fixes and lone_cr and not cr_only:
             raise EditError(
@@ -267,7 +267,7 @@ def _process(
     if text == original and options.unused_suppressions:
         # Lines have not moved, and every rule that reads the file had its say (a rule the
         # prefilter skipped has no site here): a comment that silenced nothing is stale.
-        ran = {name for c in codemods for name in (c.code, c.id)}
+        ran = {name for c in rules for name in (c.code, c.id)}
         result.diagnostics.extend(suppressions.unused(path, ran, every))
     if text != original:
         if cr_only:

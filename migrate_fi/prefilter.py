@@ -1,6 +1,6 @@
 """The cheap text test that keeps most files from ever being parsed.
 
-A codemod's triggers are names (``"fp4_quantize"``) or a context plus names
+A rule's triggers are names (``"fp4_quantize"``) or a context plus names
 (``("flashinfer", "jit", "load")``: the file must contain "flashinfer" somewhere and the
 identifiers `jit` and `load`). Names are matched as whole identifiers; a context as plain bytes.
 With many names, the file's identifiers are collected once (one regex pass).
@@ -17,7 +17,7 @@ __all__ = ["Prefilter", "identifiers"]
 _IDENTIFIER_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 _TO_SPACES = bytes(c if c in _IDENTIFIER_BYTES else 32 for c in range(256))
 _FEW = 8  # up to this many names, plain substring tests beat collecting identifiers
-_last: tuple[bytes, set[bytes]] | None = None  # every codemod's prefilter tests the same file
+_last: tuple[bytes, set[bytes]] | None = None  # every rule's prefilter tests the same file
 
 
 def _is_identifier(name: bytes) -> bool:

@@ -9,14 +9,14 @@ import re
 from collections.abc import Iterable, Mapping
 
 from migrate_fi.cache import WalkMemo
-from migrate_fi.codemod import (
-    RunOptions,
-)
 from migrate_fi.modules import module_identity
 from migrate_fi.pipeline import RuleTests, matching
 from migrate_fi.prefilter import Prefilter, identifiers
 from migrate_fi.results import (
     FileResult,
+)
+from migrate_fi.rule import (
+    RunOptions,
 )
 from migrate_fi.workers import SourceFile
 

@@ -1,10 +1,10 @@
-"""Finding codemods and choosing which run.
+"""Finding rules and choosing which run.
 
-Every module in the `migrate_fi.codemods` package (`migrate_fi/codemods/`) whose name does not
-start with `_` defines one `Codemod` subclass, and is a rule: adding a file adds a rule. The
+Every module in the `migrate_fi.rules` package (`migrate_fi/rules/`) whose name does not
+start with `_` defines one `Rule` subclass, and is a rule: adding a file adds a rule. The
 `_`-modules beside them hold code several rules share (`_callers.py`, `_values.py`...). Which rules run is decided here,
 from declared metadata (the FlashInfer release each one handles) and `--select`/`--ignore`,
-never by the codemods themselves.
+never by the rules themselves.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from typing import Any
 
 from packaging.version import Version
 
-from migrate_fi.codemod import Codemod, RuleSettings
 from migrate_fi.results import FixAvailability, FixSafety
+from migrate_fi.rule import Rule, RuleSettings
 from migrate_fi.suppression import UNUSED_CODE, UNUSED_ID
 from migrate_fi.versions import in_range, parse_version
 
@@ -32,11 +32,11 @@ class SelectionError(ValueError):
 
 
 @cache
-def all_codemods() -> tuple[type[Codemod], ...]:
-    """Every codemod, ordered by the release it handles, then by code."""
-    import migrate_fi.codemods as package
+def all_rules() -> tuple[type[Rule], ...]:
+    """Every rule, ordered by the release it handles, then by code."""
+    import migrate_fi.rules as package
 
-    found: list[type[Codemod]] = []
+    found: list[type[Rule]] = []
     for info in pkgutil.iter_modules(package.__path__):
         if info.name.startswith("_"):
             continue
@@ -45,13 +45,13 @@ def all_codemods() -> tuple[type[Codemod], ...]:
             obj
             for obj in vars(module).values()
             if isinstance(obj, type)
-            and issubclass(obj, Codemod)
-            and obj is not Codemod
+            and issubclass(obj, Rule)
+            and obj is not Rule
             and obj.__module__ == module.__name__
         ]
         if len(classes) != 1:
             raise RuntimeError(
-                f"codemod module {module.__name__} must define exactly one Codemod subclass,"
+                f"rule module {module.__name__} must define exactly one Rule subclass,"
                 f" found {len(classes)}"
             )
         cls = classes[0]
@@ -61,9 +61,9 @@ def all_codemods() -> tuple[type[Codemod], ...]:
     codes = [c.code for c in found]
     duplicates = {c for c in codes if codes.count(c) > 1}
     if duplicates:
-        raise RuntimeError(f"duplicate codemod codes: {', '.join(sorted(duplicates))}")
+        raise RuntimeError(f"duplicate rule codes: {', '.join(sorted(duplicates))}")
     # Release order, so that later migrations read the code earlier ones produced; data-driven
-    # codemods last, after the rules that own specific APIs.
+    # rules last, after the rules that own specific APIs.
     return tuple(
         sorted(
             found,
@@ -76,8 +76,8 @@ def all_codemods() -> tuple[type[Codemod], ...]:
     )
 
 
-def _validate(cls: type[Codemod]) -> None:
-    where = f"codemod {cls.id}"
+def _validate(cls: type[Rule]) -> None:
+    where = f"rule {cls.id}"
     for attr in ("code", "summary", "introduced_in", "triggers"):
         if not hasattr(cls, attr):
             raise RuntimeError(f"{where} does not declare {attr}")
@@ -109,15 +109,15 @@ def _validate(cls: type[Codemod]) -> None:
         raise RuntimeError(f"{where} owns APIs but never fixes them: leave them to FI002")
 
 
-def lookup(name: str) -> type[Codemod]:
-    """A codemod by code (``FI001``, any case) or id (``fp4_quantize_keywords``)."""
-    for cls in all_codemods():
+def lookup(name: str) -> type[Rule]:
+    """A rule by code (``FI001``, any case) or id (``fp4_quantize_keywords``)."""
+    for cls in all_rules():
         if name.upper() == cls.code or name == cls.id:
             return cls
     raise SelectionError(f"unknown rule {name!r} (see `migrate-fi rules`)")
 
 
-def _matches(cls: type[Codemod], selector: str) -> bool:
+def _matches(cls: type[Rule], selector: str) -> bool:
     return _names(cls.code, cls.id, selector)
 
 
@@ -134,7 +134,7 @@ def _check_selectors(selectors: Iterable[str]) -> None:
     for sel in selectors:
         if _unused_suppression(sel):
             continue
-        if not any(_matches(c, sel) for c in all_codemods()):
+        if not any(_matches(c, sel) for c in all_rules()):
             raise SelectionError(
                 f"unknown rule {sel!r} in --select/--ignore (see `migrate-fi rules`)"
             )
@@ -144,7 +144,7 @@ def _check_selectors(selectors: Iterable[str]) -> None:
 class Selection:
     """The rules that run for a version range and a selection, and what each is given."""
 
-    rules: tuple[type[Codemod], ...]
+    rules: tuple[type[Rule], ...]
     # id -> why a rule the user asked for by name (--select) does not run in this range
     dropped: tuple[str, ...] = ()
     # report suppression comments that silence nothing (FI000)
@@ -178,7 +178,7 @@ def select(
     select: Iterable[str] = (),
     ignore: Iterable[str] = (),
 ) -> Selection:
-    """The codemods that run for ``--from``/``--to`` and ``--select``/``--ignore``.
+    """The rules that run for ``--from``/``--to`` and ``--select``/``--ignore``.
 
     ``select`` and ``ignore`` take codes, code prefixes (``FI0``) or ids. A rule selected by
     name that does not run in this range is named in ``dropped``, with the reason.
@@ -187,7 +187,7 @@ def select(
     _check_selectors([*select, *ignore])
     chosen = []
     dropped = []
-    for cls in all_codemods():
+    for cls in all_rules():
         if select and not any(_matches(cls, s) for s in select):
             continue
         if any(_matches(cls, s) for s in ignore):

@@ -15,8 +15,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from migrate_fi.codemod import Codemod
 from migrate_fi.results import Diagnostic, RunResult
+from migrate_fi.rule import Rule
 from migrate_fi.usage import Inventory, in_tests
 from migrate_fi.versions import parse_version
 
@@ -161,7 +161,7 @@ class Report:
     """The facts a report is made of."""
 
     result: RunResult
-    rules: list[type[Codemod]]  # all of the range's (the run may have used fewer: result.rules)
+    rules: list[type[Rule]]  # all of the range's (the run may have used fewer: result.rules)
     inventory: Inventory
     pins: list[str]  # `path:line package==version`
     verify: str  # the command that proves the migration on a GPU

@@ -54,7 +54,7 @@ def _github(d: Diagnostic) -> str:
         props.append(f"endLine={d.end_line}")
     if d.end_col is not None and d.end_line == d.line:
         props.append(f"endColumn={d.end_col}")
-    props.append(f"title={_gh_escape(f'{d.code} ({d.codemod})', True)}")
+    props.append(f"title={_gh_escape(f'{d.code} ({d.rule})', True)}")
     level = "warning" if d.fixable else "error"
     return f"::{level} {','.join(props)}::{_gh_escape(_marker(d) + d.message)}"
 

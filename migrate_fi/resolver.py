@@ -1,11 +1,11 @@
-"""What may an expression in a file refer to? Name resolution shared by every codemod.
+"""What may an expression in a file refer to? Name resolution shared by every rule.
 
 Built on Python's `ast` (not LibCST) so that `check` never needs LibCST, over the scopes of
 `migrate_fi.scopes`. ``resolve(expr, scope)`` answers with the *candidates* for ``expr``: fully
 qualified names where the binding is an import (or an alias of one), and opaque candidates where it
 is a ``def``, a parameter, an assignment of some other value, and so on.
 
-The rules, chosen so that a codemod never rewrites something that may not be FlashInfer's:
+The rules, chosen so that a rule never rewrites something that may not be FlashInfer's:
 - Imports in any form: ``import a.b``, ``import a.b as x``, ``from a import b as x``, relative imports
   (resolved against the file's own module path), imports inside functions and try/except.
 - Aliases: ``x = flashinfer.fp4_quantize`` (also ``a = b = ...`` and ``x = A if c else B``), and
@@ -95,7 +95,7 @@ def _arms(expr: ast.expr) -> list[ast.expr]:
 
 class NameResolver:
     """Scopes and bindings of one module, and what names refer to. Build once per file; every
-    codemod shares it."""
+    rule shares it."""
 
     def __init__(
         self,
@@ -161,7 +161,7 @@ class NameResolver:
     # ----------------------------------------------------------------- queries
 
     def resolve(self, expr: ast.expr, scope: Scope) -> Resolution:
-        """Cached per node: every codemod asks about the same calls."""
+        """Cached per node: every rule asks about the same calls."""
         key = id(expr)
         cached = self._resolved.get(key)
         if cached is None or cached[0] is not expr:

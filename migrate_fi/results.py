@@ -1,4 +1,4 @@
-"""Result values. Codemods and the engine return these; only `reporting` turns them into text."""
+"""Result values. Rules and the engine return these; only `reporting` turns them into text."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ class Replacement:
 
 @dataclass(frozen=True, order=True)
 class Diagnostic:
-    """One site found by a codemod. A site with a fix (its ``safety``) can be rewritten; ``applies`` says
+    """One site found by a rule. A site with a fix (its ``safety``) can be rewritten; ``applies`` says
     whether this run's `apply` writes it (a `review` fix needs ``--unsafe-fixes``). A site with
     no fix needs a person, and ``message`` says why."""
 
@@ -58,7 +58,7 @@ class Diagnostic:
     line: int  # 1-based
     col: int  # 1-based, in characters
     code: str
-    codemod: str
+    rule: str
     message: str
     safety: FixSafety | None = None  # of its fix; None: no fix, the site is for a person
     applies: bool = False
@@ -86,7 +86,7 @@ class Diagnostic:
             "end_line": self.end_line,
             "end_col": self.end_col,
             "code": self.code,
-            "codemod": self.codemod,
+            "codemod": self.rule,  # (the JSON key users read: kept, see CHANGELOG)
             "message": self.message,
             "fix": self.safety.value if self.safety is not None else None,
             "fixable": self.applies,
@@ -125,7 +125,7 @@ class RunResult:
     write_errors: list[FileError] = field(default_factory=list)
     from_version: str = ""
     to_version: str = ""
-    rules: list[str] = field(default_factory=list)  # codes of the codemods that ran
+    rules: list[str] = field(default_factory=list)  # codes of the rules that ran
     notices: list[str] = field(default_factory=list)  # e.g. a selected rule that does not run
     unsafe_fixes: bool = False
     patch: str | None = None  # diff in a structured format: the patch, in the document

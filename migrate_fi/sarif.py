@@ -17,9 +17,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from migrate_fi import __version__
-from migrate_fi.codemod import Codemod, Fix
 from migrate_fi.fixes import apply_fixes
 from migrate_fi.results import Diagnostic, FileError, Replacement, RunResult
+from migrate_fi.rule import Fix, Rule
 from migrate_fi.sources import source_lines
 from migrate_fi.suppression import UNUSED_CODE
 
@@ -67,10 +67,10 @@ def _rules(
 ) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """The descriptors of the rules that ran and of every code a result names."""
     from migrate_fi.docs import explain_text
-    from migrate_fi.registry import all_codemods
+    from migrate_fi.registry import all_rules
     from migrate_fi.suppression import UNUSED_ID, explanation
 
-    by_code = {c.code: c for c in all_codemods()}
+    by_code = {c.code: c for c in all_rules()}
     codes = list(dict.fromkeys([*result.rules, *(d.code for d in diagnostics)]))
     out: list[dict[str, Any]] = []
     for code in codes:
@@ -124,7 +124,7 @@ def _result(d: Diagnostic, index: dict[str, int]) -> dict[str, Any]:
             }
         ],
         "properties": {
-            "rule": d.codemod,
+            "rule": d.rule,
             "fixSafety": d.safety.value if d.safety is not None else "none",
             "appliedByApply": d.applies,
         },
@@ -169,7 +169,7 @@ def _notification(e: FileError) -> dict[str, Any]:
 
 
 def fix_replacements(
-    cls: type[Codemod], text: str, tree: ast.Module | None
+    cls: type[Rule], text: str, tree: ast.Module | None
 ) -> Callable[[Fix], tuple[Replacement, ...]]:
     def details(fix: Fix) -> tuple[Replacement, ...]:
         return replacements(text, apply_fixes(text, tree, [fix], cls))

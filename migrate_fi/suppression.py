@@ -75,7 +75,7 @@ class Suppressions:
         hit = False
         for c in self.comments:
             if d.line <= c.line <= (d.end_line or d.line) and (
-                c.names is None or d.code in c.names or d.codemod in c.names
+                c.names is None or d.code in c.names or d.rule in c.names
             ):
                 c.used = hit = True
         return hit
@@ -95,7 +95,7 @@ class Suppressions:
                     line=c.line,
                     col=c.col + 1,
                     code=UNUSED_CODE,
-                    codemod=UNUSED_ID,
+                    rule=UNUSED_ID,
                     message=f"this `migrate-fi: ignore` ({which}) silences nothing here: remove"
                     " it, or it will hide the next site on its line",
                     end_line=c.line,

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from migrate_fi.api.differ import Api, api_for, diff_releases
 from migrate_fi.api.paths import ApiPath, is_flashinfer
 from migrate_fi.calls import callee_calls
-from migrate_fi.codemod import Codemod
 from migrate_fi.discovery import discover
 from migrate_fi.modules import display_path, in_flashinfer, module_identity
 from migrate_fi.resolver import NameResolver
+from migrate_fi.rule import Rule
 from migrate_fi.sources import SourceError, decode_source
 from migrate_fi.verify import is_test_file
 
@@ -136,7 +136,7 @@ def inventory(
     paths: Iterable[str],
     from_version: str,
     to_version: str,
-    rules: Iterable[type[Codemod]] = (),
+    rules: Iterable[type[Rule]] = (),
 ) -> Inventory:
     """The FlashInfer APIs the Python files under ``paths`` use, with what changed in each: from
     the release data, and from ``rules`` (the run's), each for the APIs it concerns."""

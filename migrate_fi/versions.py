@@ -1,6 +1,6 @@
 """FlashInfer versions: parsing (PEP 440), the releases migrate-fi knows, and range selection.
 
-A codemod declares the release that introduced the change it handles (``introduced_in``).
+A rule declares the release that introduced the change it handles (``introduced_in``).
 It runs for ``--from A --to B`` when ``A < introduced_in <= B``.
 """
 

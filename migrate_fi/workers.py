@@ -1,6 +1,6 @@
 """Processing many files: serially, or in worker processes when there is enough work.
 
-Workers get plain data (bytes, the path, codemod ids, the run's options) and return a
+Workers get plain data (bytes, the path, rule ids, the run's options) and return a
 `FileResult`; a worker that dies takes only its file down, reported as that file's error.
 """
 
@@ -15,9 +15,9 @@ from typing import NamedTuple
 
 from migrate_fi import depends
 from migrate_fi.cache import ResultCache
-from migrate_fi.codemod import RunOptions
 from migrate_fi.modules import display_path, module_identity
 from migrate_fi.results import FileResult
+from migrate_fi.rule import RunOptions
 
 __all__ = ["Batch", "SourceFile"]
 
@@ -29,13 +29,13 @@ _PARALLEL_MIN_BYTES = 1_000_000
 class SourceFile(NamedTuple):
     data: bytes
     path: str  # absolute
-    prefiltered: tuple[str, ...]  # ids of the codemods whose prefilter matched
+    prefiltered: tuple[str, ...]  # ids of the rules whose prefilter matched
 
 
 def _work(
     data: bytes,
     path: str,
-    codemod_ids: tuple[str, ...],
+    rule_ids: tuple[str, ...],
     options: RunOptions,
     mode: str,
     module: tuple[str | None, bool],
@@ -44,13 +44,13 @@ def _work(
 ) -> tuple[FileResult, depends.Notes | None]:
     """The result of one file, with what its analysis read outside it (`migrate_fi.depends`)."""
     from migrate_fi.pipeline import Mode, process_source
-    from migrate_fi.registry import all_codemods
+    from migrate_fi.registry import all_rules
 
-    by_id = {c.id: c for c in all_codemods()}
+    by_id = {c.id: c for c in all_rules()}
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
-    codemods = [by_id[i] for i in codemod_ids]
+    rules = [by_id[i] for i in rule_ids]
     depends.start()
-    result = process_source(data, path, codemods, options, Mode(mode), module, aliases, prefiltered)
+    result = process_source(data, path, rules, options, Mode(mode), module, aliases, prefiltered)
     return result, depends.finish()
 
 
@@ -71,7 +71,7 @@ def _worker_signals() -> None:
 
 
 class Batch:
-    """Run the codemods over a list of files; the same options for every file."""
+    """Run the rules over a list of files; the same options for every file."""
 
     def __init__(
         self,

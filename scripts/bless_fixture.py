@@ -1,6 +1,6 @@
-"""Write a fixture case's expected files from what the codemod does now, for review.
+"""Write a fixture case's expected files from what the rule does now, for review.
 
-    python scripts/bless_fixture.py CODEMOD_ID CASE [CASE ...]
+    python scripts/bless_fixture.py RULE_ID CASE [CASE ...]
 
 Runs the case exactly as tests/test_fixtures.py does and writes <case>.after.py (unless the case
 is a noop_ one) and <case>.report.txt (removed when nothing is left for a person). Read the git

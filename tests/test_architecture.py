@@ -1,5 +1,5 @@
 """The shape of the package, checked: no import cycles, and rules that never reach into the
-engine (they see files through `migrate_fi.codemod` and the rule-facing modules only)."""
+engine (they see files through `migrate_fi.rule` and the rule-facing modules only)."""
 
 from __future__ import annotations
 
@@ -91,10 +91,10 @@ def test_rules_never_import_the_engine() -> None:
     reached = {
         name: sorted(_imports(name, path, known) & ENGINE_SIDE)
         for name, path in known.items()
-        if name.startswith("migrate_fi.codemods")
+        if name.startswith("migrate_fi.rules")
     }
     assert not {k: v for k, v in reached.items() if v}
-    assert "migrate_fi.codemods.positional_binding" in reached  # (the walk found the rules)
+    assert "migrate_fi.rules.positional_binding" in reached  # (the walk found the rules)
 
 
 def test_the_contributing_example_is_a_working_rule() -> None:
@@ -102,8 +102,8 @@ def test_the_contributing_example_is_a_working_rule() -> None:
     about, through an alias, and leaves a look-alike of another library alone."""
     import re
 
-    from migrate_fi.codemod import RunOptions
     from migrate_fi.pipeline import Mode, process_source
+    from migrate_fi.rule import RunOptions
     from migrate_fi.versions import parse_version
 
     text = (PACKAGE.parent / "CONTRIBUTING.md").read_text(encoding="utf-8")

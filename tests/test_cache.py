@@ -79,9 +79,9 @@ def test_an_entry_holds_while_what_it_read_outside_the_file_holds(tmp_path: Path
     """The line length a fix was wrapped to (FI005) is noted; another one is a miss."""
     from migrate_fi import depends
     from migrate_fi.cache import ResultCache
-    from migrate_fi.codemod import RunOptions
-    from migrate_fi.codemods import _layout
     from migrate_fi.results import FileResult, Status
+    from migrate_fi.rule import RunOptions
+    from migrate_fi.rules import _layout
     from migrate_fi.versions import parse_version
 
     (tmp_path / ".git").mkdir()
@@ -128,8 +128,8 @@ def test_a_damaged_entry_is_a_miss(tmp_path: Path) -> None:
 
 def test_the_cache_is_bounded(tmp_path: Path) -> None:
     from migrate_fi.cache import ResultCache
-    from migrate_fi.codemod import RunOptions
     from migrate_fi.results import FileResult, Status
+    from migrate_fi.rule import RunOptions
     from migrate_fi.versions import parse_version
 
     store = ResultCache(("x",), RunOptions(parse_version("0.6.10"), parse_version("0.6.11")),

@@ -1,5 +1,5 @@
 """Callers across a project's modules: what FI003 reads about a parameter from every call of its
-function (migrate_fi/codemods/_callers.py)."""
+function (migrate_fi/rules/_callers.py)."""
 
 from __future__ import annotations
 

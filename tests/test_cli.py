@@ -322,7 +322,7 @@ def test_unknown_rule_is_usage_error(tree: Path) -> None:
     assert "unknown rule 'FI999'" in r.stderr
 
 
-def test_version_range_selects_codemods(tree: Path) -> None:
+def test_version_range_selects_rules(tree: Path) -> None:
     # fp4_quantize's binding changed in 0.6.11: nothing to do from 0.6.11 on (its default
     # backend changed in 0.7.4: FI008's), or up to 0.6.10
     assert invoke("check", "--from", "0.6.11", "--ignore", "FI008", "src").exit_code == 0

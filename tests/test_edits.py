@@ -415,7 +415,7 @@ def test_named_arguments_are_spliced_as_text_without_libcst() -> None:
     case = Path(__file__).parent / "fixtures" / "fp4_quantize_keywords" / "argument_layouts"
     program = (
         "import sys\n"
-        "from migrate_fi.codemod import RunOptions\n"
+        "from migrate_fi.rule import RunOptions\n"
         "from migrate_fi.pipeline import Mode, process_source\n"
         "from migrate_fi.registry import select\n"
         "from migrate_fi.versions import parse_version\n"

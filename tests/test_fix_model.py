@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import ast
 
-from migrate_fi.codemod import Codemod, FileContext, RunOptions
 from migrate_fi.edits import AddImport, add_keyword
 from migrate_fi.pipeline import Mode, process_source
 from migrate_fi.reporting import format_diagnostic, summary
 from migrate_fi.results import FileResult, FixAvailability, FixSafety, RunResult, Status
+from migrate_fi.rule import FileContext, Rule, RunOptions
 from migrate_fi.versions import parse_version
 
 SOURCE = """\
@@ -31,7 +31,7 @@ def calls(ctx: FileContext) -> list[ast.Call]:
     return [c for c, _ in ctx.resolver.iter_calls() if ast.unparse(c.func) == "flashinfer.make"]
 
 
-class _Rule(Codemod):
+class _Rule(Rule):
     """A test double."""
 
     code = "FI900"
@@ -55,13 +55,13 @@ class _Rule(Codemod):
         )
 
 
-def make(name: str, **attrs: object) -> type[Codemod]:
+def make(name: str, **attrs: object) -> type[Rule]:
     cls = type(name, (_Rule,), {"__doc__": "A test double.", **attrs})
     cls.id = name.lower()
     return cls
 
 
-def run(rule: type[Codemod], source: str = SOURCE, mode: Mode = Mode.APPLY, unsafe: bool = False):
+def run(rule: type[Rule], source: str = SOURCE, mode: Mode = Mode.APPLY, unsafe: bool = False):
     options = RunOptions(parse_version("0.6.10"), parse_version("0.6.11"), unsafe_fixes=unsafe)
     return process_source(source.encode(), "m.py", [rule], options, mode)
 
@@ -182,7 +182,7 @@ def test_the_text_switch_chooses_the_way_a_fix_is_applied() -> None:
 
     script = """
 import sys
-from migrate_fi.codemod import RunOptions
+from migrate_fi.rule import RunOptions
 from migrate_fi.pipeline import Mode, process_source
 from migrate_fi.registry import select
 from migrate_fi.versions import parse_version

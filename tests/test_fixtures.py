@@ -1,12 +1,12 @@
-"""One test for every codemod fixture: adding a case is adding files, never test code.
+"""One test for every rule fixture: adding a case is adding files, never test code.
 
-tests/fixtures/<codemod_id>/<case>.before.py   the input (another extension for a text file:
+tests/fixtures/<rule_id>/<case>.before.py   the input (another extension for a text file:
                                                <case>.before.toml, .txt, .sh, .Dockerfile...)
-tests/fixtures/<codemod_id>/<case>.after.py    the expected output, byte for byte (same extension)
+tests/fixtures/<rule_id>/<case>.after.py    the expected output, byte for byte (same extension)
                                                (absent for noop_<case>: the input must not change)
-tests/fixtures/<codemod_id>/<case>.report.txt  the sites left for a person, one per line
+tests/fixtures/<rule_id>/<case>.report.txt  the sites left for a person, one per line
                                                (absent: there must be none)
-tests/fixtures/<codemod_id>/<case>.toml        optional: from, to, keywords, module, package,
+tests/fixtures/<rule_id>/<case>.toml        optional: from, to, keywords, module, package,
                                                unsafe_fixes, path (the file name the rule
                                                sees), select (the run's selection, which
                                                decides what other rules own), options (the
@@ -24,12 +24,12 @@ from pathlib import Path
 
 import pytest
 
-from migrate_fi.codemod import KeywordStyle, RunOptions
 from migrate_fi.config import rule_options
 from migrate_fi.pipeline import Mode, process_source
-from migrate_fi.registry import all_codemods, select
+from migrate_fi.registry import all_rules, select
 from migrate_fi.reporting import format_diagnostic
 from migrate_fi.results import Status
+from migrate_fi.rule import KeywordStyle, RunOptions
 from migrate_fi.versions import KNOWN_RELEASES, parse_version
 
 # a case's range when its .toml names none: from the first release the rules were written against
@@ -41,7 +41,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 FIXTURES = Path(__file__).parent / "fixtures"
-CODEMODS = {c.id: c for c in all_codemods()}
+RULES = {c.id: c for c in all_rules()}
 
 
 def before_file(folder: Path, case: str) -> Path:
@@ -60,7 +60,7 @@ def case_names(folder: Path) -> list[str]:
 
 def _cases() -> list[pytest.param]:
     cases = []
-    for cid in sorted(CODEMODS):
+    for cid in sorted(RULES):
         for case in case_names(FIXTURES / cid):
             cases.append(pytest.param(cid, case, id=f"{cid}/{case}"))
     return cases
@@ -74,7 +74,7 @@ def _run(cid: str, case: str, data: bytes, mode: str, splice_text: bool = True):
     to_v = parse_version(settings.get("to", KNOWN_RELEASES[-1]))
     selection = select(from_v, to_v, settings.get("select", ()))
     # a case for a range the rule does not run in must be a noop: nothing runs, nothing changes
-    selected = CODEMODS[cid] in selection.rules
+    selected = RULES[cid] in selection.rules
     assert selected or case.startswith("noop_"), f"{cid} does not run for {from_v} -> {to_v}"
     options = RunOptions(
         from_version=from_v,
@@ -85,10 +85,10 @@ def _run(cid: str, case: str, data: bytes, mode: str, splice_text: bool = True):
         splice_text=splice_text,
     )
     module = (settings.get("module"), bool(settings.get("package", False)))
-    codemods = [CODEMODS[cid]] if selected else []
+    rules = [RULES[cid]] if selected else []
     # the file name the rule sees: a test file's name, `pyproject.toml`...
     path = settings.get("path", before_file(folder, case).name)
-    return process_source(data, path, codemods, options, Mode(mode), module)
+    return process_source(data, path, rules, options, Mode(mode), module)
 
 
 @pytest.mark.parametrize(("cid", "case"), _cases())
@@ -125,7 +125,7 @@ def test_fixture(cid: str, case: str) -> None:
     if report_file.exists():
         assert manual == report_file.read_text()
     else:
-        assert manual == "", f"the codemod reported sites; put them in {report_file.name}"
+        assert manual == "", f"the rule reported sites; put them in {report_file.name}"
 
     # idempotent: a second run changes nothing and finds nothing left to fix
     again = _run(cid, case, output, "apply")
@@ -134,10 +134,10 @@ def test_fixture(cid: str, case: str) -> None:
     assert not any(d.fixable for d in again.diagnostics)
 
 
-def test_every_codemod_has_fixtures() -> None:
+def test_every_rule_has_fixtures() -> None:
     from migrate_fi.results import FixAvailability
 
-    for cid, cls in CODEMODS.items():
+    for cid, cls in RULES.items():
         cases = case_names(FIXTURES / cid)
         assert any(c.startswith("noop_") for c in cases), f"{cid}: no case it must leave alone"
         if cls.fix_availability is FixAvailability.NONE:  # a report-only rule never rewrites
@@ -151,7 +151,7 @@ def test_no_stray_fixture_files() -> None:
     for folder in FIXTURES.iterdir():
         if folder.name == "projects" or not folder.is_dir():
             continue
-        assert folder.name in CODEMODS, f"fixtures for unknown codemod {folder.name}"
+        assert folder.name in RULES, f"fixtures for unknown rule {folder.name}"
         cases = set(case_names(folder))
         for f in folder.iterdir():
             stem = f.name.split(".")[0]

@@ -1,4 +1,4 @@
-"""The codemods ship as `migrate_fi.codemods` (`migrate_fi/codemods/`), for editable and normal
+"""The rules ship as `migrate_fi.rules` (`migrate_fi/rules/`), for editable and normal
 installs alike."""
 
 from __future__ import annotations
@@ -13,23 +13,23 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-import migrate_fi.codemods
-from migrate_fi.registry import all_codemods
+import migrate_fi.rules
+from migrate_fi.registry import all_rules
 
 ROOT = Path(__file__).parents[1]
 
 
-def test_every_codemod_module_is_registered() -> None:
-    folder = Path(migrate_fi.codemods.__path__[0])
+def test_every_rule_module_is_registered() -> None:
+    folder = Path(migrate_fi.rules.__path__[0])
     stems = {p.stem for p in folder.glob("*.py") if not p.name.startswith("_")}
     assert stems
-    assert {c.id for c in all_codemods()} == stems
+    assert {c.id for c in all_rules()} == stems
 
 
-def test_no_bare_codemods_package() -> None:
-    # the rules are a subpackage: nothing named `codemods` at the top level, installed or not
-    assert importlib.util.find_spec("codemods") is None
-    assert not (ROOT / "codemods").exists()
+def test_no_bare_rules_package() -> None:
+    # the rules are a subpackage: nothing named `rules` at the top level, installed or not
+    assert importlib.util.find_spec("rules") is None
+    assert not (ROOT / "rules").exists()
 
 
 @pytest.mark.skipif(
@@ -47,14 +47,14 @@ def test_wheel_contents(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     (wheel,) = tmp_path.glob("migrate_fi-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    assert "migrate_fi/codemods/fp4_quantize_keywords.py" in names
-    assert "migrate_fi/codemods/__init__.py" in names
-    assert "migrate_fi/codemods/positional_binding.py" in names
+    assert "migrate_fi/rules/fp4_quantize_keywords.py" in names
+    assert "migrate_fi/rules/__init__.py" in names
+    assert "migrate_fi/rules/positional_binding.py" in names
     for module in Path(ROOT, "migrate_fi").rglob("*.py"):
         assert module.relative_to(ROOT).as_posix() in names, module
     for data in Path(ROOT, "migrate_fi", "data").rglob("*.*"):
         assert data.relative_to(ROOT).as_posix() in names, data
-    assert not any(n.startswith("codemods/") for n in names)
+    assert not any(n.startswith("rules/") for n in names)
     assert not any(n.startswith("tests/") for n in names)
     (meta,) = [n for n in names if n.endswith(".dist-info/METADATA")]
     metadata = zipfile.ZipFile(wheel).read(meta).decode()

@@ -1,4 +1,4 @@
-"""End to end on whole fixture projects: every codemod of a version range, together.
+"""End to end on whole fixture projects: every rule of a version range, together.
 
 Each project under tests/fixtures/projects/<name>/ has an expected patch, <name>.diff, made by
 `migrate-fi diff <name> <args>` from tests/fixtures/projects/ (the default --from comes from its

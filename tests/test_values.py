@@ -1,4 +1,4 @@
-"""The value facts rules share (migrate_fi/codemods/_values.py): literal strings, WORLD groups,
+"""The value facts rules share (migrate_fi/rules/_values.py): literal strings, WORLD groups,
 and names narrowed to "not None" between an assignment and a use."""
 
 from __future__ import annotations
@@ -8,13 +8,13 @@ import textwrap
 
 import pytest
 
-from migrate_fi.codemods._values import (
+from migrate_fi.resolver import NameResolver
+from migrate_fi.rules._values import (
     is_none,
     is_world_group,
     literal_string,
     narrowed_not_none,
 )
-from migrate_fi.resolver import NameResolver
 
 
 def _parsed(source: str) -> tuple[NameResolver, ast.FunctionDef, ast.Call]:

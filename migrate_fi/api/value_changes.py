@@ -6,7 +6,7 @@ Some releases change what a parameter's values mean while its signature only sho
 `activation_type=ActivationType.Swiglu.value` (3: another number for the same activation). The
 release data can say that a keyword went and another came; only a person can say how the values
 map. Those facts live in ``migrate_fi/data/values/<release>.toml``, one file per release, read
-by FI010 (`migrate_fi.codemods.value_migrations`); a file in the user's data folder
+by FI010 (`migrate_fi.rules.value_migrations`); a file in the user's data folder
 (``<data folder>/values/<release>.toml``, next to what `signatures update` writes) adds releases.
 For a release in both, the bundled file is used.
 

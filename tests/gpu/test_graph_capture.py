@@ -17,9 +17,9 @@ import types
 
 import pytest
 
-from migrate_fi.codemod import RunOptions
 from migrate_fi.pipeline import Mode, process_source
 from migrate_fi.registry import select
+from migrate_fi.rule import RunOptions
 from migrate_fi.versions import parse_version
 
 pytestmark = pytest.mark.gpu

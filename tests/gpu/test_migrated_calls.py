@@ -13,10 +13,10 @@ import warnings
 
 import pytest
 
-from migrate_fi.codemod import RunOptions
 from migrate_fi.pipeline import Mode, process_source
 from migrate_fi.registry import select
 from migrate_fi.results import Status
+from migrate_fi.rule import RunOptions
 from migrate_fi.versions import parse_version
 
 pytestmark = pytest.mark.gpu
@@ -30,7 +30,7 @@ INSTALLED = parse_version(flashinfer.__version__.split("+")[0])
 
 
 def migrate(source: str, from_version: str) -> str:
-    """Run every codemod of (from_version, installed] over ``source``, as `migrate-fi apply`."""
+    """Run every rule of (from_version, installed] over ``source``, as `migrate-fi apply`."""
     from_v = parse_version(from_version)
     selection = select(from_v, INSTALLED)
     options = RunOptions(from_v, INSTALLED, rules=selection.settings())

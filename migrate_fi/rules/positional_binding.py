@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from migrate_fi.codemod import Codemod, FileContext, RunOptions
-from migrate_fi.codemods._positional import Wording, check_calls
 from migrate_fi.results import FixSafety
+from migrate_fi.rule import FileContext, Rule, RunOptions
+from migrate_fi.rules._positional import Wording, check_calls
 
 
-class PositionalBinding(Codemod):
+class PositionalBinding(Rule):
     """Positional calls to any FlashInfer API whose parameters moved between `--from` and `--to`.
 
     Driven by the bundled API data of every release (`migrate-fi api-diff OLD NEW`), not by a

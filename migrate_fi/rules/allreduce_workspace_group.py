@@ -9,20 +9,20 @@ from typing import TYPE_CHECKING
 
 from migrate_fi import nodes
 from migrate_fi.calls import CallArgs, CalleeCall, Via, callee_calls
-from migrate_fi.codemod import Codemod, FileContext, RuleOption
-from migrate_fi.codemods import _callers
-from migrate_fi.codemods._api import api_calls
-from migrate_fi.codemods._layout import overflows
-from migrate_fi.codemods._values import (
+from migrate_fi.edits import add_dict_entry, add_keyword
+from migrate_fi.modules import display_path
+from migrate_fi.resolver import NameResolver
+from migrate_fi.results import FixSafety
+from migrate_fi.rule import FileContext, Rule, RuleOption
+from migrate_fi.rules import _callers
+from migrate_fi.rules._api import api_calls
+from migrate_fi.rules._layout import overflows
+from migrate_fi.rules._values import (
     is_none,
     is_world_group,
     literal_string,
     narrowed_not_none,
 )
-from migrate_fi.edits import add_dict_entry, add_keyword
-from migrate_fi.modules import display_path
-from migrate_fi.resolver import NameResolver
-from migrate_fi.results import FixSafety
 from migrate_fi.scopes import Binding, Scope
 from migrate_fi.values import read_dict
 
@@ -65,7 +65,7 @@ class _Candidate:
     world: bool = False  # it is torch.distributed.group.WORLD: passing it changes nothing
 
 
-class AllreduceWorkspaceGroup(Codemod):
+class AllreduceWorkspaceGroup(Rule):
     """All-reduce fusion workspaces must be given the process group of the ranks that share them.
 
     Since FlashInfer 0.6.10.post1, `flashinfer.comm.create_allreduce_fusion_workspace(...,

@@ -10,10 +10,10 @@ from typing import Any, ClassVar
 
 from packaging.version import InvalidVersion, Version
 
-from migrate_fi.codemod import Codemod, FileContext, RunOptions
 from migrate_fi.edits import AddImport, replace_with
 from migrate_fi.resolver import NameResolver
 from migrate_fi.results import FixSafety
+from migrate_fi.rule import FileContext, Rule, RunOptions
 from migrate_fi.scopes import Scope
 from migrate_fi.values import assigned_values
 
@@ -34,7 +34,7 @@ _VERSIONISH = re.compile(rb"""[<>]=?\s*["']v?\d+\.\d+|["']v?\d+\.\d+[^"'\n]*["']
 _DISTRIBUTION_NAMED = re.compile(rb"""["']flashinfer([-_]python)?["']""")
 
 
-class VersionComparisons(Codemod):
+class VersionComparisons(Rule):
     """FlashInfer's version compared with `<`, `<=`, `>`, `>=` as a string.
 
     `flashinfer.__version__ >= "0.6.4"` compares characters: "0.6.10" sorts before "0.6.4", so

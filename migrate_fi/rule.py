@@ -1,6 +1,6 @@
-"""What a codemod is: declared metadata, a `find` over Python's `ast`, and fixes made of edits.
+"""What a rule is: declared metadata, a `find` over Python's `ast`, and fixes made of edits.
 
-A codemod never reads or writes files and never prints. Given a `FileContext` it calls
+A rule never reads or writes files and never prints. Given a `FileContext` it calls
 ``ctx.report(node, message)`` for a site a person must look at, or
 ``ctx.fix(node, message, *edits, imports=..., safety=...)`` for a site it can rewrite: one
 diagnostic carrying edits to one or more nodes of the file (see `migrate_fi.edits`) and the imports
@@ -39,14 +39,14 @@ if TYPE_CHECKING:
     from packaging.version import Version
 
 __all__ = [
-    "Codemod",
-    "CodemodSetupError",
     "FileContext",
     "Fix",
     "KeywordStyle",
+    "Rule",
     "RuleDefinitionError",
     "RuleOption",
     "RuleSettings",
+    "RuleSetupError",
     "RunOptions",
     "preload_api_data",
     "require_api_data",
@@ -116,7 +116,7 @@ class RuleSettings:
 
 @dataclass(frozen=True)
 class RunOptions:
-    """Options of a run that every codemod may read. Hashable and picklable."""
+    """Options of a run that every rule may read. Hashable and picklable."""
 
     from_version: Version
     to_version: Version
@@ -148,7 +148,7 @@ def require_api_data(code: str, options: RunOptions) -> None:
     known = {parse_version(v) for v in available_releases()}
     for v in (options.from_version, options.to_version):
         if v not in known:
-            raise CodemodSetupError(f"{code}: {missing_data(v)}")
+            raise RuleSetupError(f"{code}: {missing_data(v)}")
 
 
 def preload_api_data(options: RunOptions) -> None:
@@ -160,8 +160,8 @@ def preload_api_data(options: RunOptions) -> None:
         api_for(str(v))
 
 
-class CodemodSetupError(Exception):
-    """A codemod cannot run for these options (e.g. no API data for a release); one line."""
+class RuleSetupError(Exception):
+    """A rule cannot run for these options (e.g. no API data for a release); one line."""
 
 
 class RuleDefinitionError(Exception):
@@ -184,7 +184,7 @@ class _Found:
 
 
 class FileContext:
-    """One file as a codemod sees it. Collects diagnostics and fixes."""
+    """One file as a rule sees it. Collects diagnostics and fixes."""
 
     def __init__(
         self,
@@ -206,7 +206,7 @@ class FileContext:
         self._resolver = resolver
         self.project_aliases = project_aliases
         self._lines: list[str] | None = None
-        self.codemod: Codemod | None = None  # set by the engine while a codemod runs
+        self.rule: Rule | None = None  # set by the engine while a rule runs
         self.diagnostics: list[Diagnostic] = []
         self.fixes: list[Fix] = []
 
@@ -219,7 +219,7 @@ class FileContext:
 
     @property
     def built_resolver(self) -> NameResolver | None:
-        """The resolver if a codemod asked for it (the engine shares it with the next one)."""
+        """The resolver if a rule asked for it (the engine shares it with the next one)."""
         return self._resolver
 
     @property
@@ -235,19 +235,19 @@ class FileContext:
 
     @property
     def settings(self) -> RuleSettings:
-        assert self.codemod is not None
-        return self.options.settings(self.codemod.id)
+        assert self.rule is not None
+        return self.options.settings(self.rule.id)
 
     def option(self, name: str) -> Any:
         """The value of an option the running rule declares (configured, or its default)."""
-        assert self.codemod is not None
+        assert self.rule is not None
         try:
             return self.settings.option(name)
         except KeyError:
-            for declared in self.codemod.options:
+            for declared in self.rule.options:
                 if declared.name == name:
                     return declared.default
-        raise RuleDefinitionError(f"rule {self.codemod.code} reads undeclared option {name!r}")
+        raise RuleDefinitionError(f"rule {self.rule.code} reads undeclared option {name!r}")
 
     # -------------------------------------------------------------- positions
 
@@ -312,14 +312,14 @@ class FileContext:
     def _diagnostic(
         self, node: ast.AST | Span, message: str, safety: FixSafety | None
     ) -> Diagnostic:
-        assert self.codemod is not None
+        assert self.rule is not None
         line, col, end_line, end_col = node if isinstance(node, tuple) else self.span(node)
         return Diagnostic(
             path=self.path,
             line=line,
             col=col + 1,
-            code=self.codemod.code,
-            codemod=self.codemod.id,
+            code=self.rule.code,
+            rule=self.rule.id,
             message=message,
             safety=safety,
             end_line=end_line,
@@ -342,29 +342,29 @@ class FileContext:
         """A site `apply` rewrites with ``edits`` (and ``imports``). ``safety`` defaults to the
         rule's; a site may lower it (e.g. a value chosen among several candidates is `review`),
         never raise it."""
-        assert self.codemod is not None
-        declared = self.codemod.fix_safety
-        if self.codemod.fix_availability is FixAvailability.NONE or declared is None:
+        assert self.rule is not None
+        declared = self.rule.fix_safety
+        if self.rule.fix_availability is FixAvailability.NONE or declared is None:
             raise RuleDefinitionError(
-                f"rule {self.codemod.code} is declared report-only (fix_availability NONE) but"
+                f"rule {self.rule.code} is declared report-only (fix_availability NONE) but"
                 " produced a fix"
             )
         safety = declared if safety is None else safety
         if safety.rank > declared.rank:
             raise RuleDefinitionError(
-                f"rule {self.codemod.code} produced a {safety.value} fix; its declared fix safety"
+                f"rule {self.rule.code} produced a {safety.value} fix; its declared fix safety"
                 f" is {declared.value}"
             )
         if not edits:
-            raise RuleDefinitionError(f"rule {self.codemod.code} produced a fix with no edit")
+            raise RuleDefinitionError(f"rule {self.rule.code} produced a fix with no edit")
         diagnostic = self._diagnostic(node, message, safety)
         self.diagnostics.append(diagnostic)
         self.fixes.append(Fix(diagnostic, tuple(edits), tuple(imports)))
 
 
-class Codemod:
-    """Base class of every migration. Subclass it in a module of `migrate_fi/codemods/`; the module's name
-    becomes the codemod's id (its `--select` value, fixture folder and docs anchor).
+class Rule:
+    """Base class of every migration. Subclass it in a module of `migrate_fi/rules/`; the module's name
+    becomes the rule's id (its `--select` value, fixture folder and docs anchor).
 
     The class docstring is the rule's documentation (`migrate-fi explain CODE`).
     """
@@ -372,7 +372,7 @@ class Codemod:
     id: ClassVar[str] = ""  # set by the registry from the module name
     code: ClassVar[str]  # stable short code, e.g. "FI001"
     summary: ClassVar[str]  # one line
-    # The FlashInfer release whose change this migrates ("*" for a data-driven codemod, which runs
+    # The FlashInfer release whose change this migrates ("*" for a data-driven rule, which runs
     # for any --from < --to and reads what changed from the bundled API data).
     introduced_in: ClassVar[str]
     data_driven: ClassVar[bool] = False
@@ -382,7 +382,7 @@ class Codemod:
     # The most a fix of this rule may be trusted, SAFE or REVIEW; None for a rule that only
     # reports (fix_availability NONE).
     fix_safety: ClassVar[FixSafety | None] = None
-    # Cheap prefilter: a file that contains none of these strings is never parsed for this codemod.
+    # Cheap prefilter: a file that contains none of these strings is never parsed for this rule.
     # (a tuple ("flashinfer", "fp4_quantize"): "flashinfer" anywhere and the identifier)
     triggers: ClassVar[tuple[str | tuple[str, ...], ...]]
     # Which files it reads: Python sources by default. A rule that also reads text files
@@ -426,7 +426,7 @@ class Codemod:
 
     @classmethod
     def prepare(cls, options: RunOptions) -> None:
-        """Called once per run, before any file; raise `CodemodSetupError` to refuse the run."""
+        """Called once per run, before any file; raise `RuleSetupError` to refuse the run."""
 
     @classmethod
     def triggers_for(cls, options: RunOptions) -> tuple[str | tuple[str, ...], ...]:

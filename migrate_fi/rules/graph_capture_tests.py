@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING
 from migrate_fi import nodes
 from migrate_fi.api.paths import is_flashinfer
 from migrate_fi.calls import CallArgs, Via
-from migrate_fi.codemod import Codemod, FileContext, RuleOption
-from migrate_fi.codemods._api import api_calls
-from migrate_fi.codemods._callers import parents_of as _parents
-from migrate_fi.codemods._layout import line_length
 from migrate_fi.edits import AddImport, Edit, remove_keyword, replace_with
 from migrate_fi.resolver import NameResolver
 from migrate_fi.results import FixSafety
+from migrate_fi.rule import FileContext, Rule, RuleOption
+from migrate_fi.rules._api import api_calls
+from migrate_fi.rules._callers import parents_of as _parents
+from migrate_fi.rules._layout import line_length
 from migrate_fi.scopes import Scope
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ class _Test:
     problems: list[str] = field(default_factory=list)
 
 
-class GraphCaptureTests(Codemod):
+class GraphCaptureTests(Rule):
     """Tests of `CuteDslMoEWrapper(use_cuda_graph=True)` that no longer exercise a CUDA graph.
 
     Up to FlashInfer 0.6.13, `CuteDslMoEWrapper(use_cuda_graph=True, max_num_tokens=N)`

@@ -6,12 +6,12 @@ import ast
 from typing import TYPE_CHECKING, ClassVar
 
 from migrate_fi.api.paths import ApiPath
-from migrate_fi.codemod import Codemod, CodemodSetupError, FileContext, RunOptions
-from migrate_fi.codemods._api import flashinfer_calls
-from migrate_fi.codemods._imports import flashinfer_name
-from migrate_fi.codemods._layout import overflows
 from migrate_fi.edits import AddImport, TextEdit, change_keyword
 from migrate_fi.results import FixSafety
+from migrate_fi.rule import FileContext, Rule, RuleSetupError, RunOptions
+from migrate_fi.rules._api import flashinfer_calls
+from migrate_fi.rules._imports import flashinfer_name
+from migrate_fi.rules._layout import overflows
 
 if TYPE_CHECKING:
     from packaging.version import Version
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from migrate_fi.calls import CalleeCall
 
 
-class ValueMigrations(Codemod):
+class ValueMigrations(Rule):
     """Keywords a release renamed and whose values it re-coded, as written in the value-change
     files (`migrate_fi/data/values/<release>.toml`; how to add one: CONTRIBUTING.md).
 
@@ -61,7 +61,7 @@ class ValueMigrations(Codemod):
         try:
             load_value_changes()
         except ValueDataError as exc:
-            raise CodemodSetupError(str(exc)) from None
+            raise RuleSetupError(str(exc)) from None
 
     @classmethod
     def parameters_owned(

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING
 
 from migrate_fi.api.paths import is_flashinfer
 from migrate_fi.calls import CalleeCall, callee_calls
-from migrate_fi.codemod import FileContext
 from migrate_fi.resolver import Candidate
+from migrate_fi.rule import FileContext
 
 if TYPE_CHECKING:
     from migrate_fi.api.differ import Api

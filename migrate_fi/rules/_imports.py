@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 
 from migrate_fi.api.paths import is_flashinfer
-from migrate_fi.codemod import FileContext
 from migrate_fi.edits import AddImport
+from migrate_fi.rule import FileContext
 from migrate_fi.scopes import Scope
 
 __all__ = ["flashinfer_name"]

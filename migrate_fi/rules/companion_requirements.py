@@ -13,7 +13,6 @@ from packaging.version import InvalidVersion, Version
 
 from migrate_fi import depends
 from migrate_fi.api.releases import requirements_of
-from migrate_fi.codemod import Codemod, FileContext, RuleOption, RunOptions
 from migrate_fi.pins import (
     DEPENDENCY_FILE_PATTERNS,
     Kind,
@@ -24,6 +23,7 @@ from migrate_fi.pins import (
 )
 from migrate_fi.project import pin_files, project_root
 from migrate_fi.results import FixSafety
+from migrate_fi.rule import FileContext, Rule, RuleOption, RunOptions
 
 
 @lru_cache(maxsize=32)  # asked of every file the prefilter passes: parsed once per run
@@ -147,7 +147,7 @@ def _extras_in(files: tuple[tuple[str, int, int], ...]) -> str:
     return ",".join(sorted(found))
 
 
-class CompanionRequirements(Codemod):
+class CompanionRequirements(Rule):
     """Pins of the packages FlashInfer itself requires, checked against the target release.
 
     Each FlashInfer release states what it needs beside torch in its wheel's metadata

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from migrate_fi.codemod import Codemod, FileContext
-from migrate_fi.codemods._positional import Site, Wording, check_calls, ordinal
 from migrate_fi.results import FixSafety
+from migrate_fi.rule import FileContext, Rule
+from migrate_fi.rules._positional import Site, Wording, check_calls, ordinal
 
 # Every public path of the function (all forms a project may import it by).
 TARGETS = frozenset(
@@ -50,7 +50,7 @@ class _Fp4Wording(Wording):
         )
 
 
-class Fp4QuantizeKeywords(Codemod):
+class Fp4QuantizeKeywords(Rule):
     """`fp4_quantize`: positional arguments from the 7th on bind differently since 0.6.11.
 
     FlashInfer 0.6.11 inserted `is_global_scale_inversed=False` at positional index 6 of

@@ -8,19 +8,19 @@ from typing import TYPE_CHECKING, ClassVar
 from migrate_fi import nodes
 from migrate_fi.api.paths import ApiPath
 from migrate_fi.calls import Via
-from migrate_fi.codemod import Codemod, FileContext, RunOptions
-from migrate_fi.codemods._api import flashinfer_calls
-from migrate_fi.codemods._imports import flashinfer_name
-from migrate_fi.codemods._layout import line_length
 from migrate_fi.edits import replace_with, set_argument
 from migrate_fi.results import FixSafety
+from migrate_fi.rule import FileContext, Rule, RunOptions
+from migrate_fi.rules._api import flashinfer_calls
+from migrate_fi.rules._imports import flashinfer_name
+from migrate_fi.rules._layout import line_length
 
 if TYPE_CHECKING:
     from migrate_fi.api.differ import Api, EnumChange, EnumParameter
     from migrate_fi.calls import CalleeCall
 
 
-class EnumValues(Codemod):
+class EnumValues(Rule):
     """FlashInfer's enums change their numbers between releases: `RoutingMethodType.Unspecified`
     was 6, then 8 (0.6.8), 9 (0.6.11), 10 (0.6.18); `ActivationType.Identity` went from 7 to 8
     (0.6.13) and 9 (0.6.14). Code that passes the number (`activation_type=7  # Identity`, as

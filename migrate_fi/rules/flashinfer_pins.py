@@ -11,7 +11,6 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from migrate_fi.api.releases import FLASHINFER_INDEX, index_versions
-from migrate_fi.codemod import Codemod, FileContext, RuleOption, RunOptions
 from migrate_fi.discovery import wanted_files
 from migrate_fi.pins import (
     CUBIN,
@@ -25,6 +24,7 @@ from migrate_fi.pins import (
     scan,
 )
 from migrate_fi.results import FixSafety
+from migrate_fi.rule import FileContext, Rule, RuleOption, RunOptions
 
 # files that declare dependencies (a pin there is installed by pip from PyPI)
 _DEPENDENCY_FILES = re.compile(
@@ -96,7 +96,7 @@ def _next_minor(v: Version) -> str:
     return f"{v.major}.{v.minor + 1}"
 
 
-class FlashinferPins(Codemod):
+class FlashinferPins(Rule):
     """FlashInfer's version, wherever the project writes it, moved to the target release.
 
     Half of every FlashInfer upgrade is moving the version: the pins in `pyproject.toml`

@@ -6,18 +6,18 @@ from typing import TYPE_CHECKING, ClassVar
 
 from migrate_fi.api.paths import ApiPath
 from migrate_fi.calls import Via
-from migrate_fi.codemod import Codemod, FileContext, RuleOption, RunOptions
-from migrate_fi.codemods._api import flashinfer_calls
-from migrate_fi.codemods._layout import overflows, quote_like
 from migrate_fi.edits import add_keyword
 from migrate_fi.results import FixSafety
+from migrate_fi.rule import FileContext, Rule, RuleOption, RunOptions
+from migrate_fi.rules._api import flashinfer_calls
+from migrate_fi.rules._layout import overflows, quote_like
 
 if TYPE_CHECKING:
     from migrate_fi.api.differ import Api, DefaultChange
     from migrate_fi.calls import CalleeCall
 
 
-class ChangedDefaults(Codemod):
+class ChangedDefaults(Rule):
     """Calls that leave out an argument whose default is another value on the target release.
 
     Read from the release data of `--from` and `--to` (`migrate-fi api-diff OLD NEW --kind

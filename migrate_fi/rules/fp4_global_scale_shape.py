@@ -7,11 +7,11 @@ import re
 from typing import TYPE_CHECKING
 
 from migrate_fi.api.paths import ApiPath
-from migrate_fi.codemod import Codemod, FileContext
-from migrate_fi.codemods import _callers
-from migrate_fi.codemods._api import api_calls
 from migrate_fi.resolver import NameResolver
 from migrate_fi.results import FixAvailability
+from migrate_fi.rule import FileContext, Rule
+from migrate_fi.rules import _callers
+from migrate_fi.rules._api import api_calls
 from migrate_fi.scopes import Scope
 from migrate_fi.values import assigned_values
 from migrate_fi.versions import parse_version
@@ -82,7 +82,7 @@ class _Shape:
     not, why it may be more, in words a person can act on.
 
     One instance per file; a parameter is judged by what every caller in the project passes
-    (`codemods._callers`), each caller's file with its own instance."""
+    (`rules._callers`), each caller's file with its own instance."""
 
     def __init__(
         self, resolver: NameResolver, path: str, shared: dict[str, _Shape] | None = None
@@ -564,7 +564,7 @@ def _one_element_subscript(s: ast.expr) -> bool:
     return _int(s) is not None
 
 
-class Fp4GlobalScaleShape(Codemod):
+class Fp4GlobalScaleShape(Rule):
     """FP4 quantize calls whose `global_scale` may hold more than one element (review only).
 
     Since FlashInfer 0.6.11 the C++ binding of `fp4_quantize` (and of `nvfp4_quantize`, through it)

@@ -18,8 +18,6 @@ from typing import TYPE_CHECKING, Any
 from migrate_fi import nodes
 from migrate_fi.api.paths import ApiPath, is_flashinfer
 from migrate_fi.calls import CallArgs, CalleeCall, Via
-from migrate_fi.codemod import FileContext, KeywordStyle
-from migrate_fi.codemods._api import api_calls
 from migrate_fi.edits import (
     TextEdit,
     Transform,
@@ -29,6 +27,8 @@ from migrate_fi.edits import (
     set_import_module,
 )
 from migrate_fi.results import FixSafety
+from migrate_fi.rule import FileContext, KeywordStyle
+from migrate_fi.rules._api import api_calls
 
 if TYPE_CHECKING:
     from migrate_fi.api.differ import Api, CallableDiff

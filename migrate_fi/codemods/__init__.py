@@ -1,1 +1,0 @@
-"""The migrations, one module each. Installed as `migrate_fi.codemods`; see `migrate_fi.registry`."""
