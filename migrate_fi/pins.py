@@ -61,9 +61,8 @@ FAMILY = {
 # files that declare dependencies (besides setup.py)
 DEPENDENCY_FILE_PATTERNS = (
     "pyproject.toml",
-    "requirements*.txt",
-    "*requirements.txt",
-    "requirements*.in",
+    "*requirements*.txt",  # requirements.txt, requirements-dev.txt, test-requirements-gpu.txt
+    "*requirements*.in",
     "requirements/*.txt",
     "requirements/*.in",
     "constraints*.txt",

@@ -141,3 +141,14 @@ def test_requirements_includes_are_followed(project: Path) -> None:
     r = invoke("apply", "--to", "0.6.14", "app/requirements.txt")
     assert r.exit_code == 0, r.output
     assert base.read_text() == "-r ../app/requirements.txt\nflashinfer-python==0.6.14\n"
+
+
+def test_requirements_named_with_words_around_are_dependency_files(project: Path) -> None:
+    """`dev-requirements-gpu.txt` is a requirements file (FI006 and the version detection read
+    it, from the one list of dependency-file patterns)."""
+    pinned = project / "dev-requirements-gpu.txt"
+    pinned.write_text("flashinfer-python==0.6.12\n")
+    assert "FlashInfer now: 0.6.12" in invoke("plan", "--to", "0.6.13", ".").stdout
+    r = invoke("apply", "--to", "0.6.13", ".")
+    assert r.exit_code == 0, r.output
+    assert pinned.read_text() == "flashinfer-python==0.6.13\n"

@@ -27,9 +27,6 @@ from migrate_fi.results import FixSafety
 from migrate_fi.rule import FileContext, Rule, RuleOption, RunOptions
 
 # files that declare dependencies (a pin there is installed by pip from PyPI)
-_DEPENDENCY_FILES = re.compile(
-    r"^(pyproject\.toml|setup\.cfg|setup\.py|.*requirements.*\.(txt|in)|constraints.*\.txt)$"
-)
 _DECLARING = wanted_files(("setup.py",), DEPENDENCY_FILE_PATTERNS)
 _INSTALL_FILES = re.compile(r"^(Dockerfile.*|.*\.dockerfile|.*\.Dockerfile|.*\.(sh|bash))$")
 # a command line that installs packages: `pip install`, `RUN pip3 install`, `$PIP_CMD install`,
@@ -159,7 +156,7 @@ class FlashinferPins(Rule):
         base = os.path.basename(ctx.path)
         removed_lines: set[int] = set()
         changes: list[_Change] = []
-        declares = bool(_DEPENDENCY_FILES.match(base)) or _DECLARING(ctx.path)
+        declares = _DECLARING(ctx.path)
         for ref in refs:
             unpublished_pin = (
                 ref.package == CUBIN
