@@ -204,6 +204,9 @@ def run_corpus(
     save: bool,
 ) -> dict[str, Any]:
     env = {**os.environ, "MIGRATE_FI_NO_CACHE": "0"}
+    # as installed by pip, which compiles the bytecode: a machine that forbids writing it would
+    # charge every run the compilation of the tool's own modules
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     results = work / "results"
     env["MIGRATE_FI_CACHE_DIR"] = str(results)
     common = [*span, "--exit-zero"]

@@ -432,3 +432,14 @@ def test_named_arguments_are_spliced_as_text_without_libcst() -> None:
     )
     assert done.returncode == 0, done.stderr.decode()
     assert done.stdout == Path(f"{case}.after.py").read_bytes()
+
+
+def test_the_shared_walk_is_ast_walk() -> None:
+    """`nodes.walk` gives `ast.walk`'s nodes in `ast.walk`'s order (rules rely on it)."""
+    from pathlib import Path
+
+    from migrate_fi import nodes
+
+    for path in sorted(Path(__file__).resolve().parent.parent.joinpath("migrate_fi").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        assert [id(n) for n in nodes.walk(tree)] == [id(n) for n in ast.walk(tree)], path

@@ -57,22 +57,44 @@ def api_calls(
     one `ApiCall` per definition, in source order; ``keys``: only those definitions;
     ``views``: the file's `callee_calls`, when the rule has them already."""
     apis = (api,) if not isinstance(api, Sequence) else tuple(api)
+    for view, keyed, by_path in _keyed_calls(ctx, apis, views):
+        by_key: dict[str, str] = {}
+        for key, c in by_path:
+            if key is not None and (keys is None or key in keys):
+                by_key.setdefault(key, c.qualname or "")
+        for key, path in by_key.items():
+            others = tuple(c for k, c in keyed if k != key)
+            yield ApiCall(view, key, path, others)
+
+
+_Candidates = list[tuple[str | None, Candidate]]  # each with its key (None: not FlashInfer's)
+_Keyed = list[tuple[CalleeCall, _Candidates, _Candidates]]
+
+
+def _keyed_calls(
+    ctx: FileContext, apis: tuple[Api, ...], views: Iterable[CalleeCall] | None
+) -> _Keyed:
+    """Each call with its callee's candidates and their keys, as bound and sorted by path:
+    computed once per file and releases for every rule that asks (kept on the resolver)."""
+    resolver = ctx.resolver
+    memo = ("api_calls", *(id(a) for a in apis)) if views is None else None
+    found = resolver.derived.get(memo) if memo is not None else None
+    if isinstance(found, list):
+        return found
 
     def key_of(path: str | None) -> str | None:
         if not is_flashinfer(path):
             return None
         return next((k for a in apis if (k := a.key(path)) is not None), None)
 
-    for view in callee_calls(ctx.resolver) if views is None else views:
-        candidates = ctx.resolver.resolve(view.func, view.func_scope).candidates
+    out: _Keyed = []
+    for view in callee_calls(resolver) if views is None else views:
+        candidates = resolver.resolve(view.func, view.func_scope).candidates
         keyed = [(key_of(c.qualname), c) for c in candidates]
-        by_key: dict[str, str] = {}
-        for key, c in sorted(keyed, key=lambda kc: kc[1].qualname or ""):
-            if key is not None and (keys is None or key in keys):
-                by_key.setdefault(key, c.qualname or "")
-        for key, path in by_key.items():
-            others = tuple(c for k, c in keyed if k != key)
-            yield ApiCall(view, key, path, others)
+        out.append((view, keyed, sorted(keyed, key=lambda kc: kc[1].qualname or "")))
+    if memo is not None:
+        resolver.derived[memo] = out
+    return out
 
 
 def flashinfer_calls(ctx: FileContext, api: Api) -> Iterator[tuple[CalleeCall, str]]:
