@@ -457,12 +457,12 @@ def _verify_section(w: _Writer, report: Report, target: str) -> None:
         w.add("", f"- {w.say('verify_new', tests=tests(baseline.get('new') or []))}")
         w.add(f"- {w.say('verify_fixed', tests=tests(baseline.get('fixed') or []))}")
     skipped = [
-        f"{r['test']} ({r.get('detail') or '?'})"
+        f"`{r['test']}` ({r.get('detail') or '?'})"  # (the reason is prose, not code)
         for r in doc.get("results") or []
         if r.get("outcome") == "skipped"
     ]
     if skipped:
-        w.add(f"- {w.say('verify_skipped', tests=tests(skipped))}")
+        w.add(f"- {w.say('verify_skipped', tests=', '.join(skipped))}")
 
 
 def to_json(report: Report) -> dict[str, object]:

@@ -108,7 +108,7 @@ def test_the_verify_outcome_is_reported_when_verify_ran() -> None:
         "",
         "- New failures against the tree before the migration: none",
         "- Fixed by the migration: `tests/test_fp4.py::test_helper`",
-        "- Skipped: `tests/test_moe.py::test_graph (needs SM100)`",
+        "- Skipped: `tests/test_moe.py::test_graph` (needs SM100)",
     ]
 
 
