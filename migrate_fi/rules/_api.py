@@ -17,7 +17,7 @@ what else they may be (FI002, FI004), or leave them alone.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -50,14 +50,12 @@ def api_calls(
     ctx: FileContext,
     api: Api | Sequence[Api],
     keys: Collection[str] | None = None,
-    views: Iterable[CalleeCall] | None = None,
 ) -> Iterator[ApiCall]:
     """Every call of ``ctx``'s file that may reach a FlashInfer definition of ``api`` (or of
     the first of several releases that knows the path: FI004 asks the old and the new one),
-    one `ApiCall` per definition, in source order; ``keys``: only those definitions;
-    ``views``: the file's `callee_calls`, when the rule has them already."""
+    one `ApiCall` per definition, in source order; ``keys``: only those definitions."""
     apis = (api,) if not isinstance(api, Sequence) else tuple(api)
-    for view, keyed, by_path in _keyed_calls(ctx, apis, views):
+    for view, keyed, by_path in _keyed_calls(ctx, apis):
         by_key: dict[str, str] = {}
         for key, c in by_path:
             if key is not None and (keys is None or key in keys):
@@ -71,14 +69,12 @@ _Candidates = list[tuple[str | None, Candidate]]  # each with its key (None: not
 _Keyed = list[tuple[CalleeCall, _Candidates, _Candidates]]
 
 
-def _keyed_calls(
-    ctx: FileContext, apis: tuple[Api, ...], views: Iterable[CalleeCall] | None
-) -> _Keyed:
+def _keyed_calls(ctx: FileContext, apis: tuple[Api, ...]) -> _Keyed:
     """Each call with its callee's candidates and their keys, as bound and sorted by path:
     computed once per file and releases for every rule that asks (kept on the resolver)."""
     resolver = ctx.resolver
-    memo = ("api_calls", *(id(a) for a in apis)) if views is None else None
-    found = resolver.derived.get(memo) if memo is not None else None
+    memo = ("api_calls", *(id(a) for a in apis))
+    found = resolver.derived.get(memo)
     if isinstance(found, list):
         return found
 
@@ -88,12 +84,11 @@ def _keyed_calls(
         return next((k for a in apis if (k := a.key(path)) is not None), None)
 
     out: _Keyed = []
-    for view in callee_calls(resolver) if views is None else views:
+    for view in callee_calls(resolver):
         candidates = resolver.resolve(view.func, view.func_scope).candidates
         keyed = [(key_of(c.qualname), c) for c in candidates]
         out.append((view, keyed, sorted(keyed, key=lambda kc: kc[1].qualname or "")))
-    if memo is not None:
-        resolver.derived[memo] = out
+    resolver.derived[memo] = out
     return out
 
 

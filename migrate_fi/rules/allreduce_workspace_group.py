@@ -146,7 +146,7 @@ class AllreduceWorkspaceGroup(Rule):
             if view.via is Via.PARTIAL_CALL:
                 calls_of.setdefault(id(view.partial), []).append(view)
         seen: set[int] = set()
-        for found in api_calls(ctx, (old_api, new_api), keys, views):
+        for found in api_calls(ctx, (old_api, new_api), keys):
             view = found.view
             if view.via is Via.PARTIAL_CALL or id(view) in seen:
                 continue  # (a call that may be either target is judged once)

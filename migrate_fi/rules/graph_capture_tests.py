@@ -118,23 +118,26 @@ class GraphCaptureTests(Rule):
 
         old_api = api_for(str(ctx.options.from_version))
         new_api = api_for(str(ctx.options.to_version))
-        key = old_api.key(WRAPPER)
+        key, signature = old_api.key(WRAPPER), old_api.callable(WRAPPER)
         if key is None:
             return
         removed = _removed_attributes(old_api, new_api, key)
         ignored = _ignores_max_num_tokens(new_api)
         resolver = ctx.resolver
         tree = resolver.tree
-        wrappers = self._wrapper_names(ctx, resolver, old_api, key)
+        wrappers = self._wrapper_names(ctx, old_api, key)
         self._report_internals(ctx, resolver, wrappers, removed)
         if not is_test_file(ctx.path):
             return
         helpers = _run_helpers(tree)
+        # where the constructor takes use_cuda_graph positionally, on --from
+        names = [p.name for p in signature.positional] if signature is not None else []
+        flag_at = names.index("use_cuda_graph") if "use_cuda_graph" in names else None
         for test in _tests(tree, resolver):
-            _Rewrite(ctx, resolver, test, wrappers, helpers, ignored, removed).apply()
+            _Rewrite(ctx, resolver, test, wrappers, helpers, ignored, removed, flag_at).apply()
 
     def _wrapper_names(
-        self, ctx: FileContext, resolver: NameResolver, old_api: Api, key: str
+        self, ctx: FileContext, old_api: Api, key: str
     ) -> dict[int, tuple[ast.Call, Scope]]:
         """Constructions of the wrapper: id(call) -> (call, scope)."""
         out = {}
@@ -243,17 +246,13 @@ class _Rewrite:
         helpers: dict[str, int],
         ignored: bool,
         removed: list[str],
+        flag_at: int | None,
     ) -> None:
         self.ctx, self.resolver, self.test = ctx, resolver, test
         self.wrappers, self.helpers, self.ignored = wrappers, helpers, ignored
         self.removed = frozenset(removed)
         self.fn = test.node
-        from migrate_fi.api.differ import api_for
-
-        # where the constructor takes use_cuda_graph positionally, on --from
-        old = api_for(str(ctx.options.from_version)).callable(WRAPPER)
-        names = [p.name for p in old.positional] if old is not None else []
-        self.flag_index = names.index("use_cuda_graph") if "use_cuda_graph" in names else None
+        self.flag_at = flag_at  # use_cuda_graph's position in the constructor, on --from
 
     # ------------------------------------------------------------------ find
 
@@ -271,7 +270,7 @@ class _Rewrite:
             call, scope = self.wrappers[id(node.value)]
             args = CallArgs.of(call, self.resolver, scope)
             flag = args.passed("use_cuda_graph")
-            at = self.flag_index
+            at = self.flag_at
             if flag is None and at is not None and len(args.positional) > at:
                 flag = args.positional[at]
             if isinstance(flag, ast.Constant) and flag.value is True:
