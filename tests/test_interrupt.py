@@ -54,7 +54,14 @@ def start(root: Path, command: str) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
         cwd=root,
+        # as from a terminal: a test run started in the background (`cmd &`) passes SIGINT on
+        # ignored, and Python then never turns Ctrl-C into KeyboardInterrupt
+        preexec_fn=_default_sigint,
     )
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def states(root: Path) -> tuple[int, int]:
