@@ -51,23 +51,6 @@ class Resolution:
     def qualnames(self) -> frozenset[str]:
         return frozenset(c.qualname for c in self.candidates if c.qualname is not None)
 
-    def match(self, targets: frozenset[str] | set[str]) -> tuple[str | None, str | None]:
-        """Match against a set of qualified names.
-
-        Returns ``(target, None)`` when every candidate is one of ``targets`` (all the same API),
-        ``(None, reason)`` when some candidate is a target and another is not (ambiguous), and
-        ``(None, None)`` when no candidate is a target.
-        """
-        hits = [c for c in self.candidates if c.qualname in targets]
-        if not hits:
-            return None, None
-        others = [c for c in self.candidates if c.qualname not in targets]
-        if others:
-            return None, "may also be bound to something else: " + ", ".join(
-                c.describe() for c in others
-            )
-        return hits[0].qualname, None
-
 
 # Calls that return a module by name.
 _IMPORTERS = frozenset({"pytest.importorskip", "importlib.import_module"})

@@ -29,7 +29,7 @@ from migrate_fi.rule import FileContext
 if TYPE_CHECKING:
     from migrate_fi.api.differ import Api
 
-__all__ = ["ApiCall", "api_calls", "flashinfer_calls"]
+__all__ = ["ApiCall", "api_calls", "flashinfer_calls", "path_words"]
 
 
 @dataclass(frozen=True)
@@ -90,6 +90,12 @@ def _keyed_calls(ctx: FileContext, apis: tuple[Api, ...]) -> _Keyed:
         out.append((view, keyed, sorted(keyed, key=lambda kc: kc[1].qualname or "")))
     resolver.derived[memo] = out
     return out
+
+
+def path_words(path: object) -> tuple[str, ...]:
+    """The prefilter trigger of a public path: every part of it is in a file that reaches it,
+    however the file imports it (``flashinfer.Wrapper().run`` names ``Wrapper`` and ``run``)."""
+    return tuple(str(path).replace("()", "").split("."))
 
 
 def flashinfer_calls(ctx: FileContext, api: Api) -> Iterator[tuple[CalleeCall, str]]:

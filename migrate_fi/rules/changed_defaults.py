@@ -9,7 +9,7 @@ from migrate_fi.calls import Via
 from migrate_fi.edits import add_keyword
 from migrate_fi.results import FixSafety
 from migrate_fi.rule import FileContext, Rule, RuleOption, RunOptions
-from migrate_fi.rules._api import flashinfer_calls
+from migrate_fi.rules._api import flashinfer_calls, path_words
 from migrate_fi.rules._layout import overflows, quote_like
 
 if TYPE_CHECKING:
@@ -61,11 +61,7 @@ class ChangedDefaults(Rule):
         from migrate_fi.api.differ import changed_defaults
 
         changes = changed_defaults(str(options.from_version), str(options.to_version))
-        words = {
-            tuple(part for part in str(c.path).replace("()", "").split("."))
-            for found in changes.values()
-            for c in found
-        }
+        words = {path_words(c.path) for found in changes.values() for c in found}
         return tuple(sorted(words))
 
     def find(self, ctx: FileContext) -> None:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import ast
 import re
+from functools import cache
 from typing import TYPE_CHECKING
 
 from migrate_fi.api.paths import ApiPath
+from migrate_fi.api.store import on_forget
 from migrate_fi.resolver import NameResolver
 from migrate_fi.results import FixAvailability
 from migrate_fi.rule import FileContext, Rule
@@ -17,8 +19,6 @@ from migrate_fi.values import assigned_values
 from migrate_fi.versions import parse_version
 
 if TYPE_CHECKING:
-    from packaging.version import Version
-
     from migrate_fi.api.differ import Api
 
 # the definitions whose global scale changed meaning, by a public path of each (every path to
@@ -601,13 +601,7 @@ class Fp4GlobalScaleShape(Rule):
     concerns = frozenset(SCALES)
 
     def find(self, ctx: FileContext) -> None:
-        old_api = self._definitions_of(ctx.options.from_version)
-        params: dict[str, tuple[str, int]] = {}  # key -> (parameter, its positional index)
-        for path, param in SCALES.items():
-            key, signature = old_api.key(path), old_api.callable(path)
-            if key is not None and signature is not None:
-                at = [i for i, p in enumerate(signature.positional) if p.name == param]
-                params[key] = (param, at[0] if at else -1)
+        old_api, params = _targets(str(ctx.options.from_version), self.introduced_in)
         resolver = ctx.resolver
         shape = _Shape(resolver, ctx.path)
         for call in api_calls(ctx, old_api, params):
@@ -637,16 +631,29 @@ class Fp4GlobalScaleShape(Rule):
                 f" meant, else mark the line `# migrate-fi: ignore[{self.code}]` once checked",
             )
 
-    @classmethod
-    def _definitions_of(cls, version: Version) -> Api:
-        """The release the calls are matched against: --from's, the code being written for it;
-        for a --from older than the data (no API data needed: the rule knows its change), the
-        last bundled release before the change."""
-        from migrate_fi.api.differ import api_for
-        from migrate_fi.api.store import available_releases
 
-        known = {parse_version(v): v for v in available_releases()}
-        if version not in known:
-            before = [v for v in known if v < parse_version(cls.introduced_in)]
-            version = max(before) if before else min(known)
-        return api_for(known[version])
+@cache  # (asked by every file of the run)
+def _targets(version: str, since: str) -> tuple[Api, dict[str, tuple[str, int]]]:
+    """The release the calls are matched against, and by definition key the parameter that
+    holds the global scale with its positional index (-1: keyword only). The release is
+    --from's, the code being written for it; for a --from older than the data (no API data
+    needed: the rule knows its change), the last bundled release before the change."""
+    from migrate_fi.api.differ import api_for
+    from migrate_fi.api.store import available_releases
+
+    known = {parse_version(v): v for v in available_releases()}
+    wanted = parse_version(version)
+    if wanted not in known:
+        before = [v for v in known if v < parse_version(since)]
+        wanted = max(before) if before else min(known)
+    old_api = api_for(known[wanted])
+    params: dict[str, tuple[str, int]] = {}
+    for path, param in SCALES.items():
+        key, signature = old_api.key(path), old_api.callable(path)
+        if key is not None and signature is not None:
+            at = [i for i, p in enumerate(signature.positional) if p.name == param]
+            params[key] = (param, at[0] if at else -1)
+    return old_api, params
+
+
+on_forget(_targets.cache_clear)  # (a data folder that changes drops what was read of it)

@@ -9,7 +9,7 @@ from migrate_fi.api.paths import ApiPath
 from migrate_fi.edits import AddImport, TextEdit, change_keyword
 from migrate_fi.results import FixSafety
 from migrate_fi.rule import FileContext, Rule, RuleSetupError, RunOptions
-from migrate_fi.rules._api import flashinfer_calls
+from migrate_fi.rules._api import flashinfer_calls, path_words
 from migrate_fi.rules._imports import flashinfer_name
 from migrate_fi.rules._layout import overflows
 
@@ -94,7 +94,7 @@ class ValueMigrations(Rule):
         from migrate_fi.api.value_changes import changes_in_range
 
         changes = changes_in_range(str(options.from_version), str(options.to_version))
-        return tuple(sorted({(*api.split("."), c.keyword) for c in changes for api in c.apis}))
+        return tuple(sorted({(*path_words(api), c.keyword) for c in changes for api in c.apis}))
 
     def find(self, ctx: FileContext) -> None:
         from migrate_fi.api.differ import api_for
