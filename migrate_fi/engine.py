@@ -21,7 +21,9 @@ from migrate_fi.reexports import (
     imported_modules,
     importers,
     merge_exports,
+    unaffected,
 )
+from migrate_fi.resolver import ProjectAliases
 from migrate_fi.results import (
     FileResult,
     RunResult,
@@ -141,14 +143,22 @@ def run(
     )
     aliases: dict[str, str] = {}
     relevant = set().union(*(p.names() for _, p in tests)) if tests else set()
+    none = ProjectAliases({})
+    analysed_with: dict[str, ProjectAliases] = {}  # the re-exports a file was last analysed with
     for _ in range(MAX_ROUNDS):
         exported = merge_exports([*results.values(), *beside.values()], relevant)
         new = {k: v for k, v in exported.items() if aliases.get(k) != v}
         if not new:
             break
         aliases.update(new)
-        again = importers(new, candidates, others, walk)
-        results.update(batch.process(again, aliases))
+        now = ProjectAliases(dict(aliases))
+        again = [
+            f
+            for f in importers(new, candidates, others, walk)
+            if not unaffected(results[f.path], f.data, analysed_with.get(f.path, none), now)
+        ]
+        results.update(batch.process(again, now.aliases))
+        analysed_with.update((f.path, now) for f in again)
     if cache is not None:
         cache.save_walk(walk)
         cache.prune()

@@ -34,6 +34,7 @@ from migrate_fi.results import (
     FileError,
     FileResult,
     FixAvailability,
+    Lookups,
     Status,
 )
 from migrate_fi.rule import (
@@ -222,6 +223,7 @@ def _process(
     alias_names = {key.rsplit(".", 1)[-1] for key in aliases}
     imports_alias = is_python and any(name in text for name in alias_names)
     suppressions = Suppressions.of(text, is_python)
+    asked: set[str] = set()  # what the resolvers looked up among the project's re-exports
 
     for cls in rules:
         if not (imports_alias or cls in wanted):
@@ -245,6 +247,8 @@ def _process(
         built = ctx.built_resolver
         if resolver is None and built is not None and text == original:
             result.exports = built.exports()
+        if built is not None:
+            asked |= built.asked
         resolver = built  # shared by the next rule while the text is unchanged
         result.diagnostics.extend(diagnostics)
         if fixes and lone_cr and not cr_only:
@@ -264,6 +268,9 @@ def _process(
         text = new_text
         suppressions = Suppressions.of(text, is_python)
         resolver = None
+    if is_python:
+        every_rule = imports_alias or len(wanted) == len(rules)
+        result.lookups = Lookups(frozenset(asked), every_rule)
     if text == original and options.unused_suppressions:
         # Lines have not moved, and every rule that reads the file had its say (a rule the
         # prefilter skipped has no site here): a comment that silenced nothing is stale.

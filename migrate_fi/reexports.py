@@ -12,6 +12,7 @@ from migrate_fi.cache import WalkMemo
 from migrate_fi.modules import module_identity
 from migrate_fi.pipeline import RuleTests, matching
 from migrate_fi.prefilter import Prefilter, identifiers
+from migrate_fi.resolver import ProjectAliases
 from migrate_fi.results import (
     FileResult,
 )
@@ -20,7 +21,14 @@ from migrate_fi.rule import (
 )
 from migrate_fi.workers import SourceFile
 
-__all__ = ["MAX_ROUNDS", "import_words", "imported_modules", "importers", "merge_exports"]
+__all__ = [
+    "MAX_ROUNDS",
+    "import_words",
+    "imported_modules",
+    "importers",
+    "merge_exports",
+    "unaffected",
+]
 
 
 MAX_ROUNDS = 4
@@ -49,6 +57,24 @@ def merge_exports(results: Iterable[FileResult], relevant: set[bytes]) -> dict[s
     for key in clashing:
         del merged[key]
     return merged
+
+
+def unaffected(
+    result: FileResult, data: bytes, before: ProjectAliases, after: ProjectAliases
+) -> bool:
+    """Whether analysing the file again with the re-exports ``after`` instead of those it was
+    analysed with (``before``) would give ``result`` again: no rule would run that did not (the
+    prefilter left none out, or no name ``after`` adds is in the file), and every name its
+    resolvers looked up among the re-exports is followed to the same name."""
+    lookups = result.lookups
+    if lookups is None:
+        return False
+    if not lookups.every_rule:
+        for key in after.aliases.keys() - before.aliases.keys():
+            name = key.rpartition(".")[2]
+            if not name.isascii() or name.encode() in data:
+                return False
+    return all(before.follow(q) == after.follow(q) for q in lookups.qualnames)
 
 
 def _relevant_alias(target: str, names: set[bytes]) -> bool:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from migrate_fi.scopes import Binding, DictWrite, Scope, ScopeBuilder
 
-__all__ = ["Candidate", "NameResolver", "Resolution"]
+__all__ = ["Candidate", "NameResolver", "ProjectAliases", "Resolution"]
 
 
 @dataclass(frozen=True)
@@ -76,6 +76,53 @@ def _arms(expr: ast.expr) -> list[ast.expr]:
     return [expr]
 
 
+class ProjectAliases:
+    """The project's own re-exports of FlashInfer names (``{"myproj.quant.q":
+    "flashinfer.fp4_quantize"}``), as a resolver follows them; the only way they reach what it
+    answers (`NameResolver.asked`)."""
+
+    def __init__(self, aliases: Mapping[str, str]) -> None:
+        self.aliases = aliases
+        # name -> [(module, target)], for imports whose module name is longer than the one the
+        # exporting file knows itself by (namespace packages have no `__init__.py` to count from)
+        self._by_name: dict[str, list[tuple[str, str]]] = {}
+        for key, target in aliases.items():
+            module, _, name = key.rpartition(".")
+            self._by_name.setdefault(name, []).append((module, target))
+        self._followed: dict[str, str] = {}  # (``aliases`` does not change meanwhile)
+
+    def __bool__(self) -> bool:
+        return bool(self.aliases)
+
+    def follow(self, qualname: str) -> str:
+        """What ``qualname`` names once the re-exports are followed (itself if none)."""
+        if not self.aliases:
+            return qualname
+        found = self._followed.get(qualname)
+        if found is None:
+            found = self._followed[qualname] = self._follow(qualname)
+        return found
+
+    def _follow(self, qualname: str) -> str:
+        for _ in range(8):
+            target = self.aliases.get(qualname) or self._by_suffix(qualname)
+            if target is None:
+                return qualname
+            qualname = target
+        return qualname
+
+    def _by_suffix(self, qualname: str) -> str | None:
+        """``pkg.sub.mod.name`` matches an export ``mod.name`` (or ``sub.mod.name``) when exactly
+        one target fits."""
+        module, _, name = qualname.rpartition(".")
+        targets = {
+            target
+            for exporting, target in self._by_name.get(name, ())
+            if module.endswith("." + exporting)
+        }
+        return targets.pop() if len(targets) == 1 else None
+
+
 class NameResolver:
     """Scopes and bindings of one module, and what names refer to. Build once per file; every
     rule shares it."""
@@ -92,13 +139,7 @@ class NameResolver:
         self.is_package = is_package
         # Names other modules of the same project bind to FlashInfer:
         # {"myproj.quant.q": "flashinfer.fp4_quantize"} (see `exports`).
-        self.project_aliases = project_aliases or {}
-        # name -> [(module, target)], for imports whose module name is longer than the one the
-        # exporting file knows itself by (namespace packages have no `__init__.py` to count from)
-        self._aliases_by_name: dict[str, list[tuple[str, str]]] = {}
-        for key, target in self.project_aliases.items():
-            module, _, name = key.rpartition(".")
-            self._aliases_by_name.setdefault(name, []).append((module, target))
+        self.project_aliases = ProjectAliases(project_aliases or {})
         self.scopes = ScopeBuilder(tree, module_name, is_package)
         self.module_scope = self.scopes.module_scope
         self.calls = self.scopes.calls  # every call with the scope it is evaluated in
@@ -107,6 +148,10 @@ class NameResolver:
         # analyses of this module that helpers derive from it, computed once for every rule
         # that asks (`calls.callee_calls`): keyed by the helper's name and arguments
         self.derived: dict[tuple[object, ...], object] = {}
+        # every qualified name looked up among the project's re-exports: where re-exports added
+        # later follow each of them as before, this resolver answers as before
+        # (`migrate_fi.reexports.unaffected`)
+        self.asked: set[str] = set()
         self._names: dict[tuple[int, str], list[Candidate]] = {}
 
     def lookup(self, name: str, scope: Scope) -> tuple[Scope, list[Binding]] | None:
@@ -173,25 +218,10 @@ class NameResolver:
 
     def _project(self, qualname: str | None) -> str | None:
         """Follow the project's own re-exports of FlashInfer names."""
-        for _ in range(8):
-            if qualname is None or not self.project_aliases:
-                return qualname
-            target = self.project_aliases.get(qualname) or self._by_suffix(qualname)
-            if target is None:
-                return qualname
-            qualname = target
-        return qualname
-
-    def _by_suffix(self, qualname: str) -> str | None:
-        """``pkg.sub.mod.name`` matches an export ``mod.name`` (or ``sub.mod.name``) when exactly
-        one target fits."""
-        module, _, name = qualname.rpartition(".")
-        targets = {
-            target
-            for exporting, target in self._aliases_by_name.get(name, ())
-            if module.endswith("." + exporting)
-        }
-        return targets.pop() if len(targets) == 1 else None
+        if qualname is None:
+            return None
+        self.asked.add(qualname)
+        return self.project_aliases.follow(qualname)
 
     # ------------------------------------------------------------- resolution
 

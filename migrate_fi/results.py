@@ -103,6 +103,16 @@ class FileError:
     col: int | None = None
 
 
+@dataclass(frozen=True)
+class Lookups:
+    """What the analysis of one file looked up among the project's re-exports: a new re-export
+    that matches none of ``qualnames`` cannot change its result (`migrate_fi.reexports`).
+    ``every_rule``: every rule that reads the file ran, so more re-exports run no other rule."""
+
+    qualnames: frozenset[str]
+    every_rule: bool
+
+
 @dataclass
 class FileResult:
     path: str
@@ -116,6 +126,7 @@ class FileResult:
     parsed: bool = False  # whether the file got past the prefilter and was parsed
     # Module-level names of this file bound to FlashInfer's API: {"pkg.mod.name": "flashinfer.x"}
     exports: dict[str, str] = field(default_factory=dict)
+    lookups: Lookups | None = None  # None: not analysed (or failed), so nothing to reuse
 
 
 @dataclass

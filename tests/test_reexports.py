@@ -1,0 +1,123 @@
+"""The re-export rounds: a file analysed before is analysed again with new re-exports only
+where they can change its result (`migrate_fi.reexports.unaffected`), and the findings are those
+of analysing every importer again."""
+
+from __future__ import annotations
+
+import collections
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import migrate_fi.engine
+import migrate_fi.pipeline
+from migrate_fi.cli import cli
+from migrate_fi.reexports import unaffected
+from migrate_fi.resolver import ProjectAliases
+from migrate_fi.results import FileResult, Lookups, Status
+
+
+def analysed(asked: set[str], every_rule: bool = True) -> FileResult:
+    result = FileResult("m.py", Status.UNCHANGED, parsed=True)
+    result.lookups = Lookups(frozenset(asked), every_rule)
+    return result
+
+
+NONE = ProjectAliases({})
+
+
+def test_a_new_reexport_of_a_name_looked_up_changes_the_result() -> None:
+    after = ProjectAliases({"proj.ops.q": "flashinfer.fp4_quantize"})
+    assert not unaffected(analysed({"proj.ops.q"}), b"", NONE, after)
+    # by the module's last parts, as the resolver matches longer module names
+    assert not unaffected(analysed({"src.proj.ops.q"}), b"", NONE, after)
+    # another name, or the same name of another module: as before
+    assert unaffected(analysed({"proj.ops.r", "proj.other.q", "ops.q"}), b"", NONE, after)
+
+
+def test_a_reexport_that_makes_a_suffix_match_ambiguous_changes_the_result() -> None:
+    before = ProjectAliases({"mod.q": "flashinfer.a"})
+    after = ProjectAliases({"mod.q": "flashinfer.a", "sub.mod.q": "flashinfer.b"})
+    assert before.follow("pkg.sub.mod.q") == "flashinfer.a"
+    assert after.follow("pkg.sub.mod.q") == "pkg.sub.mod.q"  # two fit: none is guessed
+    assert not unaffected(analysed({"pkg.sub.mod.q"}), b"", before, after)
+
+
+def test_a_reexport_of_a_name_to_itself_changes_nothing() -> None:
+    """FlashInfer's own modules export their own definitions (`flashinfer.x.f` -> itself)."""
+    after = ProjectAliases({"flashinfer.x.f": "flashinfer.x.f"})
+    assert unaffected(analysed({"flashinfer.x.f"}), b"", NONE, after)
+
+
+def test_a_chain_is_followed_to_its_end() -> None:
+    before = ProjectAliases({"a.q": "b.q"})
+    after = ProjectAliases({"a.q": "b.q", "b.q": "flashinfer.q"})
+    assert not unaffected(analysed({"a.q"}), b"", before, after)
+
+
+def test_rules_the_prefilter_left_out_run_when_a_new_name_is_in_the_file() -> None:
+    after = ProjectAliases({"proj.ops.q": "flashinfer.fp4_quantize"})
+    partial = analysed({"os.path"}, every_rule=False)
+    assert not unaffected(partial, b"from proj.ops import q\n", NONE, after)
+    assert unaffected(partial, b"import os.path\n", NONE, after)
+    assert not unaffected(FileResult("m.py", Status.SKIPPED), b"", NONE, after)  # never analysed
+
+
+# FlashInfer's own tree: every rule reads each of its modules, which re-export each other.
+OWN_TREE = {
+    "flashinfer/__init__.py": "from .quantization import fp4_quantize as fp4_quantize\n",
+    "flashinfer/quantization/__init__.py": "from .fp4_quantization import fp4_quantize\n",
+    "flashinfer/quantization/fp4_quantization.py": (
+        "def fp4_quantize(input, global_scale=None, sf_vec_size=16, sf_use_ue8m0=False,\n"
+        "                 is_sf_swizzled_layout=True, is_sf_8x4_layout=False, enable_pdl=None):\n"
+        "    return input\n"
+    ),
+    # reaches the definition through a re-export: found once the re-exports are known
+    "flashinfer/user.py": (
+        "from flashinfer.quantization import fp4_quantize\n\n\n"
+        "def q(x, gs):\n"
+        "    return fp4_quantize(x, gs[:1], 16, False, True, False, True)\n"
+    ),
+    # imports the re-exporting module, but looks up nothing it re-exports
+    "flashinfer/other.py": (
+        "from flashinfer.utils import helper\n"
+        "from . import quantization  # fp4_quantize lives there\n\n\n"
+        "def f(x):\n"
+        "    return helper(quantization, x)\n"
+    ),
+}
+
+
+def check(root: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[object, collections.Counter[str]]:
+    counts: collections.Counter[str] = collections.Counter()
+    process = migrate_fi.pipeline.process_source
+
+    def counting(data, path, *args, **kwargs):  # type: ignore[no-untyped-def]
+        counts[path] += 1
+        return process(data, path, *args, **kwargs)
+
+    monkeypatch.setattr(migrate_fi.pipeline, "process_source", counting)
+    monkeypatch.chdir(root)
+    args = ["check", "--from", "0.6.10", "--to", "0.6.11", "-j", "1", "--no-cache"]
+    r = CliRunner().invoke(cli, [*args, "--output-format", "json", "."], catch_exceptions=False)
+    assert r.exit_code == 1, r.output
+    return json.loads(r.stdout), counts
+
+
+def test_only_files_the_new_reexports_can_change_are_analysed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, text in OWN_TREE.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    found, counts = check(tmp_path, monkeypatch)
+    assert [d["path"] for d in found["diagnostics"]] == ["flashinfer/user.py"]
+    assert counts["flashinfer/user.py"] == 2  # without the re-exports, then with them
+    assert counts["flashinfer/other.py"] == 1
+    # the same findings as analysing every importer again
+    monkeypatch.setattr(migrate_fi.engine, "unaffected", lambda *a: False)
+    every, counts = check(tmp_path, monkeypatch)
+    assert every == found
+    assert counts["flashinfer/other.py"] > 1
