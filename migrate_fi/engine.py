@@ -142,11 +142,16 @@ def run(
         exporters, {}
     )
     aliases: dict[str, str] = {}
-    relevant = set().union(*(p.names() for _, p in tests)) if tests else set()
+    relevant: set[bytes] | None = None  # (the triggers' names: worked out when there are exports)
     none = ProjectAliases({})
     analysed_with: dict[str, ProjectAliases] = {}  # the re-exports a file was last analysed with
     for _ in range(MAX_ROUNDS):
-        exported = merge_exports([*results.values(), *beside.values()], relevant)
+        analysed = [*results.values(), *beside.values()]
+        if not any(r.exports for r in analysed):
+            break
+        if relevant is None:
+            relevant = set().union(*(p.names() for _, p in tests)) if tests else set()
+        exported = merge_exports(analysed, relevant)
         new = {k: v for k, v in exported.items() if aliases.get(k) != v}
         if not new:
             break

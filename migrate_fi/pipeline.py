@@ -20,7 +20,7 @@ import os
 import re
 import warnings
 from collections.abc import Callable, Collection, Mapping, Sequence
-from functools import lru_cache
+from functools import lru_cache, partial
 
 from migrate_fi.api.store import DataError
 from migrate_fi.cache import ResultCache
@@ -28,7 +28,7 @@ from migrate_fi.discovery import wanted_files
 from migrate_fi.edits import EditError
 from migrate_fi.fixes import apply_fixes, settle
 from migrate_fi.modules import in_flashinfer, module_identity
-from migrate_fi.prefilter import Prefilter
+from migrate_fi.prefilter import LazyPrefilter, Prefilter
 from migrate_fi.resolver import NameResolver
 from migrate_fi.results import (
     FileError,
@@ -72,7 +72,21 @@ _LONE_CR = re.compile(r"\r(?!\n)")
 
 def prefilter_for(rule: type[Rule], options: RunOptions) -> Prefilter:
     """The text test a file must pass for ``rule`` to parse it in this run."""
-    return _prefilter(rule.triggers_for(options))
+    return _prefilter(run_triggers(rule, options))
+
+
+def run_triggers(rule: type[Rule], options: RunOptions) -> tuple[str | tuple[str, ...], ...]:
+    """``rule.triggers_for(options)``, held to the rule's `triggers_contain`."""
+    triggers = rule.triggers_for(options)
+    needed = rule.triggers_contain
+    if needed is not None:
+        for t in triggers:
+            if not any(needed in part for part in ((t,) if isinstance(t, str) else t)):
+                raise RuleDefinitionError(
+                    f"rule {rule.code} declares that its triggers contain {needed!r}, but"
+                    f" {t!r} does not"
+                )
+    return triggers
 
 
 @lru_cache(maxsize=64)
@@ -86,11 +100,24 @@ RuleTests = Sequence[tuple[type[Rule], Prefilter]]  # each rule with its prefilt
 def rule_tests(
     rules: Sequence[type[Rule]], options: RunOptions, cache: ResultCache | None = None
 ) -> RuleTests:
-    if cache is None:
-        return [(c, prefilter_for(c, options)) for c in rules]
-    # some rules derive their triggers from the API data of the range (loading it): once
-    triggers = cache.memo("triggers", lambda: [c.triggers_for(options) for c in rules])
-    return [(c, _prefilter(t)) for c, t in zip(rules, triggers, strict=True)]
+    """Each rule with its prefilter for the run. A rule that declares `triggers_contain` gets
+    its triggers once a file contains that string (through ``cache`` when given: they may
+    come from the release data, loaded for them)."""
+
+    def built(rule: type[Rule]) -> Prefilter:
+        if cache is None:
+            return prefilter_for(rule, options)
+        return _prefilter(cache.memo(f"triggers {rule.id}", lambda: run_triggers(rule, options)))
+
+    return [
+        (
+            c,
+            built(c)
+            if c.triggers_contain is None
+            else LazyPrefilter(c.triggers_contain, partial(built, c)),
+        )
+        for c in rules
+    ]
 
 
 def matching(tests: RuleTests, data: bytes, path: str, options: RunOptions) -> tuple[str, ...]:
@@ -139,8 +166,9 @@ def process_source(
     # 5 MB file: 8 s with it, 3 s without).
     collecting = gc.isenabled()
     gc.disable()
+    built: list[NameResolver] = []  # released at the end: their trees are freed at once
     try:
-        return _process(data, path, rules, options, mode, module, aliases or {}, prefiltered)
+        return _process(data, path, rules, options, mode, module, aliases or {}, prefiltered, built)
     except RecursionError:
         return failed(path, "too deeply nested to analyse (RecursionError); file left untouched")
     except MemoryError:
@@ -152,6 +180,8 @@ def process_source(
     except Exception as exc:  # a bug in a rule must not stop the run or damage the file
         return failed(path, f"internal error ({type(exc).__name__}: {exc}); file left untouched")
     finally:
+        for resolver in built:
+            resolver.release()
         if collecting:
             gc.enable()
 
@@ -190,6 +220,7 @@ def _process(
     module: tuple[str | None, bool],
     aliases: Mapping[str, str],
     prefiltered: Collection[str] | None,
+    built: list[NameResolver],
 ) -> FileResult:
     source = decode_source(data)
     text = source.text
@@ -244,12 +275,14 @@ def _process(
             fix_replacements(cls, text, tree) if options.fix_details and text == original else None
         )
         diagnostics, fixes = settle(ctx, suppressions, options.unsafe_fixes, details)
-        built = ctx.built_resolver
-        if resolver is None and built is not None and text == original:
-            result.exports = built.exports()
-        if built is not None:
-            asked |= built.asked
-        resolver = built  # shared by the next rule while the text is unchanged
+        made = ctx.built_resolver
+        if made is not None and made is not resolver:
+            built.append(made)
+        if resolver is None and made is not None and text == original:
+            result.exports = made.exports()
+        if made is not None:
+            asked |= made.asked
+        resolver = made  # shared by the next rule while the text is unchanged
         result.diagnostics.extend(diagnostics)
         if fixes and lone_cr and not cr_only:
             raise EditError(

@@ -8,9 +8,9 @@ With many names, the file's identifiers are collected once (one regex pass).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
-__all__ = ["Prefilter", "identifiers"]
+__all__ = ["LazyPrefilter", "Prefilter", "identifiers"]
 
 # Every byte that cannot be part of an ASCII identifier becomes a space: `split()` then yields the
 # identifiers (twice as fast as a regex over the same bytes).
@@ -81,3 +81,27 @@ class Prefilter:
                 if any(others <= words for others in names[name]):
                     return True
         return False
+
+
+class LazyPrefilter(Prefilter):
+    """A prefilter whose triggers are worked out (``build``) the first time a file contains
+    ``contains``, a string that every file they match contains: a tree where no file does
+    never pays for them (a data-driven rule's come from the release data)."""
+
+    def __init__(self, contains: str, build: Callable[[], Prefilter]) -> None:
+        super().__init__(())
+        self._contains = contains.encode()
+        self._build: Callable[[], Prefilter] | None = build
+        self._built: Prefilter | None = None
+
+    def _prefilter(self) -> Prefilter:
+        if self._built is None:
+            assert self._build is not None
+            self._built, self._build = self._build(), None
+        return self._built
+
+    def names(self) -> set[bytes]:
+        return self._prefilter().names()
+
+    def matches(self, data: bytes) -> bool:
+        return self._contains in data and self._prefilter().matches(data)

@@ -154,6 +154,14 @@ class NameResolver:
         self.asked: set[str] = set()
         self._names: dict[tuple[int, str], list[Candidate]] = {}
 
+    def release(self) -> None:
+        """Done with this file: its tree and scopes are freed at once (`ScopeBuilder.release`).
+        Nothing may ask this resolver afterwards."""
+        self.scopes.release()
+        self._resolved.clear()
+        self.derived.clear()
+        self._names.clear()
+
     def lookup(self, name: str, scope: Scope) -> tuple[Scope, list[Binding]] | None:
         """The scope that binds ``name`` as seen from ``scope``, with its bindings."""
         return self.scopes.lookup(name, scope)

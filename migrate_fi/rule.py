@@ -385,6 +385,11 @@ class Rule:
     # Cheap prefilter: a file that contains none of these strings is never parsed for this rule.
     # (a tuple ("flashinfer", "fp4_quantize"): "flashinfer" anywhere and the identifier)
     triggers: ClassVar[tuple[str | tuple[str, ...], ...]]
+    # A string that every file the run's triggers (`triggers_for`) can match contains: they are
+    # then worked out only once a file that contains it is read, and a tree that never does
+    # never pays for them (a data-driven rule's come from the release data). The engine holds
+    # each trigger to it. None: worked out before the walk.
+    triggers_contain: ClassVar[str | None] = None
     # Which files it reads: Python sources by default. A rule that also reads text files
     # (`pyproject.toml`, Dockerfiles) names them by suffix or by file-name pattern, and must
     # check `ctx.is_python` in `find`.

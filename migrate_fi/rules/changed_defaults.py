@@ -45,6 +45,7 @@ class ChangedDefaults(Rule):
     data_driven: ClassVar[bool] = True
     fix_safety = FixSafety.SAFE
     triggers = ("flashinfer",)
+    triggers_contain = "flashinfer"  # (every trigger is a FlashInfer path)
     options = (
         RuleOption(
             "keep",

@@ -51,6 +51,7 @@ class EnumValues(Rule):
     data_driven: ClassVar[bool] = True
     fix_safety = FixSafety.SAFE
     triggers = ("flashinfer",)
+    triggers_contain = "flashinfer"  # (every trigger is a FlashInfer path)
     needs_api_data = True
 
     @classmethod

@@ -61,6 +61,7 @@ class PositionalBinding(Rule):
     introduced_in = "*"
     fix_safety = FixSafety.SAFE
     triggers = ("flashinfer",)
+    triggers_contain = "flashinfer"  # (every trigger is a FlashInfer path)
     data_driven: ClassVar[bool] = True
 
     needs_api_data = True

@@ -52,6 +52,7 @@ class ValueMigrations(Rule):
     data_driven: ClassVar[bool] = True
     fix_safety = FixSafety.SAFE
     triggers = ("flashinfer",)
+    triggers_contain = "flashinfer"  # (every trigger is a FlashInfer path)
     needs_api_data = True
 
     @classmethod

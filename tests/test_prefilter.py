@@ -1,0 +1,71 @@
+"""The prefilter: a rule's run triggers that come from the release data are worked out only once
+a file contains the string the rule declares they all contain (`Rule.triggers_contain`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import migrate_fi.api.store
+from migrate_fi.cli import cli
+from migrate_fi.pipeline import run_triggers
+from migrate_fi.prefilter import LazyPrefilter, Prefilter
+from migrate_fi.registry import all_rules
+from migrate_fi.rule import RuleDefinitionError, RunOptions
+from migrate_fi.versions import parse_version
+
+OPTIONS = RunOptions(parse_version("0.6.8.post1"), parse_version("0.7.4"))
+
+
+def test_a_lazy_prefilter_is_built_by_the_first_file_that_contains_its_string() -> None:
+    built: list[int] = []
+
+    def build() -> Prefilter:
+        built.append(1)
+        return Prefilter([("flashinfer", "fp4_quantize")])
+
+    lazy = LazyPrefilter("flashinfer", build)
+    assert not lazy.matches(b"import torch\nfp4_quantize(x)\n")
+    assert built == []
+    assert not lazy.matches(b"import flashinfer\n")
+    assert lazy.matches(b"from flashinfer import fp4_quantize\n")
+    assert lazy.names() == {b"fp4_quantize"}
+    assert built == [1]  # once
+
+
+@pytest.mark.parametrize("rule", [r for r in all_rules() if r.triggers_contain], ids=str)
+def test_every_trigger_of_a_lazy_rule_contains_its_string(rule: type) -> None:
+    """(what `run_triggers` holds each rule to, over a range with many changes)"""
+    assert run_triggers(rule, OPTIONS)
+
+
+def test_a_trigger_without_the_declared_string_is_a_rule_bug() -> None:
+    class Broken(all_rules()[0]):  # type: ignore[misc,valid-type]
+        code = "FI999"
+        triggers_contain = "flashinfer"
+
+        @classmethod
+        def triggers_for(cls, options: RunOptions) -> tuple[str | tuple[str, ...], ...]:
+            return (("flashinfer", "ok"), ("torch", "compile"))
+
+    with pytest.raises(RuleDefinitionError, match="'torch', 'compile'"):
+        run_triggers(Broken, OPTIONS)
+
+
+def test_a_tree_that_never_names_flashinfer_loads_no_release_data(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "m.py").write_text("import torch\n\nx = torch.ones(1)\n")
+    monkeypatch.chdir(tmp_path)
+    migrate_fi.api.store.forget()
+
+    def no_data(version: str) -> dict[str, object]:
+        raise AssertionError(f"release data of {version} loaded")
+
+    monkeypatch.setattr(migrate_fi.api.store, "load_release", no_data)
+    args = ["check", "--from", "0.6.8.post1", "--to", "0.7.4", "--no-cache", "."]
+    r = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    assert "1 file scanned, 0 parsed" in r.output
