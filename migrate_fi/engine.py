@@ -9,12 +9,19 @@ returns is a `RunResult`; writing is `migrate_fi.sources.write_changes`.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 
 from migrate_fi.cache import ResultCache, WalkMemo
 from migrate_fi.discovery import discover, with_includes
 from migrate_fi.modules import display_path
-from migrate_fi.pipeline import Mode, failed, flashinfer_own_file, matching, rule_tests
+from migrate_fi.pipeline import (
+    Mode,
+    RuleTests,
+    failed,
+    flashinfer_own_file,
+    matching,
+    rule_tests,
+)
 from migrate_fi.reexports import (
     MAX_ROUNDS,
     import_words,
@@ -96,74 +103,56 @@ def run(
         )
 
     links: list[str] = []
-    for abspath in discover(
-        paths,
-        suffixes,
-        exclude,
-        respect_gitignore,
-        excludes_at,
-        patterns,
-        unreadable,
-        stale.append,
-        links.append,
-    ):
-        if only is not None and os.path.realpath(abspath) not in only:
-            if abspath.endswith(".py"):
-                left_out.append(abspath)
-            continue
-        shown = display_path(abspath)
-        signature = walk.signature(abspath) if only is None else None
-        if walk.ruled_out(abspath, signature):
-            results[abspath] = FileResult(shown, Status.SKIPPED)  # unchanged since, not read
-            others.append(abspath)
-            continue
-        try:
-            with open(abspath, "rb") as fh:
-                data = fh.read()
-        except OSError as exc:
-            results[abspath] = failed(shown, f"cannot read: {exc.strerror}")
-            continue
-        if only is not None:
-            imported |= import_words(data)
-        matched = matching(tests, data, abspath, options)
-        if not matched and not flashinfer_own_file(abspath, data, tests, options):
-            results[abspath] = FileResult(shown, Status.SKIPPED)
-            others.append(abspath)
-            walk.rule_out(abspath, signature)
-            continue
-        candidates.append(SourceFile(data, abspath, matched))
+
+    def walked() -> Iterator[SourceFile]:
+        """The files a rule must see, as the walk finds them (the others are noted)."""
+        for abspath in discover(
+            paths,
+            suffixes,
+            exclude,
+            respect_gitignore,
+            excludes_at,
+            patterns,
+            unreadable,
+            stale.append,
+            links.append,
+        ):
+            if only is not None and os.path.realpath(abspath) not in only:
+                if abspath.endswith(".py"):
+                    left_out.append(abspath)
+                continue
+            shown = display_path(abspath)
+            signature = walk.signature(abspath) if only is None else None
+            if walk.ruled_out(abspath, signature):
+                results[abspath] = FileResult(shown, Status.SKIPPED)  # unchanged since, not read
+                others.append(abspath)
+                continue
+            try:
+                with open(abspath, "rb") as fh:
+                    data = fh.read()
+            except OSError as exc:
+                results[abspath] = failed(shown, f"cannot read: {exc.strerror}")
+                continue
+            if only is not None:
+                imported.update(import_words(data))
+            matched = matching(tests, data, abspath, options)
+            if not matched and not flashinfer_own_file(abspath, data, tests, options):
+                results[abspath] = FileResult(shown, Status.SKIPPED)
+                others.append(abspath)
+                walk.rule_out(abspath, signature)
+                continue
+            found = SourceFile(data, abspath, matched)
+            candidates.append(found)
+            yield found
 
     preload = (lambda: preload_api_data(options)) if any(c.needs_api_data for c in rules) else None
-    batch = Batch(ids, options, mode.value, jobs, progress, cache, preload)
-    results.update(batch.process(candidates, {}))
-    exporters = imported_modules(left_out, imported, tests, options)
-    # (analysed for their exports only: a check, whatever the mode, and not part of the result)
-    beside = Batch(ids, options, Mode.CHECK.value, jobs, None, cache, preload).process(
-        exporters, {}
-    )
-    aliases: dict[str, str] = {}
-    relevant: set[bytes] | None = None  # (the triggers' names: worked out when there are exports)
-    none = ProjectAliases({})
-    analysed_with: dict[str, ProjectAliases] = {}  # the re-exports a file was last analysed with
-    for _ in range(MAX_ROUNDS):
-        analysed = [*results.values(), *beside.values()]
-        if not any(r.exports for r in analysed):
-            break
-        if relevant is None:
-            relevant = set().union(*(p.names() for _, p in tests)) if tests else set()
-        exported = merge_exports(analysed, relevant)
-        new = {k: v for k, v in exported.items() if aliases.get(k) != v}
-        if not new:
-            break
-        aliases.update(new)
-        now = ProjectAliases(dict(aliases))
-        again = [
-            f
-            for f in importers(new, candidates, others, walk)
-            if not unaffected(results[f.path], f.data, analysed_with.get(f.path, none), now)
-        ]
-        results.update(batch.process(again, now.aliases))
-        analysed_with.update((f.path, now) for f in again)
+    with Batch(ids, options, mode.value, jobs, progress, cache, preload) as batch:
+        results.update(batch.process(walked(), {}))  # (workers start while the walk goes on)
+        exporters = imported_modules(left_out, imported, tests, options)
+        # (analysed for their exports only: a check, whatever the mode, and not part of the result)
+        with Batch(ids, options, Mode.CHECK.value, jobs, None, cache, preload) as aside:
+            beside = aside.process(exporters, {})
+        _reexport_rounds(batch, results, beside, candidates, others, walk, tests)
     if cache is not None:
         cache.save_walk(walk)
         cache.prune()
@@ -178,6 +167,42 @@ def run(
             " through a link; give the file it leads to, if it is the project's"
         )
     return result
+
+
+def _reexport_rounds(
+    batch: Batch,
+    results: dict[str, FileResult],
+    beside: dict[str, FileResult],
+    candidates: list[SourceFile],
+    others: list[str],
+    walk: WalkMemo,
+    tests: RuleTests,
+) -> None:
+    """Analyse again, with the project's re-exports found so far, the files that may import
+    them and whose result they can change (`migrate_fi.reexports`), until no new one appears."""
+    aliases: dict[str, str] = {}
+    relevant: set[bytes] | None = None  # (the triggers' names: worked out when there are exports)
+    none = ProjectAliases({})
+    analysed_with: dict[str, ProjectAliases] = {}  # the re-exports a file was last analysed with
+    for _ in range(MAX_ROUNDS):
+        analysed = [*results.values(), *beside.values()]
+        if not any(r.exports for r in analysed):
+            return
+        if relevant is None:
+            relevant = set().union(*(p.names() for _, p in tests)) if tests else set()
+        exported = merge_exports(analysed, relevant)
+        new = {k: v for k, v in exported.items() if aliases.get(k) != v}
+        if not new:
+            return
+        aliases.update(new)
+        now = ProjectAliases(dict(aliases))
+        again = [
+            f
+            for f in importers(new, candidates, others, walk)
+            if not unaffected(results[f.path], f.data, analysed_with.get(f.path, none), now)
+        ]
+        results.update(batch.process(again, now.aliases))
+        analysed_with.update((f.path, now) for f in again)
 
 
 def _stale_notice(stale: list[str], mode: Mode) -> str:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from typing import NamedTuple
 
 from migrate_fi import depends
@@ -30,6 +30,14 @@ class SourceFile(NamedTuple):
     data: bytes
     path: str  # absolute
     prefiltered: tuple[str, ...]  # ids of the rules whose prefilter matched
+
+
+# what `_work` is given: the file's bytes, its path as shown, the rules' ids, the options, the
+# mode, its module, the project's re-exports and the rules its prefilter matched
+_WorkArgs = tuple[
+    bytes, str, tuple[str, ...], RunOptions, str, tuple[str | None, bool], Mapping[str, str],
+    tuple[str, ...],
+]  # fmt: skip
 
 
 def _work(
@@ -88,29 +96,105 @@ class Batch:
         self.progress = progress
         self.cache = cache
         self.preload = preload  # what workers should share: done before they are forked
+        self._pool: ProcessPoolExecutor | None = None  # started once, kept for later rounds
+
+    def close(self) -> None:
+        """Stop the workers (a `Batch` may be used until then)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+    def __enter__(self) -> Batch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def process(
-        self, files: Sequence[SourceFile], aliases: Mapping[str, str]
+        self, files: Iterable[SourceFile], aliases: Mapping[str, str]
     ) -> dict[str, FileResult]:
-        """Every file's result: from the cache where it holds one, else analysed (and stored)."""
-        if self.cache is None:
-            return self._process(files, aliases, {})
+        """Every file's result: from the cache where it holds one, else analysed (and stored).
+
+        ``files`` may be the walk itself (a generator): once the work waiting is worth worker
+        processes, they start on it while the walk goes on; less is done here, in this
+        process."""
+        from migrate_fi.pipeline import failed
+
         out: dict[str, FileResult] = {}
         keys: dict[str, str] = {}
-        todo: list[SourceFile] = []
-        for f in files:
-            key = self.cache.key(
-                f.data, display_path(f.path), f.path, module_identity(f.path), aliases,
-                f.prefiltered,
-            )  # fmt: skip
-            found = self.cache.get(key)
-            if found is None:
-                keys[f.path] = key
-                todo.append(f)
-            else:
-                out[f.path] = found
-        out.update(self._process(todo, aliases, keys))
+        waiting: list[SourceFile] = []
+        waiting_bytes = 0
+        futures: dict[Future[tuple[FileResult, depends.Notes | None]], str] = {}
+        pool: ProcessPoolExecutor | None = None
+        try:
+            for f in files:
+                if self.cache is not None:
+                    key = self.cache.key(
+                        f.data, display_path(f.path), f.path, module_identity(f.path), aliases,
+                        f.prefiltered,
+                    )  # fmt: skip
+                    found = self.cache.get(key)
+                    if found is not None:
+                        out[f.path] = found
+                        continue
+                    keys[f.path] = key
+                if pool is not None:
+                    futures[pool.submit(_work, *self._args(f, aliases))] = f.path
+                    continue
+                waiting.append(f)
+                waiting_bytes += len(f.data)
+                if self._worth_workers(len(waiting), waiting_bytes):
+                    pool = self._started()
+                    for w in waiting:
+                        futures[pool.submit(_work, *self._args(w, aliases))] = w.path
+                    waiting = []
+            if pool is None:
+                if waiting:
+                    self._preloaded()
+                for n, f in enumerate(waiting, 1):
+                    out[f.path] = self._done(f.path, _work(*self._args(f, aliases)), keys)
+                    self._tick(len(out), len(out) + len(waiting) - n)
+                return out
+            total = len(out) + len(futures)
+            for future in as_completed(futures):
+                path = futures[future]
+                try:
+                    out[path] = self._done(path, future.result(), keys)
+                except Exception as exc:  # a worker that died (e.g. a crash in a parser)
+                    out[path] = failed(
+                        display_path(path),
+                        f"worker process failed ({type(exc).__name__}); untouched",
+                    )
+                self._tick(len(out), total)
+        except BaseException:
+            if pool is not None:
+                self._stop(pool)
+            raise
         return out
+
+    def _worth_workers(self, files: int, size: int) -> bool:
+        """Whether this much work waiting is worth worker processes."""
+        return (
+            self.jobs > 1
+            and files >= _PARALLEL_MIN_FILES
+            and (
+                self._pool is not None  # (started: using it again costs nothing)
+                or self.mode != "check"
+                or size >= _PARALLEL_MIN_BYTES
+            )
+        )
+
+    def _args(self, f: SourceFile, aliases: Mapping[str, str]) -> _WorkArgs:
+        return (
+            f.data,
+            display_path(f.path),
+            self.ids,
+            self.options,
+            self.mode,
+            module_identity(f.path),
+            aliases,
+            f.prefiltered,
+        )
 
     def _done(
         self, path: str, done: tuple[FileResult, depends.Notes | None], keys: Mapping[str, str]
@@ -121,69 +205,32 @@ class Batch:
             self.cache.put(keys[path], notes, result)
         return result
 
-    def _process(
-        self, files: Sequence[SourceFile], aliases: Mapping[str, str], keys: Mapping[str, str]
-    ) -> dict[str, FileResult]:
-        out: dict[str, FileResult] = {}
-        if files and self.preload is not None:
+    def _preloaded(self) -> None:
+        if self.preload is not None:
             self.preload()
             self.preload = None
-        total_bytes = sum(len(f.data) for f in files)
-        parallel = (
-            self.jobs > 1
-            and len(files) >= _PARALLEL_MIN_FILES
-            and (self.mode != "check" or total_bytes >= _PARALLEL_MIN_BYTES)
-        )
-        args = [
-            (
-                f.data,
-                display_path(f.path),
-                self.ids,
-                self.options,
-                self.mode,
-                module_identity(f.path),
-                aliases,
-                f.prefiltered,
-            )
-            for f in files
-        ]
-        if not parallel:
-            for f, a in zip(files, args, strict=True):
-                out[f.path] = self._done(f.path, _work(*a), keys)
-                self._tick(len(out), len(files))
-            return out
+
+    def _stop(self, pool: ProcessPoolExecutor) -> None:
+        """Interrupted: stop now, not after the queue drains (workers only read files)."""
+        processes = list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        self._pool = None
+        for process in processes:
+            process.terminate()
+
+    def _started(self) -> ProcessPoolExecutor:
+        """The workers, started (forked after the preload, which they share) if not yet."""
+        if self._pool is not None:
+            return self._pool
         import multiprocessing
 
-        from migrate_fi.pipeline import failed
-
+        self._preloaded()
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
         context = multiprocessing.get_context(method)
-        workers = min(self.jobs, len(files))
-        pool = ProcessPoolExecutor(
-            max_workers=workers, mp_context=context, initializer=_worker_signals
+        self._pool = ProcessPoolExecutor(
+            max_workers=self.jobs, mp_context=context, initializer=_worker_signals
         )
-        try:
-            futures = {
-                pool.submit(_work, *a): (f.path, a[1]) for f, a in zip(files, args, strict=True)
-            }
-            for future in as_completed(futures):
-                path, shown = futures[future]
-                try:
-                    out[path] = self._done(path, future.result(), keys)
-                except Exception as exc:  # a worker that died (e.g. a crash in a parser)
-                    out[path] = failed(
-                        shown, f"worker process failed ({type(exc).__name__}); untouched"
-                    )
-                self._tick(len(out), len(files))
-        except BaseException:
-            # interrupted: stop now, not after the queue drains (workers only read files)
-            processes = list((getattr(pool, "_processes", None) or {}).values())
-            pool.shutdown(wait=False, cancel_futures=True)
-            for process in processes:
-                process.terminate()
-            raise
-        pool.shutdown(wait=True)
-        return out
+        return self._pool
 
     def _tick(self, done: int, total: int) -> None:
         if self.progress is not None:

@@ -1,0 +1,70 @@
+"""Worker processes: they start on the walk's files while the walk goes on, give the results one
+process gives, serve later rounds without starting again, and stop when the walk fails."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from migrate_fi.registry import all_rules
+from migrate_fi.rule import RunOptions
+from migrate_fi.versions import parse_version
+from migrate_fi.workers import Batch, SourceFile
+
+OPTIONS = RunOptions(parse_version("0.6.10"), parse_version("0.6.11"))
+IDS = tuple(c.id for c in all_rules())
+CALL = "    return fp4_quantize(x, gs[:1], 16, False, True, False, True)\n"
+
+
+def files(tmp_path: Path, n: int) -> list[SourceFile]:
+    out = []
+    for i in range(n):
+        path = tmp_path / f"m{i}.py"
+        data = f"from flashinfer import fp4_quantize\n\n\ndef q(x, gs):\n{CALL}".encode()
+        path.write_bytes(data)
+        out.append(SourceFile(data, str(path), IDS))
+    return out
+
+
+def shown(results: dict) -> dict:
+    return {p: [(d.line, d.code) for d in r.diagnostics] for p, r in results.items()}
+
+
+def test_workers_start_during_the_walk_and_give_one_process_s_results(tmp_path: Path) -> None:
+    todo = files(tmp_path, 6)
+    with Batch(IDS, OPTIONS, "diff", 1, None, None, None) as alone:
+        expected = alone.process(todo, {})
+    started_at: list[int] = []
+
+    with Batch(IDS, OPTIONS, "diff", 2, None, None, None) as batch:
+
+        def walk() -> Iterator[SourceFile]:
+            for i, f in enumerate(todo):
+                if batch._pool is not None and not started_at:
+                    started_at.append(i)
+                yield f
+
+        got = batch.process(walk(), {})
+        pool = batch._pool
+        assert pool is not None
+        again = batch.process(todo[:4], {"x.y": "flashinfer.fp4_quantize"})  # a later round
+        assert batch._pool is pool  # the same workers
+    assert batch._pool is None  # stopped at the end
+    assert started_at == [4]  # four files waiting were worth workers; the walk went on
+    assert shown(got) == shown(expected) and all(shown(again).values())
+    assert {p: r.new_text for p, r in got.items()} == {p: r.new_text for p, r in expected.items()}
+
+
+def test_a_walk_that_fails_stops_the_workers(tmp_path: Path) -> None:
+    todo = files(tmp_path, 5)
+
+    def walk() -> Iterator[SourceFile]:
+        yield from todo
+        raise OSError("the disk went away")
+
+    with Batch(IDS, OPTIONS, "diff", 2, None, None, None) as batch:
+        with pytest.raises(OSError, match="went away"):
+            batch.process(walk(), {})
+        assert batch._pool is None
