@@ -10,7 +10,10 @@ import difflib
 import json
 import os
 import re
+from bisect import bisect_left
+from collections import Counter
 from collections.abc import Sequence
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 from migrate_fi import __version__
@@ -269,44 +272,34 @@ def _matching_blocks(a: list[str], b: list[str]) -> list[difflib.Match]:
 def _anchors(a: list[str], b: list[str], lo: int, end_a: int, end_b: int) -> list[tuple[int, int]]:
     """(i, j) of the lines that occur once in a[lo:end_a] and once in b[lo:end_b], in an order
     both files agree on (patience diff's anchors)."""
-    count_a: dict[str, int] = {}
-    for line in a[lo:end_a]:
-        count_a[line] = count_a.get(line, 0) + 1
-    count_b: dict[str, int] = {}
-    for line in b[lo:end_b]:
-        count_b[line] = count_b.get(line, 0) + 1
+    count_a = Counter(a[lo:end_a])
+    count_b = Counter(b[lo:end_b])
     where_b = {line: j for j, line in enumerate(b[lo:end_b], lo) if count_b[line] == 1}
     pairs = [
         (i, where_b[line])
         for i, line in enumerate(a[lo:end_a], lo)
         if count_a[line] == 1 and line in where_b
     ]
+    js = [j for _, j in pairs]
+    if all(x < y for x, y in pairwise(js)):
+        return pairs  # (the usual case: no line moved, every pair is in the run)
     # the longest run of pairs increasing in j (they are increasing in i already)
     tails: list[int] = []  # tails[k]: index into pairs of the smallest end of a run of k + 1
+    tail_js: list[int] = []  # the j of each of them
     previous: list[int] = [-1] * len(pairs)
-    for n, (_, j) in enumerate(pairs):
-        k = _find(tails, pairs, j)
+    for n, j in enumerate(js):
+        k = bisect_left(tail_js, j)
         if k > 0:
             previous[n] = tails[k - 1]
         if k == len(tails):
             tails.append(n)
+            tail_js.append(j)
         else:
             tails[k] = n
+            tail_js[k] = j
     run: list[tuple[int, int]] = []
     n = tails[-1] if tails else -1
     while n >= 0:
         run.append(pairs[n])
         n = previous[n]
     return run[::-1]
-
-
-def _find(tails: list[int], pairs: list[tuple[int, int]], j: int) -> int:
-    """The first k with pairs[tails[k]]'s j not below ``j`` (a binary search)."""
-    lo, hi = 0, len(tails)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if pairs[tails[mid]][1] < j:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo

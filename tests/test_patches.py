@@ -152,3 +152,26 @@ def test_hunks_of_large_files(monkeypatch: pytest.MonkeyPatch) -> None:
         assert _patched(a, hunks) == b
         if not repeated:
             assert hunks == list(difflib.unified_diff(a, b, "a", "b"))[2:]
+
+
+def test_hunks_of_large_files_where_lines_moved(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lines unique to both files that moved: the anchors are the longest run both files agree
+    on, and the hunks still say the change."""
+    import random
+
+    from migrate_fi import reporting
+
+    monkeypatch.setattr(reporting, "_WHOLE_FILE_LINES", 0)
+    a = [f"u{k}\n" for k in range(10)]
+    b = ["u5\n", *a[:5], *a[6:]]  # u5 moved to the top
+    assert reporting._anchors(a, b, 0, len(a), len(b)) == [(k, k + 1) for k in range(5)] + [
+        (k, k) for k in range(6, 10)
+    ]
+    rng = random.Random(11)
+    for _ in range(300):
+        a = [f"u{k}\n" for k in range(rng.randint(2, 200))]
+        b = list(a)
+        for _ in range(rng.randint(1, 6)):
+            line = b.pop(rng.randrange(len(b)))
+            b.insert(rng.randrange(len(b) + 1), line)
+        assert _patched(a, reporting._unified(a, b)) == b
