@@ -25,7 +25,6 @@ import hashlib
 import os
 import pickle
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Mapping
 from functools import cache
@@ -223,6 +222,8 @@ class ResultCache:
         path = self._file(key)
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
+            import tempfile  # (here: it costs start-up)
+
             fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
             try:
                 with os.fdopen(fd, "wb") as fh:

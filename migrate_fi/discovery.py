@@ -14,10 +14,12 @@ import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-
-import pathspec
+from typing import TYPE_CHECKING
 
 from migrate_fi.sources import is_temporary
+
+if TYPE_CHECKING:  # (pathspec is imported where a .gitignore is read: it costs start-up)
+    import pathspec
 
 __all__ = ["SKIPPED_DIRS", "DiscoveryError", "discover", "find_upward", "with_includes"]
 
@@ -106,6 +108,8 @@ def _read_ignore(base: str, filename: str) -> _Ignore | None:
         return None
     if not any(line.strip() and not line.startswith("#") for line in lines):
         return None
+    import pathspec
+
     return _Ignore(base, pathspec.GitIgnoreSpec.from_lines(lines))
 
 
@@ -179,7 +183,7 @@ def discover(
 
     wanted = wanted_files(suffixes, patterns)
     user = [
-        _Ignore(base, pathspec.GitIgnoreSpec.from_lines(list(patterns)))
+        _Ignore(base, _spec(patterns))
         for base, patterns in [(os.getcwd(), list(exclude)), *excludes_at]
         if patterns
     ]
@@ -287,3 +291,9 @@ def with_includes(paths: list[str]) -> list[str]:
             out.append(found)
             todo.append(found)
     return out
+
+
+def _spec(patterns: Iterable[str]) -> pathspec.GitIgnoreSpec:
+    import pathspec
+
+    return pathspec.GitIgnoreSpec.from_lines(list(patterns))

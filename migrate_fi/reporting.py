@@ -6,7 +6,6 @@ Formats: ``text`` (``path:line:col: CODE message``), ``json`` (one document), ``
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import re
@@ -20,8 +19,8 @@ from migrate_fi import __version__
 from migrate_fi.results import Diagnostic, FileError, FixSafety, RunResult
 from migrate_fi.suppression import UNUSED_CODE
 
-if TYPE_CHECKING:
-    pass
+if TYPE_CHECKING:  # (difflib is imported where a patch is made: it costs start-up)
+    import difflib
 
 __all__ = ["format_diagnostic", "render", "summary", "unified_diff"]
 
@@ -211,6 +210,8 @@ _WHOLE_FILE_LINES = 10_000
 
 def _unified(a: list[str], b: list[str], context: int = 3) -> list[str]:
     """The hunks of `difflib.unified_diff(a, b)` (without its two header lines)."""
+    import difflib  # (here: it costs start-up)
+
     if len(a) + len(b) <= _WHOLE_FILE_LINES:
         return list(difflib.unified_diff(a, b, "a", "b", n=context))[2:]
     matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
@@ -238,6 +239,8 @@ def _matching_blocks(a: list[str], b: list[str]) -> list[difflib.Match]:
     """Matching blocks of ``a`` and ``b``: the common head and tail, lines unique to both files
     kept in order (the longest increasing run of their positions), and between those anchors
     difflib's own blocks of the short stretches."""
+    import difflib
+
     head = 0
     while head < len(a) and head < len(b) and a[head] == b[head]:
         head += 1

@@ -10,7 +10,6 @@ counted in Unicode code points (``columnKind``), as Python counts them.
 from __future__ import annotations
 
 import ast
-import difflib
 import os
 import pathlib
 from collections.abc import Callable, Sequence
@@ -182,6 +181,8 @@ def replacements(old: str, new: str) -> tuple[Replacement, ...]:
     characters that differ."""
     a, b = source_lines(old), source_lines(new)
     out = []
+    import difflib
+
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
         if tag == "equal":
             continue

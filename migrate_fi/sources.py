@@ -16,7 +16,6 @@ import os
 import re
 import signal
 import stat
-import tempfile
 import tokenize
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -141,6 +140,8 @@ def signals_deferred() -> Iterator[None]:
 def _replace(real: str, new: bytes, st: os.stat_result) -> None:
     folder = os.path.dirname(real) or "."
     try:
+        import tempfile  # (here: it costs start-up)
+
         fd, tmp = tempfile.mkstemp(
             dir=folder, prefix=f".{os.path.basename(real)}.", suffix=TEMPORARY_SUFFIX
         )
@@ -172,6 +173,8 @@ def write_new_file(path: str, data: bytes) -> None:
     file in the same folder, then an atomic rename over ``path``; the temporary file is removed
     when anything fails."""
     folder = os.path.dirname(os.path.abspath(path))
+    import tempfile  # (here: it costs start-up)
+
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:

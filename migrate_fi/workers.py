@@ -10,14 +10,16 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from migrate_fi import depends
 from migrate_fi.cache import ResultCache
 from migrate_fi.modules import display_path, module_identity
 from migrate_fi.results import FileResult
 from migrate_fi.rule import RunOptions
+
+if TYPE_CHECKING:  # (concurrent.futures is imported only where workers start: it costs start-up)
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 __all__ = ["Batch", "SourceFile"]
 
@@ -156,6 +158,8 @@ class Batch:
                     self._tick(len(out), len(out) + len(waiting) - n)
                 return out
             total = len(out) + len(futures)
+            from concurrent.futures import as_completed
+
             for future in as_completed(futures):
                 path = futures[future]
                 try:
@@ -223,6 +227,7 @@ class Batch:
         if self._pool is not None:
             return self._pool
         import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
 
         self._preloaded()
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import zipfile
 from functools import cache
 from typing import Any
 
@@ -41,6 +40,8 @@ INDEXES_FILE = os.path.join(DATA_DIR, "indexes.json")
 def read_requires_dist(wheel: str) -> list[str]:
     """`Requires-Dist` of a wheel, those of its extras included (with their markers:
     ``nvidia-cutlass-dsl[cu13]>=4.7.0a0; extra == "cu13"``)."""
+    import zipfile
+
     with zipfile.ZipFile(wheel) as zf:
         names = [n for n in zf.namelist() if n.endswith(".dist-info/METADATA")]
         if not names:

@@ -16,11 +16,9 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import gzip
 import io
 import json
 import os
-import tempfile
 import time
 from collections.abc import Callable
 from functools import cache
@@ -243,6 +241,8 @@ def load_release(version: str) -> dict[str, Any]:
     enabled = gc.isenabled()
     gc.disable()
     try:
+        import gzip  # (here: a run that reads no release data never imports it)
+
         with gzip.open(path, "rb") as fh:
             record: dict[str, Any] = json.loads(fh.read())
     except (OSError, EOFError, ValueError) as exc:
@@ -272,6 +272,8 @@ os.umask(_UMASK)
 def _replace(path: str, payload: bytes) -> None:
     """Write ``path`` at once: a unique temporary file beside it, then a rename (concurrent
     writers never see, or leave, a half-written file)."""
+    import tempfile
+
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".tmp-")
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -297,6 +299,8 @@ def write_release(record: dict[str, Any], folder: str = DATA_DIR) -> str:
     record = {"format": FORMAT, **record}
     payload = json.dumps(record, sort_keys=True, separators=(",", ":")).encode()
     buffer = io.BytesIO()
+    import gzip
+
     with gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0, filename="") as gz:
         gz.write(payload)
     path = _file(version, folder)

@@ -10,7 +10,6 @@ configuration that cannot be read counts as not setting it.
 from __future__ import annotations
 
 import ast
-import configparser
 import os
 import sys
 from functools import lru_cache
@@ -61,6 +60,8 @@ def _in_folder(folder: str) -> int | None:
         path = os.path.join(folder, name)
         if not os.path.isfile(path):
             continue
+        import configparser
+
         parser = configparser.ConfigParser()
         try:
             parser.read(path, encoding="utf-8")

@@ -5,9 +5,8 @@ from __future__ import annotations
 import os
 import re
 from functools import lru_cache
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
@@ -25,6 +24,9 @@ from migrate_fi.project import pin_files, project_root
 from migrate_fi.results import FixSafety
 from migrate_fi.rule import FileContext, Rule, RuleOption, RunOptions
 
+if TYPE_CHECKING:  # (imported where requirements are read: it costs start-up)
+    from packaging.requirements import Requirement
+
 
 @lru_cache(maxsize=32)  # asked of every file the prefilter passes: parsed once per run
 def _required(target: str, extras: frozenset[str] | None = frozenset()) -> dict[str, SpecifierSet]:
@@ -32,6 +34,8 @@ def _required(target: str, extras: frozenset[str] | None = frozenset()) -> dict[
     requirements of the project's ``extras`` of flashinfer-python (``[cu13]``: a stricter
     ``nvidia-cutlass-dsl[cu13]>=4.7.0a0``) added to the others; ``None``: of every extra (the
     names a file must mention to be read)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
     out: dict[str, SpecifierSet] = {}
     for line in requirements_of(target):
         try:
