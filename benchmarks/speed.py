@@ -9,7 +9,9 @@ $MIGRATE_FI_PRECISION_CACHE; the package index is needed the first time only): S
 copies of SGLang 0.5.11 side by side (--scales), a tree of 2,000 small files with a site each, and
 one 50,000-line file with 5,000 sites.
 
-For each corpus, medians of --repeat runs, each command in a fresh process as a user runs it:
+First the start-up: `check` of a one-file tree that never names FlashInfer (cold and warm),
+next to `python -c pass`. Then, for each corpus, medians of --repeat runs, each command in a
+fresh process as a user runs it:
 - floor A: start Python, read every .py file, `ast.parse` those that mention "flashinfer";
 - `check` cold (an empty result cache) and warm (nothing changed), warm after touching one
   parsed file, cold with `-j 1`; `diff`; `apply` on a fresh copy; LibCST's bare parse of the files
@@ -174,6 +176,7 @@ def main() -> None:
     linear: list[tuple[float, float]] = []
     work = Path(tempfile.mkdtemp(prefix="migrate-fi-speed-"))
     try:
+        print(startup(work, args.repeat), flush=True)
         for name, root, span in corpora:
             row = run_corpus(name, root, span, args.repeat, work, cache, args.save_baseline)
             rows.append(row)
@@ -192,6 +195,32 @@ def main() -> None:
             f"\ncheck cold over SGLang copies: {slope:.4f} s/MB, intercept {intercept:.2f} s,"
             f" r = {r:.4f}"
         )
+
+
+def startup(work: Path, repeat: int) -> str:
+    """Start-up: `check` of a one-file tree that never names FlashInfer, with an empty result
+    cache and a warm one, next to starting Python itself (medians, and peak memory)."""
+    tiny = work / "tiny"
+    tiny.mkdir()
+    (tiny / "m.py").write_text("import os\n\nprint(os.sep)\n")
+    env = {**os.environ, "MIGRATE_FI_CACHE_DIR": str(work / "tiny-cache")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    command = [*MIGRATE_FI, "check", "--from", "0.6.8.post1", "--to", "0.7.4", "."]
+
+    def cold() -> tuple[float, int, str]:
+        shutil.rmtree(work / "tiny-cache", ignore_errors=True)
+        return measure(command, tiny, env)
+
+    colds = [cold() for _ in range(repeat)]
+    warms = [measure(command, tiny, env) for _ in range(repeat)]
+    python = statistics.median(
+        measure([sys.executable, "-c", "pass"], tiny, env)[0] for _ in range(repeat)
+    )
+    return (
+        f"start-up, a one-file tree: check cold {statistics.median(t for t, _, _ in colds):.2f} s"
+        f" ({max(m for _, m, _ in colds)} MB), warm {statistics.median(t for t, _, _ in warms):.2f} s"
+        f" ({max(m for _, m, _ in warms)} MB); python -c pass {python:.2f} s"
+    )
 
 
 def run_corpus(
