@@ -94,7 +94,8 @@ Signature = tuple[int, int, int, int]  # size, modification time (ns), inode, ch
 
 class WalkMemo:
     """The files a run's prefilter ruled out (and those found not to import the project's
-    re-exports of a given set), by their stat signature: an unchanged file is not read again.
+    re-exports of a given set), by their stat signature: an unchanged file is not read again;
+    and the rules whose prefilter each file it passed matched (they are not tested again).
     A file changed just before the run is not remembered (`migrate_fi.depends.settled`).
     `WalkMemo()` remembers nothing (a run without the cache); `--no-cache` reads everything."""
 
@@ -102,10 +103,12 @@ class WalkMemo:
         self,
         ruled_out: dict[str, Signature] | None = None,
         importers: dict[str, dict[str, Signature]] | None = None,
+        matched: dict[str, tuple[Signature, tuple[str, ...]]] | None = None,
     ) -> None:
         self.enabled = ruled_out is not None
         self._out = ruled_out or {}
         self._imports = importers or {}
+        self._matched = matched or {}  # files the prefilter passed: the rules it matched
         self.changed = False
         self._now = time.time_ns()
 
@@ -129,6 +132,18 @@ class WalkMemo:
             self._out[path] = signature
             self.changed = True
 
+    def matched(self, path: str, signature: Signature | None) -> tuple[str, ...] | None:
+        """The rules whose prefilter the unchanged file passed (None: not known)."""
+        if signature is None:
+            return None
+        found = self._matched.get(path)
+        return found[1] if found is not None and found[0] == signature else None
+
+    def note_matched(self, path: str, signature: Signature | None, ids: tuple[str, ...]) -> None:
+        if signature is not None and self._matched.get(path) != (signature, ids):
+            self._matched[path] = (signature, ids)
+            self.changed = True
+
     def imports_none(self, path: str, signature: Signature | None, asked: str) -> bool:
         return signature is not None and self._imports.get(asked, {}).get(path) == signature
 
@@ -137,8 +152,14 @@ class WalkMemo:
             self._imports.setdefault(asked, {})[path] = signature
             self.changed = True
 
-    def state(self) -> tuple[dict[str, Signature], dict[str, dict[str, Signature]]]:
-        return self._out, self._imports
+    def state(
+        self,
+    ) -> tuple[
+        dict[str, Signature],
+        dict[str, dict[str, Signature]],
+        dict[str, tuple[Signature, tuple[str, ...]]],
+    ]:
+        return self._out, self._imports, self._matched
 
 
 class ResultCache:
@@ -148,6 +169,7 @@ class ResultCache:
         self.folder = folder or cache_dir()
         self._run = _code_fingerprint() + repr(_canonical((ids, options))).encode()
         self.hits = self.stored = 0
+        self._aliases: tuple[Mapping[str, str], bytes] | None = None
 
     def key(
         self,
@@ -158,8 +180,12 @@ class ResultCache:
         aliases: Mapping[str, str],
         prefiltered: tuple[str, ...],
     ) -> str:
+        if self._aliases is None or self._aliases[0] is not aliases:
+            # (the same re-exports for every file of a round: written out once; the mapping is
+            # held, so that its id is not another's)
+            self._aliases = (aliases, repr(sorted(aliases.items())).encode())
         h = hashlib.blake2b(self._run, digest_size=20)
-        h.update(repr(sorted(aliases.items())).encode())
+        h.update(self._aliases[1])
         h.update(repr((shown, path, module, prefiltered)).encode())
         h.update(data)
         return h.hexdigest()
@@ -168,9 +194,9 @@ class ResultCache:
         """What the last run with these options ruled out ({} the first time)."""
         try:
             with open(self._file(self._walk_key()), "rb") as fh:
-                out, imports = pickle.load(fh)
-            if isinstance(out, dict) and isinstance(imports, dict):
-                return WalkMemo(out, dict(list(imports.items())[-4:]))
+                out, imports, matched = pickle.load(fh)
+            if isinstance(out, dict) and isinstance(imports, dict) and isinstance(matched, dict):
+                return WalkMemo(out, dict(list(imports.items())[-4:]), matched)
         except Exception:  # missing or damaged: every file is read
             pass
         return WalkMemo({}, {})

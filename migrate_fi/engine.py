@@ -135,12 +135,15 @@ def run(
                 continue
             if only is not None:
                 imported.update(import_words(data))
-            matched = matching(tests, data, abspath, options)
-            if not matched and not flashinfer_own_file(abspath, data, tests, options):
-                results[abspath] = FileResult(shown, Status.SKIPPED)
-                others.append(abspath)
-                walk.rule_out(abspath, signature)
-                continue
+            matched = walk.matched(abspath, signature)  # (unchanged since it passed)
+            if matched is None:
+                matched = matching(tests, data, abspath, options)
+                if not matched and not flashinfer_own_file(abspath, data, tests, options):
+                    results[abspath] = FileResult(shown, Status.SKIPPED)
+                    others.append(abspath)
+                    walk.rule_out(abspath, signature)
+                    continue
+                walk.note_matched(abspath, signature, matched)
             found = SourceFile(data, abspath, matched)
             candidates.append(found)
             yield found
@@ -184,6 +187,7 @@ def _reexport_rounds(
     relevant: set[bytes] | None = None  # (the triggers' names: worked out when there are exports)
     none = ProjectAliases({})
     analysed_with: dict[str, ProjectAliases] = {}  # the re-exports a file was last analysed with
+    read: dict[str, tuple[frozenset[bytes], bool]] = {}  # each file's import words, once
     for _ in range(MAX_ROUNDS):
         analysed = [*results.values(), *beside.values()]
         if not any(r.exports for r in analysed):
@@ -198,7 +202,7 @@ def _reexport_rounds(
         now = ProjectAliases(dict(aliases))
         again = [
             f
-            for f in importers(new, candidates, others, walk)
+            for f in importers(new, candidates, others, walk, read)
             if not unaffected(results[f.path], f.data, analysed_with.get(f.path, none), now)
         ]
         results.update(batch.process(again, now.aliases))

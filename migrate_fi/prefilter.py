@@ -10,18 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-__all__ = ["LazyPrefilter", "Prefilter", "identifiers"]
+__all__ = ["TO_SPACES", "LazyPrefilter", "Prefilter", "identifiers"]
 
 # Every byte that cannot be part of an ASCII identifier becomes a space: `split()` then yields the
 # identifiers (twice as fast as a regex over the same bytes).
 _IDENTIFIER_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
-_TO_SPACES = bytes(c if c in _IDENTIFIER_BYTES else 32 for c in range(256))
+TO_SPACES = bytes(c if c in _IDENTIFIER_BYTES else 32 for c in range(256))
 _FEW = 8  # up to this many names, plain substring tests beat collecting identifiers
 _last: tuple[bytes, set[bytes]] | None = None  # every rule's prefilter tests the same file
 
 
 def _is_identifier(name: bytes) -> bool:
-    return bool(name) and name.translate(_TO_SPACES) == name
+    return bool(name) and name.translate(TO_SPACES) == name
 
 
 def identifiers(data: bytes) -> set[bytes]:
@@ -32,7 +32,7 @@ def identifiers(data: bytes) -> set[bytes]:
 def _identifiers(data: bytes) -> set[bytes]:
     global _last
     if _last is None or _last[0] is not data:
-        _last = (data, set(data.translate(_TO_SPACES).split()))
+        _last = (data, set(data.translate(TO_SPACES).split()))
     return _last[1]
 
 

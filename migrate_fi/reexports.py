@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from migrate_fi.cache import WalkMemo
 from migrate_fi.modules import module_identity
 from migrate_fi.pipeline import RuleTests, matching
-from migrate_fi.prefilter import Prefilter, identifiers
+from migrate_fi.prefilter import TO_SPACES, identifiers
 from migrate_fi.resolver import ProjectAliases
 from migrate_fi.results import (
     FileResult,
@@ -32,14 +32,12 @@ __all__ = [
 
 
 MAX_ROUNDS = 4
-# an import statement, with a parenthesized or backslash-continued list of names
+# an import statement, with a parenthesized or backslash-continued list of names; it starts a
+# line or follows a `;`
 _IMPORT = re.compile(
-    rb"(?:^|;)[ \t]*(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]*(?:\([^)]*\)|[^\n#;]*(?:\\\r?\n[^\n#;]*)*)",
-    re.MULTILINE,
+    rb"(?<![^\n;])[ \t]*(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]*(?:\([^)]*\)|[^\n#;]*(?:\\\r?\n[^\n#;]*)*)"
 )
-_WORD = re.compile(rb"\w+")
-_FEW_MODULES = 8  # up to this many, substring tests before reading a file's import statements
-_SUBSTRING_TESTS = 32  # up to this many exporting modules, tested as substrings first
+_FEW_NAMES = 32  # up to this many, substring tests before collecting a file's identifiers
 
 
 def merge_exports(results: Iterable[FileResult], relevant: set[bytes]) -> dict[str, str]:
@@ -85,7 +83,23 @@ def _relevant_alias(target: str, names: set[bytes]) -> bool:
 
 def import_words(data: bytes) -> set[bytes]:
     """The words of a file's import statements (module names and the names imported)."""
-    return {w for m in _IMPORT.finditer(data) for w in _WORD.findall(m.group(0))}
+    # (each statement is matched where a line holding "import" starts, or after a `;` on it:
+    # searching the whole file for statement starts took ten times longer)
+    statements: list[bytes] = []
+    pos = 0
+    while (at := data.find(b"import", pos)) >= 0:
+        line = data.rfind(b"\n", 0, at) + 1
+        starts = [line, *(i + 1 for i in range(line, at) if data[i] == 59)]  # (59: ";")
+        found = None
+        for start in starts:
+            if start >= pos and (found := _IMPORT.match(data, start)) is not None:
+                break
+        if found is None:
+            pos = at + len(b"import")
+            continue
+        statements.append(found.group(0))
+        pos = max(found.end(), at + 1)
+    return set(b" ".join(statements).translate(TO_SPACES).split())  # (the ASCII words)
 
 
 def imported_modules(
@@ -118,58 +132,69 @@ def importers(
     candidates: Iterable[SourceFile],
     others: Iterable[str],
     walk: WalkMemo | None = None,
+    read: dict[str, tuple[frozenset[bytes], bool]] | None = None,
 ) -> list[SourceFile]:
     """Files that may import an alias: they contain its name, and an import statement of
     theirs names the last part of its module's name (`from pkg.quant import q`, `from . import
     quant`, `import pkg.quant as m`), or they import modules by call (`importlib`). Candidates
-    are still in memory; the files the prefilter ruled out are read again."""
+    are still in memory; the files the prefilter ruled out are read again, unless ``read``
+    (kept by the caller from round to round: each file's import words, and whether it imports
+    modules by call) already says they import none of the modules."""
     modules_of: dict[bytes, set[bytes]] = {}  # alias name -> last parts of its modules
+    names_of: dict[bytes, set[bytes]] = {}  # last part of a module -> the alias names it exports
     for key in aliases:
         module, _, name = key.rpartition(".")
-        modules_of.setdefault(name.encode(), set()).add(module.rsplit(".", 1)[-1].encode())
+        last = module.rsplit(".", 1)[-1].encode()
+        modules_of.setdefault(name.encode(), set()).add(last)
+        names_of.setdefault(last, set()).add(name.encode())
+    every_module = frozenset(names_of)
+    known = read if read is not None else {}
 
-    named = Prefilter(n.decode() for n in modules_of)  # (one pass over the file's identifiers)
-    every_module = set().union(*modules_of.values())
-    # (k substring tests of a file cost about k/45 of collecting its identifiers: measured on
-    # SGLang's tree)
-    few = len(every_module) <= _SUBSTRING_TESTS
+    def words_of(path: str, data: bytes) -> tuple[frozenset[bytes], bool]:
+        found = known.get(path)
+        if found is None:
+            dynamic = b"import_module" in data or b"importorskip" in data
+            found = known[path] = (frozenset(import_words(data)), dynamic)
+        return found
 
-    def imports_one(data: bytes) -> bool:
-        # a necessary condition, cheaper than collecting the identifiers of every file when the
-        # exporting modules are few: one of them named in it (or modules imported by call,
-        # whose names are strings)
-        if (
-            few
-            and not any(m in data for m in every_module)
-            and not (b"import_module" in data or b"importorskip" in data)
-        ):
-            return False
-        if not named.matches(data):
-            return False
+    def imports_one(path: str, data: bytes) -> bool:
+        words, dynamic = words_of(path, data)
+        if dynamic:  # modules named in strings: no import statement to read
+            possible: set[bytes] = set(modules_of)
+        else:
+            imported = every_module & words
+            if not imported:
+                return False
+            possible = set().union(*(names_of[m] for m in imported))
         # (an imported name is written as an identifier; non-ASCII names as they are)
-        names = identifiers(data).intersection(modules_of)
-        names.update(n for n in modules_of if not n.isascii() and n in data)
-        if b"import_module" in data or b"importorskip" in data:
-            return True  # modules named in strings: no import statement to read
-        modules = set().union(*(modules_of[n] for n in names))
-        if len(modules) <= _FEW_MODULES and not any(m in data for m in modules):
-            return False  # (a necessary condition, cheaper than reading the imports)
-        words = import_words(data)
-        return any(modules_of[n] & words for n in names)
+        ascii_names = {n for n in possible if n.isascii()}
+        if any(not n.isascii() and n in data for n in possible):
+            return True
+        if len(ascii_names) <= _FEW_NAMES and not any(n in data for n in ascii_names):
+            return False  # (a necessary condition, cheaper than collecting the identifiers)
+        return not identifiers(data).isdisjoint(ascii_names)
 
-    out = [f for f in candidates if imports_one(f.data)]
+    def may_import(path: str) -> bool:
+        """What the words kept from an earlier round say (True: the file must be read)."""
+        found = known.get(path)
+        return found is None or found[1] or not every_module.isdisjoint(found[0])
+
+    out = [f for f in candidates if imports_one(f.path, f.data)]
     asked = repr(sorted(aliases))
     walk = walk or WalkMemo()
     for path in others:
         signature = walk.signature(path)
         if walk.imports_none(path, signature, asked):
             continue  # unchanged since it was found not to import these
+        if not may_import(path):
+            walk.note_imports_none(path, signature, asked)
+            continue
         try:
             with open(path, "rb") as fh:
                 data = fh.read()
         except OSError:
             continue  # reported in the first pass
-        if imports_one(data):
+        if imports_one(path, data):
             out.append(SourceFile(data, path, ()))
         else:
             walk.note_imports_none(path, signature, asked)

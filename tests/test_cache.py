@@ -104,6 +104,26 @@ def test_an_entry_holds_while_what_it_read_outside_the_file_holds(tmp_path: Path
     assert other != key  # analysed with other re-exports: another entry
 
 
+def test_the_walk_remembers_what_a_file_matched_while_it_is_unchanged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from migrate_fi import depends
+    from migrate_fi.cache import WalkMemo
+
+    monkeypatch.setattr(depends, "_RECENT_NS", 0)  # (a file just written counts as settled)
+    path = tmp_path / "m.py"
+    path.write_text("import flashinfer\n")
+    memo = WalkMemo({}, {})
+    signature = memo.signature(str(path))
+    assert signature is not None and memo.matched(str(path), signature) is None
+    memo.note_matched(str(path), signature, ("positional_binding",))
+    out, imports, matched = memo.state()
+    again = WalkMemo(out, imports, matched)  # the next run
+    assert again.matched(str(path), again.signature(str(path))) == ("positional_binding",)
+    path.write_text("import torch, os\n")  # changed: tested again
+    assert again.matched(str(path), again.signature(str(path))) is None
+
+
 def test_a_search_of_the_whole_project_is_never_stored() -> None:
     from migrate_fi import depends
 

@@ -121,3 +121,34 @@ def test_only_files_the_new_reexports_can_change_are_analysed_again(
     every, counts = check(tmp_path, monkeypatch)
     assert every == found
     assert counts["flashinfer/other.py"] > 1
+
+
+def test_import_words_are_those_of_every_statement_a_scan_finds() -> None:
+    """`import_words` matches statements only where a line holding "import" starts (or after a
+    `;`): the same words as scanning the whole file for statements."""
+    import random
+    import re
+
+    from migrate_fi.reexports import _IMPORT, import_words
+
+    def scanned(data: bytes) -> set[bytes]:
+        every = re.compile(_IMPORT.pattern, re.MULTILINE)
+        return {w for m in every.finditer(data) for w in re.findall(rb"\w+", m.group(0))}
+
+    pieces = [b"import", b"from", b" ", b"\t", b"\n", b";", b"(", b")", b"#", b"\\\n", b"a",
+              b"b.c", b"important", b"\r\n", b"'"]  # fmt: skip
+    rng = random.Random(3)
+    for _ in range(20_000):
+        data = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 25)))
+        assert import_words(data) == scanned(data), data
+    assert import_words(b"x = 1; from a.b import (c,\n d)  # e\nimport f as g\n") == {
+        b"from",
+        b"a",
+        b"b",
+        b"import",
+        b"c",
+        b"d",
+        b"f",
+        b"as",
+        b"g",
+    }
