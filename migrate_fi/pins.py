@@ -138,6 +138,10 @@ _POETRY = re.compile(
 _VERSION_LIKE = re.compile(r"^\d+(\.\d+)+([a-z]+\d*|\.post\d+|\.dev\d+)*(\+[\w.]+)?$")
 # in source text, a string literal that may hold such a version (a cheap test before the walk)
 _VERSION_LITERAL = re.compile(r"[\"']\d+(?:\.\d+)+[\w.+]*[\"']")
+# a string literal that may be a FlashInfer distribution's name (`_dist_name`: every one of them
+# starts with "flashinfer", after blanks): a check names one (a name spelled with escapes or
+# split over implicitly joined literals is not seen)
+_QUOTED_DISTRIBUTION = re.compile(r"[\"']\s*flashinfer", re.IGNORECASE)
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 _NEAR = 3  # lines around a FlashInfer mention where an example of the old version counts
 
@@ -628,7 +632,11 @@ def _scan_python(
     taken: set[tuple[int, int]] = set()
     docstrings: set[int] | None = None  # read when the old version is met in a string
     # checks: a call with a FlashInfer distribution name and a version string
-    calls = nodes.of_type(tree, ast.Call) if _VERSION_LITERAL.search(text) else ()
+    calls = (
+        nodes.of_type(tree, ast.Call)
+        if _VERSION_LITERAL.search(text) and _QUOTED_DISTRIBUTION.search(text)
+        else ()
+    )
     for node in calls:
         args = [*node.args, *(k.value for k in node.keywords)]
         packages = [p for p in (_dist_name(a) for a in args) if p]

@@ -215,7 +215,9 @@ class NameResolver:
         if not self.module_name:
             return {}
         out = {}
-        for name in self.module_scope.bindings:
+        for name, bindings in self.module_scope.bindings.items():
+            if all(b.qualname is None and b.alias_of is None for b in bindings):
+                continue  # (defs, parameters, other values: nothing with a qualified name)
             quals = self._resolve_name(name, self.module_scope, frozenset())
             targets = {c.qualname for c in quals}
             if len(targets) == 1:

@@ -276,3 +276,13 @@ def test_string_and_comment_tokens_are_tokenizes() -> None:
     assert len(files) > 50
     for text in [*samples, *(f.read_text(encoding="utf-8") for f in files)]:
         assert [tuple(t) for t in _tokens(text)] == reference(text)
+
+
+def test_a_version_check_names_a_distribution_the_quick_test_sees() -> None:
+    """The scan reads a file's calls only where a literal starts with "flashinfer"
+    (`_QUOTED_DISTRIBUTION`): every FlashInfer distribution's name does."""
+    from migrate_fi.pins import _QUOTED_DISTRIBUTION, FAMILY
+
+    assert all(name.startswith("flashinfer") for name in FAMILY)
+    for text in ('version("flashinfer-python")', "v(' FlashInfer_cubin')", 'v("""flashinfer""")'):
+        assert _QUOTED_DISTRIBUTION.search(text), text
