@@ -150,12 +150,13 @@ class Batch:
                     for w in waiting:
                         futures[pool.submit(_work, *self._args(w, aliases))] = w.path
                     waiting = []
-            if pool is None:
+            if pool is None:  # (too little work for workers: here)
                 if waiting:
                     self._preloaded()
-                for n, f in enumerate(waiting, 1):
+                total = len(out) + len(waiting)
+                for f in waiting:
                     out[f.path] = self._done(f.path, _work(*self._args(f, aliases)), keys)
-                    self._tick(len(out), len(out) + len(waiting) - n)
+                    self._tick(len(out), total)
                 return out
             total = len(out) + len(futures)
             from concurrent.futures import as_completed
