@@ -24,7 +24,8 @@ from migrate_fi.pipeline import (
 )
 from migrate_fi.reexports import (
     MAX_ROUNDS,
-    import_words,
+    FileImports,
+    file_imports,
     imported_modules,
     importers,
     merge_exports,
@@ -95,6 +96,7 @@ def run(
     stale: list[str] = []
     left_out: list[str] = []  # Python files outside ``only``: read only for their re-exports
     imported: set[bytes] = set()  # the words of the import statements of the files read
+    read: dict[str, FileImports] = {}  # each file's imports, worked out once (`reexports`)
 
     def unreadable(folder: str, exc: OSError) -> None:
         shown = display_path(folder)
@@ -134,7 +136,8 @@ def run(
                 results[abspath] = failed(shown, f"cannot read: {exc.strerror}")
                 continue
             if only is not None:
-                imported.update(import_words(data))
+                read[abspath] = file_imports(data)
+                imported.update(read[abspath][0])
             matched = walk.matched(abspath, signature)  # (unchanged since it passed)
             if matched is None:
                 matched = matching(tests, data, abspath, options)
@@ -155,7 +158,7 @@ def run(
         # (analysed for their exports only: a check, whatever the mode, and not part of the result)
         with Batch(ids, options, Mode.CHECK.value, jobs, None, cache, preload) as aside:
             beside = aside.process(exporters, {})
-        _reexport_rounds(batch, results, beside, candidates, others, walk, tests)
+        _reexport_rounds(batch, results, beside, candidates, others, walk, tests, read)
     if cache is not None:
         cache.save_walk(walk)
         cache.prune()
@@ -180,6 +183,7 @@ def _reexport_rounds(
     others: list[str],
     walk: WalkMemo,
     tests: RuleTests,
+    read: dict[str, FileImports],
 ) -> None:
     """Analyse again, with the project's re-exports found so far, the files that may import
     them and whose result they can change (`migrate_fi.reexports`), until no new one appears."""
@@ -187,7 +191,6 @@ def _reexport_rounds(
     relevant: set[bytes] | None = None  # (the triggers' names: worked out when there are exports)
     none = ProjectAliases({})
     analysed_with: dict[str, ProjectAliases] = {}  # the re-exports a file was last analysed with
-    read: dict[str, tuple[frozenset[bytes], bool]] = {}  # each file's import words, once
     for _ in range(MAX_ROUNDS):
         analysed = [*results.values(), *beside.values()]
         if not any(r.exports for r in analysed):

@@ -105,7 +105,7 @@ def rule_tests(
     come from the release data, loaded for them)."""
 
     def built(rule: type[Rule]) -> Prefilter:
-        if cache is None:
+        if cache is None or not _computes_triggers(rule):
             return prefilter_for(rule, options)
         return _prefilter(cache.memo(f"triggers {rule.id}", lambda: run_triggers(rule, options)))
 
@@ -118,6 +118,12 @@ def rule_tests(
         )
         for c in rules
     ]
+
+
+def _computes_triggers(rule: type[Rule]) -> bool:
+    """Whether ``rule`` works its triggers out for the run (worth keeping in the cache), rather
+    than declaring them."""
+    return rule.triggers_for.__func__ is not Rule.triggers_for.__func__  # type: ignore[attr-defined]
 
 
 def matching(tests: RuleTests, data: bytes, path: str, options: RunOptions) -> tuple[str, ...]:

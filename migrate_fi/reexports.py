@@ -23,6 +23,8 @@ from migrate_fi.workers import SourceFile
 
 __all__ = [
     "MAX_ROUNDS",
+    "FileImports",
+    "file_imports",
     "import_words",
     "imported_modules",
     "importers",
@@ -102,6 +104,15 @@ def import_words(data: bytes) -> set[bytes]:
     return set(b" ".join(statements).translate(TO_SPACES).split())  # (the ASCII words)
 
 
+FileImports = tuple[frozenset[bytes], bool]  # a file's import words; whether it imports by call
+
+
+def file_imports(data: bytes) -> FileImports:
+    """The words of the file's import statements, and whether it imports modules by call
+    (`importlib.import_module`, `pytest.importorskip`: their names are strings)."""
+    return frozenset(import_words(data)), b"import_module" in data or b"importorskip" in data
+
+
 def imported_modules(
     paths: Iterable[str],
     imported: set[bytes],
@@ -132,7 +143,7 @@ def importers(
     candidates: Iterable[SourceFile],
     others: Iterable[str],
     walk: WalkMemo | None = None,
-    read: dict[str, tuple[frozenset[bytes], bool]] | None = None,
+    read: dict[str, FileImports] | None = None,
 ) -> list[SourceFile]:
     """Files that may import an alias: they contain its name, and an import statement of
     theirs names the last part of its module's name (`from pkg.quant import q`, `from . import
@@ -150,11 +161,10 @@ def importers(
     every_module = frozenset(names_of)
     known = read if read is not None else {}
 
-    def words_of(path: str, data: bytes) -> tuple[frozenset[bytes], bool]:
+    def words_of(path: str, data: bytes) -> FileImports:
         found = known.get(path)
         if found is None:
-            dynamic = b"import_module" in data or b"importorskip" in data
-            found = known[path] = (frozenset(import_words(data)), dynamic)
+            found = known[path] = file_imports(data)
         return found
 
     def imports_one(path: str, data: bytes) -> bool:

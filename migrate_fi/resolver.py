@@ -91,9 +91,6 @@ class ProjectAliases:
             self._by_name.setdefault(name, []).append((module, target))
         self._followed: dict[str, str] = {}  # (``aliases`` does not change meanwhile)
 
-    def __bool__(self) -> bool:
-        return bool(self.aliases)
-
     def follow(self, qualname: str) -> str:
         """What ``qualname`` names once the re-exports are followed (itself if none)."""
         if not self.aliases:

@@ -210,7 +210,8 @@ class ScopeBuilder(ast.NodeVisitor):
     # A faster walk than ast.NodeVisitor's: the method and the fields that may hold nodes are
     # looked up once per node type, and leaves that can neither bind a name nor hold a call
     # (constants, load/store markers, operators, and fields that hold names, not nodes) are
-    # never visited. `walk` inlines the dispatch: one Python call per node visited, not two.
+    # never visited. `generic_visit` inlines the dispatch, once for a list field and once for a
+    # node (one loop over both is 12% slower): one Python call per node visited, not two.
     _SKIP = (ast.Constant, ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
 
     def visit(self, node: ast.AST) -> None:
