@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from typing import Any
 
 from migrate_fi.api.paths import ApiPath
-from migrate_fi.api.store import load_release, on_forget
+from migrate_fi.api.store import Section, load_release, on_forget
 
 __all__ = [
     "Api",
@@ -137,9 +137,9 @@ class Api:
 
     def __init__(self, version: str, record: dict[str, Any]) -> None:
         self.version = version
-        self.defs: dict[str, Any] = record["defs"]
+        self.defs: Mapping[str, Any] = record["defs"]
         self.exports: dict[str, str] = record["exports"]
-        self.modules: dict[str, Any] = record["modules"]
+        self.modules: Mapping[str, Any] = record["modules"]
         self._names: dict[str, frozenset[str]] = {}
         self._by_last_name: dict[str, list[tuple[str, str]]] | None = None
 
@@ -151,6 +151,28 @@ class Api:
         if path in self.exports:
             return self.exports[path]
         return path if path in self.modules else None
+
+    def kind(self, key: str) -> str | None:
+        """A definition's kind (``"f"``, ``"c"``), None when there is none. Read from its text
+        where the record's own ``"k"`` is found before any nested object (nothing decoded)."""
+        if isinstance(self.defs, Section):
+            if key not in self.defs:
+                return None
+            text = self.defs.text(key)
+            at = text.find(b'"k":"')
+            # (a string cannot hold `"k":"` unescaped; before it, only the record's own brace)
+            if at > 0 and text.count(b"{", 0, at) == 1 and text[at + 6 : at + 7] == b'"':
+                return chr(text[at + 5])
+        record = self.defs.get(key)
+        return None if record is None else record.get("k")
+
+    def may_mention(self, key: str, words: tuple[bytes, ...]) -> bool:
+        """False when the definition ``key`` certainly holds none of ``words`` (its text does
+        not contain them); True otherwise (also when there is no such definition)."""
+        if isinstance(self.defs, Section) and key in self.defs:
+            text = self.defs.text(key)
+            return any(w in text for w in words)
+        return True
 
     def names(self, module: str) -> frozenset[str]:
         found = self._names.get(module)
@@ -211,7 +233,7 @@ class Api:
                 return True  # a value, or something of another package
             if target in self.modules:
                 return target, "module"
-            return target, ("class" if self.defs[target].get("k") == "c" else "function")
+            return target, ("class" if self.kind(target) == "c" else "function")
         if prefix in self.modules:
             return prefix, "module"
         if entry.get("open"):
@@ -274,7 +296,7 @@ class Api:
         if found is None:  # `Cls.method`
             cls_part, _, method = path.rpartition(".")
             cls = self.canonical(cls_part)
-            if cls is not None and self.defs.get(cls, {}).get("k") == "c":
+            if cls is not None and self.kind(cls) == "c":
                 return str(ApiPath.method_of(cls, method))
         return found
 
@@ -308,12 +330,35 @@ class Api:
             return None
         return self._with_shim(path, _params(init["sig"])[1:], init, target)
 
+    def same_callable(self, other: Api, path: str) -> bool:
+        """Is ``path`` certainly the same callable on ``other``? True when both releases read it
+        from definitions written alike: its function, or its class holding the method itself
+        (``__init__`` for the constructor) and the method a deprecation shim forwards to. False
+        says nothing (an inherited method, say): compare the signatures."""
+        path = _instance_call(path)
+        api_path = ApiPath(path)
+        owner, method = (api_path.owner, api_path.name) if api_path.is_method else (path, None)
+        target = self.canonical(owner)
+        if target is None or target != other.canonical(owner):
+            return False
+        if not _same_entry(self.defs, other.defs, target):
+            return False
+        record = self.defs[target]
+        if record.get("k") == "f":
+            return method is None
+        own = record.get("methods", {}) if record.get("k") == "c" else {}
+        found = own.get("__init__" if method is None else method)
+        if found is None:
+            return False
+        forwards = (found.get("shim") or {}).get("forwards")
+        return forwards is None or forwards in own
+
     def _class_attribute(self, path: str) -> CallSignature | None:
         """``Cls.method`` called on the class: a static method binds as written, a class method
         without ``cls``, an instance method with the instance as its first argument."""
         cls_part, _, method = path.rpartition(".")
         cls = self.canonical(cls_part)
-        if cls is None or self.defs.get(cls, {}).get("k") != "c":
+        if cls is None or self.kind(cls) != "c":
             return None
         record = self._method(cls, method)
         if record is None or record.get("dec") == "property":
@@ -339,7 +384,7 @@ class Api:
         """Every public path (no component starting with `_`) of a def -> its canonical path."""
         out: dict[str, str] = {}
         for path in [*self.defs, *self.exports]:
-            if any(part.startswith("_") for part in path.split(".")):
+            if "._" in path or path.startswith("_"):  # (a component starts with `_`)
                 continue
             target = self.canonical(path)
             if target is not None and target in self.defs:
@@ -357,11 +402,20 @@ class Api:
             self._by_last_name = index
         best: dict[str, str] = {}
         for public, target in self._by_last_name.get(path.rsplit(".", 1)[-1], ()):
-            if public == path or (kind is not None and self.defs[target].get("k") != kind):
+            if public == path or (kind is not None and self.kind(target) != kind):
                 continue
             if target not in best or (len(public), public) < (len(best[target]), best[target]):
                 best[target] = public
         return sorted(best.values())
+
+
+def _same_entry(a: Mapping[str, Any], b: Mapping[str, Any], key: str) -> bool:
+    """Do two releases record ``key`` alike? (Texts compared where both are kept as text.)"""
+    if key not in a or key not in b:
+        return False
+    if isinstance(a, Section) and isinstance(b, Section):
+        return a.text(key) == b.text(key)
+    return bool(a[key] == b[key])
 
 
 def moved_to(old: Api, new: Api, path: str) -> tuple[str | None, list[str]]:
@@ -682,34 +736,20 @@ def _callable_paths(api: Api) -> dict[str, str]:
             best[target] = path
     out: dict[str, str] = {}
     for target, path in best.items():
-        record = api.defs[target]
         out[path] = target
-        if record["k"] == "c":
+        if api.kind(target) == "c":
             for name in api.method_names(target):
                 if not name.startswith("_") or name == "__call__":
                     out[str(ApiPath.method_of(path, name))] = str(ApiPath.method_of(target, name))
     return out
 
 
-@cache
 def changed_callables(
     old_version: str, new_version: str
 ) -> dict[str, tuple[str, CallableDiff | None]]:
     """Callables whose calls may need attention: key -> (a public path, diff); the diff is None
     for a callable that no longer exists."""
-    old, new = api_for(old_version), api_for(new_version)
-    out: dict[str, tuple[str, CallableDiff | None]] = {}
-    for path, key in _callable_paths(old).items():
-        before, after = old.callable(path), new.callable(path)
-        if before is not None and after is None and new.surely_missing(path):
-            out[key] = (path, None)
-            continue
-        if before is None or after is None:
-            continue
-        d = compare_callables(before, after)
-        if d.affected_from is not None or d.removed or d.newly_required or d.renamed:
-            out[key] = (path, d)
-    return out
+    return _pair(old_version, new_version).callables
 
 
 @dataclass(frozen=True)
@@ -740,29 +780,26 @@ def is_cosmetic(old: str, new: str) -> bool:
     return a_ok and b_ok and type(a) is type(b) and a == b
 
 
-@cache
 def changed_defaults(old_version: str, new_version: str) -> dict[str, tuple[DefaultChange, ...]]:
     """Callables a parameter of which has another default on ``new_version``, by the key of
     their definition on ``old_version``; cosmetic changes left out."""
-    old, new = api_for(old_version), api_for(new_version)
-    out: dict[str, tuple[DefaultChange, ...]] = {}
-    for path, key in _callable_paths(old).items():
-        before, after = old.callable(path), new.callable(path)
-        if before is None or after is None:
+    return _pair(old_version, new_version).defaults
+
+
+def _default_changes(
+    path: str, before: CallSignature, after: CallSignature
+) -> tuple[DefaultChange, ...]:
+    now = {p.name: p for p in after.params}
+    found = []
+    for p in before.params:
+        q = now.get(p.name)
+        if q is None or p.default is None or q.default is None or p.default == q.default:
             continue
-        now = {p.name: p for p in after.params}
-        found = []
-        for p in before.params:
-            q = now.get(p.name)
-            if q is None or p.default is None or q.default is None or p.default == q.default:
-                continue
-            if is_cosmetic(p.default, q.default):
-                continue
-            keyword = p.kind in ("A", "K") and q.kind in ("A", "K")
-            found.append(DefaultChange(path, p.name, p.default, q.default, keyword))
-        if found:
-            out[key] = tuple(found)
-    return out
+        if is_cosmetic(p.default, q.default):
+            continue
+        keyword = p.kind in ("A", "K") and q.kind in ("A", "K")
+        found.append(DefaultChange(path, p.name, p.default, q.default, keyword))
+    return tuple(found)
 
 
 @dataclass(frozen=True)
@@ -789,7 +826,7 @@ def changed_enums(old_version: str, new_version: str) -> dict[str, EnumChange]:
     old, new = api_for(old_version), api_for(new_version)
     shortest: dict[str, str] = {}
     for path, target in old.public_paths().items():
-        if old.defs[target].get("enum"):
+        if old.may_mention(target, (b'"enum":',)) and old.defs[target].get("enum"):
             current = shortest.get(target)
             if current is None or (len(path), path) < (len(current), current):
                 shortest[target] = path
@@ -827,53 +864,96 @@ def _snake(name: str) -> str:
 def enum_parameters(old_version: str, new_version: str) -> dict[str, tuple[EnumParameter, ...]]:
     """Callables (by key on the old release) with a parameter that takes the value of an enum
     `changed_enums` names, and which the new release still has under that name."""
-    return _enum_parameters(old_version, new_version)[0]
+    return _pair(old_version, new_version).enum_parameters
 
 
 def enum_parameter_paths(old_version: str, new_version: str) -> tuple[str, ...]:
     """A public path of each callable `enum_parameters` names (what a file calling it names)."""
-    return _enum_parameters(old_version, new_version)[1]
+    return _pair(old_version, new_version).enum_paths
+
+
+@dataclass(frozen=True)
+class _PairChanges:
+    """What `changed_callables`, `changed_defaults` and `enum_parameters` answer for a pair of
+    releases: one pass over the old release's callables (each read once on either side)."""
+
+    callables: dict[str, tuple[str, CallableDiff | None]]
+    defaults: dict[str, tuple[DefaultChange, ...]]
+    enum_parameters: dict[str, tuple[EnumParameter, ...]]
+    enum_paths: tuple[str, ...]
 
 
 @cache
-def _enum_parameters(
-    old_version: str, new_version: str
-) -> tuple[dict[str, tuple[EnumParameter, ...]], tuple[str, ...]]:
-    enums = changed_enums(old_version, new_version)
-    if not enums:
-        return {}, ()
+def _pair(old_version: str, new_version: str) -> _PairChanges:
     old, new = api_for(old_version), api_for(new_version)
     by_name: dict[str, list[str]] = {}
-    for key, change in enums.items():
-        by_name.setdefault(change.name, []).append(key)
-    out: dict[str, tuple[EnumParameter, ...]] = {}
+    for enum_key, change in changed_enums(old_version, new_version).items():
+        by_name.setdefault(change.name, []).append(enum_key)
+    callables: dict[str, tuple[str, CallableDiff | None]] = {}
+    defaults: dict[str, tuple[DefaultChange, ...]] = {}
+    parameters: dict[str, tuple[EnumParameter, ...]] = {}
     paths: list[str] = []
+    words = tuple(w.encode() for n in by_name for w in (n, _snake(n)))  # (as the data writes them)
+    before: CallSignature | None
+    after: CallSignature | None
     for path, key in _callable_paths(old).items():
-        before, after = old.callable(path), new.callable(path)
-        if before is None or after is None:
-            continue
-        module = _defining_module(old, key)
-        found = []
-        positional = [p.name for p in before.positional]
-        for p in before.params:
-            if p.kind not in ("P", "A", "K") or not any(q.name == p.name for q in after.params):
+        if old.same_callable(new, path):  # (most callables, between releases near each other)
+            # nothing changed: a parameter that takes a changed enum is all there is to find
+            call = ApiPath(_instance_call(path))
+            definition = old.canonical(call.owner if call.is_method else path) or ""
+            if not (by_name and old.may_mention(definition, words)):
                 continue
-            head = (p.default or "").split(".", 1)[0]
-            linked = [(head, True)] if head in by_name else []
-            linked += [(n, False) for n in by_name if _snake(n) == p.name and n != head]
-            for enum_name, by_default in linked:
-                enum_key = _enum_key(old, module, enum_name, by_name[enum_name])
-                if enum_key is None:
-                    continue
-                d = p.default
-                value = d is None or not d.startswith(f"{enum_name}.") or d.endswith(".value")
-                index = positional.index(p.name) if p.name in positional else None
-                found.append(EnumParameter(p.name, index, enum_key, by_default, value))
-                break
-        if found:
-            out[key] = tuple(found)
+            before = old.callable(path)
+            if before is None:
+                continue
+            after = before
+        else:
+            before, after = old.callable(path), new.callable(path)
+            if before is not None and after is None and new.surely_missing(path):
+                callables[key] = (path, None)
+                continue
+            if before is None or after is None:
+                continue
+            d = compare_callables(before, after)
+            if d.affected_from is not None or d.removed or d.newly_required or d.renamed:
+                callables[key] = (path, d)
+            changed = _default_changes(path, before, after)
+            if changed:
+                defaults[key] = changed
+        linked = _enum_links(old, key, before, after, by_name) if by_name else ()
+        if linked:
+            parameters[key] = linked
             paths.append(path)
-    return out, tuple(sorted(paths))
+    return _PairChanges(callables, defaults, parameters, tuple(sorted(paths)))
+
+
+def _enum_links(
+    old: Api,
+    key: str,
+    before: CallSignature,
+    after: CallSignature,
+    by_name: dict[str, list[str]],
+) -> tuple[EnumParameter, ...]:
+    """The parameters of a callable that take the value of a changed enum (by enum name)."""
+    module = _defining_module(old, key)
+    found = []
+    positional = [p.name for p in before.positional]
+    for p in before.params:
+        if p.kind not in ("P", "A", "K") or not any(q.name == p.name for q in after.params):
+            continue
+        head = (p.default or "").split(".", 1)[0]
+        linked = [(head, True)] if head in by_name else []
+        linked += [(n, False) for n in by_name if _snake(n) == p.name and n != head]
+        for enum_name, by_default in linked:
+            enum_key = _enum_key(old, module, enum_name, by_name[enum_name])
+            if enum_key is None:
+                continue
+            d = p.default
+            value = d is None or not d.startswith(f"{enum_name}.") or d.endswith(".value")
+            index = positional.index(p.name) if p.name in positional else None
+            found.append(EnumParameter(p.name, index, enum_key, by_default, value))
+            break
+    return tuple(found)
 
 
 def _defining_module(api: Api, key: str) -> str | None:
@@ -994,9 +1074,7 @@ def forget() -> None:
     for cached in (
         api_for,
         callable_diff,
-        changed_callables,
-        changed_defaults,
         changed_enums,
-        _enum_parameters,
+        _pair,
     ):
         cached.cache_clear()

@@ -1,0 +1,139 @@
+"""The release records on disk: the line layout, read entry by entry, and the older layout."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from migrate_fi.api import differ, store
+from migrate_fi.api.store import DataError, Section, encode_release, load_release
+
+
+@pytest.fixture(autouse=True)
+def _fresh() -> Iterator[None]:
+    store.forget()
+    yield
+    store.forget()
+
+
+def _record(version: str = "9.9.9") -> dict[str, Any]:
+    return {
+        "format": store.FORMAT,
+        "provenance": {"version": version, "source": "test.whl", "sha256": "0" * 64},
+        "exports": {"flashinfer.f": "flashinfer.core.f"},
+        "defs": {
+            "flashinfer.core.f": {"h": "ab", "k": "f", "sig": [["x", "A", None]]},
+            'odd "key" \\ with escapes': {"k": "c", "methods": {}},
+            "caf\u00e9": {"sig": []},
+            "": {"k": "f"},
+            "flashinfer.core.E": {"enum": {"k": "c"}, "h": "cd", "k": "c", "methods": {}},
+        },
+        "modules": {"flashinfer": {"names": ["f"]}, "flashinfer.core": {}},
+    }
+
+
+def _unreadable(why: str) -> DataError:
+    return DataError(f"test.json.gz: {why}")
+
+
+def _plain(record: dict[str, Any]) -> dict[str, Any]:
+    return {k: dict(v) if isinstance(v, Section) else v for k, v in record.items()}
+
+
+def test_the_line_layout_is_json_and_reads_back_entry_by_entry() -> None:
+    record = _record()
+    data = encode_release(record)
+    assert json.loads(data) == record  # (any JSON reader reads the file)
+    assert encode_release(json.loads(data)) == data  # the same record, the same bytes
+    read = store._decode(data, _unreadable)
+    assert isinstance(read["defs"], Section) and isinstance(read["modules"], Section)
+    assert _plain(read) == record
+    defs = read["defs"]
+    assert list(defs) == sorted(record["defs"]) and len(defs) == 5
+    assert 'odd "key" \\ with escapes' in defs and "missing" not in defs
+    assert defs.get("missing") is None and defs.get("caf\u00e9") == {"sig": []}
+    assert (
+        defs.text("flashinfer.core.f")
+        == json.dumps(
+            record["defs"]["flashinfer.core.f"], sort_keys=True, separators=(",", ":")
+        ).encode()
+    )
+    with pytest.raises(KeyError):
+        defs["missing"]
+
+
+def test_kind_is_read_from_the_text_and_agrees_with_the_record() -> None:
+    api = differ.Api("9.9.9", store._decode(encode_release(_record()), _unreadable))
+    assert api.kind("flashinfer.core.f") == "f"
+    assert api.kind("flashinfer.core.E") == "c"  # (an enum member named "k" comes first)
+    assert api.kind("caf\u00e9") is None and api.kind("missing") is None
+    newest = differ.api_for(store.available_releases()[-1])
+    assert isinstance(newest.defs, Section)
+    for key in newest.defs:
+        assert newest.kind(key) == newest.defs[key].get("k"), key
+
+
+def test_every_bundled_record_has_the_line_layout() -> None:
+    for version in store.available_releases(store.DATA_DIR):
+        record = load_release(version)
+        assert isinstance(record["defs"], Section), version
+        assert isinstance(record["modules"], Section), version
+
+
+def test_same_callable_means_the_same_signature() -> None:
+    """Where `same_callable` answers without comparing, comparing finds nothing either."""
+    old, new = differ.api_for("0.6.18"), differ.api_for("0.7.4")
+    same = 0
+    for path in differ._callable_paths(old):
+        if old.same_callable(new, path):
+            same += 1
+            assert old.callable(path) == new.callable(path), path
+    assert same > 1000  # (most of them: what makes the pass over a pair of releases fast)
+
+
+def _user_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, payload: bytes) -> Path:
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / "9.9.9.json.gz").write_bytes(gzip.compress(payload))
+    store.register(str(folder), _record())
+    monkeypatch.setenv(store.DATA_ENV, str(folder))
+    store.forget()
+    return folder
+
+
+def test_a_record_written_on_one_line_is_read_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The layout of the records an earlier migrate-fi wrote into the user's data folder."""
+    one_line = json.dumps(_record(), sort_keys=True, separators=(",", ":")).encode()
+    _user_folder(tmp_path, monkeypatch, one_line)
+    record = load_release("9.9.9")
+    assert isinstance(record["defs"], dict) and record == _record()
+    api = differ.api_for("9.9.9")
+    assert api.kind("flashinfer.core.f") == "f" and api.callable("flashinfer.f") is not None
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda data: data.replace(b',"modules":{\n', b',"modulez":{\n'),
+        lambda data: data.replace(b'\n"flashinfer.core.f":', b"\nflashinfer.core.f:"),
+        lambda data: data[:-4] + b"\n}\n",  # a line left empty
+        lambda data: data.replace(b'"flashinfer.core.f":{', b'"flashinfer.core.f":{{'),
+    ],
+    ids=["a section renamed", "a key without quotes", "an empty line", "an entry not JSON"],
+)
+def test_a_damaged_record_is_one_line_naming_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: Any
+) -> None:
+    folder = _user_folder(tmp_path, monkeypatch, damage(encode_release(_record())))
+    with pytest.raises(DataError) as caught:
+        differ.api_for("9.9.9").callable("flashinfer.f")  # (an entry is decoded when asked)
+    message = str(caught.value)
+    assert "\n" not in message and str(folder / "9.9.9.json.gz") in message
+    assert "cannot be read" in message
