@@ -4,7 +4,8 @@
 their helpers) ask it of the same module. `walk(tree)` walks a module once and keeps its nodes,
 in `ast.walk`'s order; `of_type(tree, ast.Call)` keeps the nodes of a type, in the same order.
 The few modules in use at once are kept (the file being analysed, the other files a caller
-search reads); subtrees are walked with `ast.walk` as before.
+search reads), until `release` (the end of each file: its tree is then freed); subtrees are walked
+with `ast.walk` as before.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import ast
 from typing import TypeVar
 
-__all__ = ["of_type", "parents", "walk"]
+__all__ = ["of_type", "parents", "release", "walk"]
 
 N = TypeVar("N", bound=ast.AST)
 
@@ -48,6 +49,11 @@ def _all_nodes(tree: ast.AST) -> list[ast.AST]:
             elif isinstance(value, list):
                 out.extend(item for item in value if isinstance(item, ast.AST))
     return out
+
+
+def release() -> None:
+    """Forget every module walked (the pipeline calls it when a file is done)."""
+    _walked.clear()
 
 
 def walk(tree: ast.AST) -> list[ast.AST]:

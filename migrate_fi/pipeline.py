@@ -22,6 +22,7 @@ import warnings
 from collections.abc import Callable, Collection, Mapping, Sequence
 from functools import lru_cache, partial
 
+from migrate_fi import nodes
 from migrate_fi.api.store import DataError
 from migrate_fi.cache import ResultCache
 from migrate_fi.discovery import wanted_files
@@ -188,6 +189,7 @@ def process_source(
     finally:
         for resolver in built:
             resolver.release()
+        nodes.release()
         if collecting:
             gc.enable()
 

@@ -68,3 +68,32 @@ def test_a_walk_that_fails_stops_the_workers(tmp_path: Path) -> None:
         with pytest.raises(OSError, match="went away"):
             batch.process(walk(), {})
         assert batch._pool is None
+
+
+def test_a_file_s_tree_is_freed_when_it_is_done(tmp_path: Path) -> None:
+    """Nothing keeps a parsed module once its file is processed (no memo of walked trees, no
+    reference cycle left for the collector): the memory of a run is that of its largest file."""
+    import ast
+    import gc
+
+    from migrate_fi.pipeline import Mode, process_source
+
+    data = (
+        b"import flashinfer\nfrom flashinfer import fp4_quantize\n\n\ndef q(x, gs):\n"
+        + CALL.encode()
+        + b"\n\nassert flashinfer.__version__ >= '0.6.10'\n"
+    )
+
+    def modules() -> int:
+        return sum(isinstance(o, ast.Module) for o in gc.get_objects())
+
+    before = modules()
+    collecting = gc.isenabled()
+    gc.disable()  # (freed by reference counting alone, not by a collection)
+    try:
+        result = process_source(data, str(tmp_path / "m.py"), all_rules(), OPTIONS, Mode.CHECK)
+        assert [d.code for d in result.diagnostics]  # the rules did look at it
+        assert modules() == before
+    finally:
+        if collecting:
+            gc.enable()

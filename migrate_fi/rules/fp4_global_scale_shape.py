@@ -604,32 +604,39 @@ class Fp4GlobalScaleShape(Rule):
         old_api, params = _targets(str(ctx.options.from_version), self.introduced_in)
         resolver = ctx.resolver
         shape = _Shape(resolver, ctx.path)
-        for call in api_calls(ctx, old_api, params):
-            if not call.certain:
-                continue  # names that may not be FlashInfer's are the positional rules' business
-            view, scope = call.view, call.view.scope
-            param, index = params[call.key]
-            # what this call writes itself (a partial's own arguments are judged where it is made)
-            args, index = view.own, index - view.bound_count
-            passed = args.passed(param)
-            if passed is not None:
-                value = passed
-            elif 0 <= index < len(args.positional) and not (view.bound and view.bound.starred):
-                value = args.positional[index]
-            else:
-                continue  # not passed (or hidden in *args/**kwargs): nothing to point at
-            if shape.one(value, scope):
-                continue
-            name = call.path.rsplit(".", 1)[-1]
-            text = _short(value)
-            one = f"{text}[:1]" if isinstance(value, (ast.Name, ast.Attribute)) else f"({text})[:1]"
-            ctx.report(
-                value,
-                f"{name}: {param} `{text}` may hold more than one element ({shape.why(value, scope)});"
-                f" since {self.introduced_in} num_tokens elements mean one scale per row and other sizes fail,"
-                f" where before only element 0 was read: pass `{one}` if one global scale is"
-                f" meant, else mark the line `# migrate-fi: ignore[{self.code}]` once checked",
-            )
+        try:
+            for call in api_calls(ctx, old_api, params):
+                if not call.certain:
+                    continue  # names that may not be FlashInfer's are the positional rules' business
+                view, scope = call.view, call.view.scope
+                param, index = params[call.key]
+                # what this call writes itself (a partial's own arguments are judged where it is made)
+                args, index = view.own, index - view.bound_count
+                passed = args.passed(param)
+                if passed is not None:
+                    value = passed
+                elif 0 <= index < len(args.positional) and not (view.bound and view.bound.starred):
+                    value = args.positional[index]
+                else:
+                    continue  # not passed (or hidden in *args/**kwargs): nothing to point at
+                if shape.one(value, scope):
+                    continue
+                name = call.path.rsplit(".", 1)[-1]
+                text = _short(value)
+                one = (
+                    f"{text}[:1]"
+                    if isinstance(value, (ast.Name, ast.Attribute))
+                    else f"({text})[:1]"
+                )
+                ctx.report(
+                    value,
+                    f"{name}: {param} `{text}` may hold more than one element ({shape.why(value, scope)});"
+                    f" since {self.introduced_in} num_tokens elements mean one scale per row and other sizes fail,"
+                    f" where before only element 0 was read: pass `{one}` if one global scale is"
+                    f" meant, else mark the line `# migrate-fi: ignore[{self.code}]` once checked",
+                )
+        finally:
+            shape.shared.clear()  # (it holds every instance: a cycle that would keep the trees)
 
 
 @cache  # (asked by every file of the run)
