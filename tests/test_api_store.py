@@ -137,3 +137,17 @@ def test_a_damaged_record_is_one_line_naming_the_file(
     message = str(caught.value)
     assert "\n" not in message and str(folder / "9.9.9.json.gz") in message
     assert "cannot be read" in message
+
+
+def test_gunzip_reads_what_gzip_reads(tmp_path: Path) -> None:
+    """One buffer of the trailer's size, else (several members) what `gzip` gives; not gzip:
+    ValueError (the caller's one-line DataError)."""
+    data = encode_release(_record())
+    one, two = tmp_path / "one.gz", tmp_path / "two.gz"
+    one.write_bytes(gzip.compress(data))
+    two.write_bytes(gzip.compress(data[:100]) + gzip.compress(data[100:]))  # (two members)
+    assert store._gunzip(str(one)) == data and store._gunzip(str(two)) == data
+    for junk in (b"junk", gzip.compress(data)[:-9] + b"\0" * 9, b""):
+        (tmp_path / "bad.gz").write_bytes(junk)
+        with pytest.raises((ValueError, EOFError)):
+            store._gunzip(str(tmp_path / "bad.gz"))

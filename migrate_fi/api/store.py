@@ -250,10 +250,7 @@ def load_release(version: str) -> dict[str, Any]:
     enabled = gc.isenabled()
     gc.disable()
     try:
-        import gzip  # (here: a run that reads no release data never imports it)
-
-        with gzip.open(path, "rb") as fh:
-            record = _decode(fh.read(), lambda why: _unreadable(version, path, why))
+        record = _decode(_gunzip(path), lambda why: _unreadable(version, path, why))
     except (OSError, EOFError, ValueError) as exc:
         raise _unreadable(version, path, str(exc)) from None
     finally:
@@ -262,6 +259,34 @@ def load_release(version: str) -> dict[str, Any]:
     if record.get("format") != FORMAT:
         raise KeyError(f"{version} (data of format {record.get('format')}, not {FORMAT})")
     return record
+
+
+def _gunzip(path: str) -> bytes | bytearray:
+    """A gzip file's content, decompressed into one buffer of the size its trailer says: a
+    whole read (`gzip.open`) holds it twice at its peak, 10 MB more for the largest record.
+    ValueError when it is not gzip, or its checksum is wrong."""
+    import zlib  # (here: a run that reads no release data never imports it)
+
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    if not raw:
+        raise ValueError("an empty file")
+    size = int.from_bytes(raw[-4:], "little")  # (the size modulo 2**32, in the trailer)
+    out = bytearray(size)
+    stream, done, pending = zlib.decompressobj(wbits=31), 0, raw  # (31: a gzip header)
+    try:
+        while pending and not stream.eof:
+            piece = stream.decompress(pending, 1 << 20)
+            out[done : done + len(piece)] = piece
+            done += len(piece)
+            pending = stream.unconsumed_tail
+        if done != size or not stream.eof or stream.unused_data:  # (several members...)
+            import gzip
+
+            return gzip.decompress(raw)
+    except zlib.error as exc:
+        raise ValueError(f"not gzip data: {exc}") from None
+    return out  # (a bytearray: read as bytes, and never changed)
 
 
 def _unreadable(version: str, path: str, why: str) -> DataError:
@@ -274,26 +299,26 @@ def _unreadable(version: str, path: str, why: str) -> DataError:
 
 
 _LAZY = ("defs", "modules")  # the objects written one entry per line, in this order
-_RECENT = 512  # decoded entries a section keeps (the lookups of one call site ask again)
+_RECENT = 64  # decoded entries a section keeps (one callable asks for its class again and again)
 _MISSING = object()
 _JSON = json.JSONDecoder()
 
 
 class Section(Mapping[str, Any]):
     """A record's ``defs`` or ``modules``: each entry's JSON text, decoded when it is asked for
-    (a new object each time, but for the last few hundred asked). Read-only."""
+    (a new object each time, but for the last few dozen asked). Read-only."""
 
     __slots__ = ("_at", "_data", "_recent", "_unreadable")
 
     def __init__(
-        self, data: bytes, at: dict[str, int], unreadable: Callable[[str], DataError]
+        self, data: bytes | bytearray, at: dict[str, int], unreadable: Callable[[str], DataError]
     ) -> None:
         self._data = data  # the file, decompressed
         self._at = at  # key -> where its value's text starts in ``data`` (it ends the line)
         self._recent: dict[str, Any] = {}
         self._unreadable = unreadable  # the error for an entry that is not JSON (why -> error)
 
-    def text(self, key: str) -> bytes:
+    def text(self, key: str) -> bytes | bytearray:
         """The JSON text of an entry (KeyError when there is none): equal texts, equal values."""
         start = self._at[key]
         end = self._data.index(b"\n", start)
@@ -324,7 +349,7 @@ class Section(Mapping[str, Any]):
         return len(self._at)
 
 
-def _decode(data: bytes, unreadable: Callable[[str], DataError]) -> dict[str, Any]:
+def _decode(data: bytes | bytearray, unreadable: Callable[[str], DataError]) -> dict[str, Any]:
     """A record from its JSON: the line layout `write_release` writes, or any JSON (decoded
     whole). ValueError when it is neither; ``unreadable`` makes the error of an entry found
     not to be JSON when it is decoded."""
