@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 QUANT = """\
 from flashinfer import fp4_quantize
 
@@ -119,3 +121,28 @@ def direct(x):
     assert len(found) == 1 and "proj/user.py:5" in str(found[0]["message"])
     (root / "proj/user.py").write_text(through_ops.replace("ones(8)", "ones(1)"))
     assert [d for d in _fi003(root) if d["path"] == "proj/op.py"] == []
+
+
+def test_the_searched_files_kept_fit_in_their_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A caller search reads every file of its root: their bytes are kept for the next search
+    only up to a budget, the oldest dropped first, and what is read is always the file."""
+    from migrate_fi.rules import _callers
+
+    monkeypatch.setattr(_callers, "_READ_BUDGET", 250)
+    monkeypatch.setattr(_callers, "_kept", {})
+    monkeypatch.setattr(_callers, "_kept_bytes", 0)
+    paths = []
+    for i in range(5):
+        path = tmp_path / f"m{i}.py"
+        path.write_bytes(bytes([65 + i]) * 100)
+        paths.append(str(path))
+    (tmp_path / "big.py").write_bytes(b"x" * 300)
+    for i, path in enumerate(paths):
+        assert _callers._read(path) == bytes([65 + i]) * 100
+        assert _callers._kept_bytes == sum(len(v or b"") for v in _callers._kept.values()) <= 250
+    assert list(_callers._kept) == paths[3:]  # the newest two fit
+    assert _callers._read(str(tmp_path / "big.py")) == b"x" * 300  # read, never kept
+    assert str(tmp_path / "big.py") not in _callers._kept
+    assert _callers._read(str(tmp_path / "missing.py")) is None

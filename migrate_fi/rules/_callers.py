@@ -389,13 +389,29 @@ def tree_signature(root: str) -> str:
     return h.hexdigest()
 
 
-@lru_cache(maxsize=4096)
+_READ_BUDGET = 32 << 20  # bytes of searched files kept (a search reads every file of its root)
+_kept: dict[str, bytes | None] = {}  # path -> its bytes (None: unreadable), oldest first
+_kept_bytes = 0
+
+
 def _read(path: str) -> bytes | None:
+    """A searched file's bytes, kept for the next search while they fit in the budget (the
+    oldest go first)."""
+    global _kept_bytes
+    if path in _kept:
+        return _kept[path]
     try:
         with open(path, "rb") as handle:
-            return handle.read()
+            data: bytes | None = handle.read()
     except OSError:
-        return None
+        data = None
+    size = len(data or b"")
+    if size <= _READ_BUDGET:
+        while _kept and _kept_bytes + size > _READ_BUDGET:
+            _kept_bytes -= len(_kept.pop(next(iter(_kept))) or b"")
+        _kept[path] = data
+        _kept_bytes += size
+    return data
 
 
 def _mentioning(root: str, words: tuple[bytes, ...]) -> list[str]:
