@@ -85,12 +85,12 @@ def test_every_bundled_record_has_the_line_layout() -> None:
         assert isinstance(record["modules"], Section), version
 
 
-def test_same_callable_means_the_same_signature() -> None:
-    """Where `same_callable` answers without comparing, comparing finds nothing either."""
+def test_same_definition_means_the_same_signature() -> None:
+    """Where `same_definition` answers without comparing, comparing finds nothing either."""
     old, new = differ.api_for("0.6.18"), differ.api_for("0.7.4")
     same = 0
     for path in differ._callable_paths(old):
-        if old.same_callable(new, path):
+        if old.same_definition(new, path) is not None:
             same += 1
             assert old.callable(path) == new.callable(path), path
     assert same > 1000  # (most of them: what makes the pass over a pair of releases fast)
@@ -106,12 +106,14 @@ def _user_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, payload: bytes
     return folder
 
 
-def test_a_record_written_on_one_line_is_read_whole(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("indent", [None, 1], ids=["one line", "indented"])
+def test_a_record_in_another_json_layout_is_read_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, indent: int | None
 ) -> None:
-    """The layout of the records an earlier migrate-fi wrote into the user's data folder."""
-    one_line = json.dumps(_record(), sort_keys=True, separators=(",", ":")).encode()
-    _user_folder(tmp_path, monkeypatch, one_line)
+    """One line: the layout of the records an earlier migrate-fi wrote into the user's data
+    folder; any other JSON layout is read too."""
+    text = json.dumps(_record(), sort_keys=True, indent=indent, separators=(",", ":"))
+    _user_folder(tmp_path, monkeypatch, (text + "\n").encode())
     record = load_release("9.9.9")
     assert isinstance(record["defs"], dict) and record == _record()
     api = differ.api_for("9.9.9")

@@ -330,28 +330,28 @@ class Api:
             return None
         return self._with_shim(path, _params(init["sig"])[1:], init, target)
 
-    def same_callable(self, other: Api, path: str) -> bool:
-        """Is ``path`` certainly the same callable on ``other``? True when both releases read it
-        from definitions written alike: its function, or its class holding the method itself
-        (``__init__`` for the constructor) and the method a deprecation shim forwards to. False
-        says nothing (an inherited method, say): compare the signatures."""
+    def same_definition(self, other: Api, path: str) -> str | None:
+        """The definition ``path`` is read from when ``other`` records it alike, so that
+        ``callable(path)`` is certainly the same on both: its function, or its class holding
+        the method itself (``__init__`` for the constructor) and the method a deprecation shim
+        forwards to. None says nothing (an inherited method, say): compare the signatures."""
         path = _instance_call(path)
         api_path = ApiPath(path)
         owner, method = (api_path.owner, api_path.name) if api_path.is_method else (path, None)
         target = self.canonical(owner)
         if target is None or target != other.canonical(owner):
-            return False
+            return None
         if not _same_entry(self.defs, other.defs, target):
-            return False
+            return None
         record = self.defs[target]
         if record.get("k") == "f":
-            return method is None
+            return target if method is None else None
         own = record.get("methods", {}) if record.get("k") == "c" else {}
         found = own.get("__init__" if method is None else method)
         if found is None:
-            return False
+            return None
         forwards = (found.get("shim") or {}).get("forwards")
-        return forwards is None or forwards in own
+        return target if forwards is None or forwards in own else None
 
     def _class_attribute(self, path: str) -> CallSignature | None:
         """``Cls.method`` called on the class: a static method binds as written, a class method
@@ -897,10 +897,9 @@ def _pair(old_version: str, new_version: str) -> _PairChanges:
     before: CallSignature | None
     after: CallSignature | None
     for path, key in _callable_paths(old).items():
-        if old.same_callable(new, path):  # (most callables, between releases near each other)
+        definition = old.same_definition(new, path)
+        if definition is not None:  # (most callables, between releases near each other)
             # nothing changed: a parameter that takes a changed enum is all there is to find
-            call = ApiPath(_instance_call(path))
-            definition = old.canonical(call.owner if call.is_method else path) or ""
             if not (by_name and old.may_mention(definition, words)):
                 continue
             before = old.callable(path)
