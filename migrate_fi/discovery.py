@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from migrate_fi import patterns
 from migrate_fi.sources import is_temporary
 
 if TYPE_CHECKING:  # (pathspec is imported where a .gitignore is read: it costs start-up)
@@ -265,7 +266,9 @@ def _walk(
         yield from _walk(path, wanted, ignores, user, respect_gitignore, failed, temporary, link)
 
 
-_INCLUDE = re.compile(r"^\s*(?:-r|--requirement|-c|--constraint)(?:\s*=\s*|\s+)(\S+)", re.MULTILINE)
+_INCLUDE = patterns.compile(
+    r"^\s*(?:-r|--requirement|-c|--constraint)(?:\s*=\s*|\s+)(\S+)", re.MULTILINE
+)
 
 
 def with_includes(paths: list[str]) -> list[str]:

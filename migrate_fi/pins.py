@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import NamedTuple
 
-from migrate_fi import nodes
+from migrate_fi import nodes, patterns
 
 __all__ = [
     "CUBIN",
@@ -95,35 +95,35 @@ _OP = r"(?:===|==|>=|<=|~=|!=|<|>)"
 _VER = r"[0-9][0-9A-Za-z.*+!_-]*"
 # a requirement: name, optional extras, one or more clauses
 # (a version specifier in parentheses is PEP 508 too, as Poetry writes it: "name (==0.6.9)")
-_REQUIREMENT = re.compile(
+_REQUIREMENT = patterns.compile(
     rf"(?<![\w.-])(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?P<extras>\[[^\]]*\])?\s*\(?\s*"
     rf"(?P<spec>{_OP}\s*{_VER}(?:\s*,\s*{_OP}\s*{_VER})*)"
 )
-_WHOLE_REQUIREMENT = re.compile(
+_WHOLE_REQUIREMENT = patterns.compile(
     rf"^[A-Za-z0-9][A-Za-z0-9._-]*\s*(\[[^\]]*\])?\s*\(?\s*{_OP}\s*{_VER}(\s*,\s*{_OP}\s*{_VER})*"
     rf"\s*\)?\s*(;.*)?$"
 )
 # a direct reference: name[extras] @ URL, the version read from the wheel's file name
-_DIRECT = re.compile(
+_DIRECT = patterns.compile(
     r"(?<![\w.-])(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?P<extras>\[[^\]]*\])?\s*@\s*"
     r"(?P<url>[a-z+]+://[^\s\"';,]+)"
 )
-_WHEEL_VERSION = re.compile(
+_WHEEL_VERSION = patterns.compile(
     r"/(?P<dist>[A-Za-z0-9_.]+?)-(?P<ver>\d+(?:\.\d+)+[\w.+]*?)-[^/]*\.whl$"
 )
 # `git clone --branch v0.6.8.post1 https://github.com/flashinfer-ai/flashinfer`, `git checkout v0.6.8`
-_GIT_TAG = re.compile(
+_GIT_TAG = patterns.compile(
     r"\bgit\b.*?(?:--branch[= ]|-b |checkout )\s*[\"']?v?(?P<ver>\d+(?:\.\d+)+(?:\.post\d+|rc\d+)?)\b"
 )
-_CLAUSE = re.compile(rf"(?P<op>{_OP})\s*(?P<ver>{_VER})")
+_CLAUSE = patterns.compile(rf"(?P<op>{_OP})\s*(?P<ver>{_VER})")
 # ARG/ENV/export FLASHINFER..._VERSION=0.6.12, FLASHINFER_REQUIRED: "0.6.12"
-_VARIABLE = re.compile(
+_VARIABLE = patterns.compile(
     r"(?P<var>\bFLASHINFER[A-Z0-9_]*?(?:VERSION|REQUIRED|VER)\b)\s*(?:=|:|\s)\s*[\"']?(?P<ver>"
     + _VER
     + r")"
 )
 # JSON / YAML keys: "flashinfer-python": "0.6.12", flashinfer_version: ==0.6.12
-_KEY = re.compile(
+_KEY = patterns.compile(
     r"[\"']?(?P<key>flashinfer[A-Za-z0-9_-]*)[\"']?\s*:\s*[\"']?(?P<op>"
     + _OP
     + r")?\s*(?P<ver>"
@@ -131,18 +131,18 @@ _KEY = re.compile(
     + r")"
 )
 # Poetry: flashinfer-python = "^0.6.12" / { version = "0.6.12", ... }
-_POETRY = re.compile(
+_POETRY = patterns.compile(
     r"^\s*[\"']?(?P<name>flashinfer[A-Za-z0-9_-]*)[\"']?\s*=\s*(?:\{[^}]*?version\s*=\s*)?"
     r"[\"'](?P<op>[\^~=<>!]*)\s*(?P<ver>" + _VER + r")"
 )
-_VERSION_LIKE = re.compile(r"^\d+(\.\d+)+([a-z]+\d*|\.post\d+|\.dev\d+)*(\+[\w.]+)?$")
+_VERSION_LIKE = patterns.compile(r"^\d+(\.\d+)+([a-z]+\d*|\.post\d+|\.dev\d+)*(\+[\w.]+)?$")
 # in source text, a string literal that may hold such a version (a cheap test before the walk)
-_VERSION_LITERAL = re.compile(r"[\"']\d+(?:\.\d+)+[\w.+]*[\"']")
+_VERSION_LITERAL = patterns.compile(r"[\"']\d+(?:\.\d+)+[\w.+]*[\"']")
 # a string literal that may be a FlashInfer distribution's name (`_dist_name`: every one of them
 # starts with "flashinfer", after blanks): a check names one (a name spelled with escapes or
 # split over implicitly joined literals is not seen)
-_QUOTED_DISTRIBUTION = re.compile(r"[\"']\s*flashinfer", re.IGNORECASE)
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+_QUOTED_DISTRIBUTION = patterns.compile(r"[\"']\s*flashinfer", re.IGNORECASE)
+_LINE = patterns.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 _NEAR = 3  # lines around a FlashInfer mention where an example of the old version counts
 
 
@@ -357,10 +357,10 @@ def scan(
     return out
 
 
-_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]')
+_JSON_TOKEN = patterns.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]')
 _JSON_VALUE_KEYS = ("default", "value", "version")  # {"FLASHINFER_VERSION": {"default": "0.6.8"}}
-_LEADING_OPERATOR = re.compile(rf"^(?P<op>{_OP})?\s*")
-_VERSION_KEY = re.compile(r"^FLASHINFER[A-Z0-9_]*?(?:VERSION|REQUIRED|VER)$", re.IGNORECASE)
+_LEADING_OPERATOR = patterns.compile(rf"^(?P<op>{_OP})?\s*")
+_VERSION_KEY = patterns.compile(r"^FLASHINFER[A-Z0-9_]*?(?:VERSION|REQUIRED|VER)$", re.IGNORECASE)
 
 
 def _json_versions(path: str, text: str) -> Iterator[VersionRef]:
@@ -397,13 +397,13 @@ def _json_versions(path: str, text: str) -> Iterator[VersionRef]:
                 yield ref
 
 
-_HCL_VARIABLE = re.compile(
+_HCL_VARIABLE = patterns.compile(
     r'variable\s+"(?P<var>FLASHINFER[A-Za-z0-9_]*)"\s*\{[^{}]*?\bdefault\s*=\s*"(?P<ver>'
     + _VER
     + r')"',
     re.IGNORECASE,
 )
-_LOCKED_TOML = re.compile(
+_LOCKED_TOML = patterns.compile(
     r'^name\s*=\s*"(?P<name>[^"]+)"\s*$(?:\r?\n|\r)^version\s*=\s*"(?P<ver>[^"]+)"', re.MULTILINE
 )
 
@@ -721,7 +721,9 @@ def _scan_python(
 
 
 _QUOTES = "\"'`"
-_EXAMPLE_LEAD = re.compile(r"(e\.g\.|for example|such as|i\.e\.)[\s,:]*\(?[\"'`]?$", re.IGNORECASE)
+_EXAMPLE_LEAD = patterns.compile(
+    r"(e\.g\.|for example|such as|i\.e\.)[\s,:]*\(?[\"'`]?$", re.IGNORECASE
+)
 
 
 def _is_example(piece: str, start: int, end: int) -> bool:
@@ -765,7 +767,7 @@ class _Token(NamedTuple):
 
 
 # a comment, or a string literal without its prefix (found by looking back: see _tokens)
-_STRING_OR_COMMENT = re.compile(
+_STRING_OR_COMMENT = patterns.compile(
     r"#[^\r\n]*"
     r"|'''(?:[^\\]|\\.)*?'''"
     r'|"""(?:[^\\]|\\.)*?"""'

@@ -17,12 +17,11 @@ import ast
 import enum
 import gc
 import os
-import re
 import warnings
 from collections.abc import Callable, Collection, Mapping, Sequence
 from functools import lru_cache, partial
 
-from migrate_fi import nodes
+from migrate_fi import nodes, patterns
 from migrate_fi.api.store import DataError
 from migrate_fi.cache import ResultCache
 from migrate_fi.discovery import wanted_files
@@ -68,7 +67,7 @@ class Mode(str, enum.Enum):
     APPLY = "apply"  # produce the new text; the CLI writes it
 
 
-_LONE_CR = re.compile(r"\r(?!\n)")
+_LONE_CR = patterns.compile(r"\r(?!\n)")
 
 
 def prefilter_for(rule: type[Rule], options: RunOptions) -> Prefilter:

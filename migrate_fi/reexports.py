@@ -5,9 +5,9 @@ those aliases, until no new export appears (`migrate_fi.engine.run` drives the r
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 
+from migrate_fi import patterns
 from migrate_fi.cache import WalkMemo
 from migrate_fi.modules import module_identity
 from migrate_fi.pipeline import RuleTests, matching
@@ -36,7 +36,7 @@ __all__ = [
 MAX_ROUNDS = 4
 # an import statement, with a parenthesized or backslash-continued list of names; it starts a
 # line or follows a `;`
-_IMPORT = re.compile(
+_IMPORT = patterns.compile(
     rb"(?<![^\n;])[ \t]*(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]*(?:\([^)]*\)|[^\n#;]*(?:\\\r?\n[^\n#;]*)*)"
 )
 _FEW_NAMES = 32  # up to this many, substring tests before collecting a file's identifiers

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -19,12 +18,13 @@ from typing import Any
 
 from packaging.version import Version
 
+from migrate_fi import patterns
 from migrate_fi.results import FixAvailability, FixSafety
 from migrate_fi.rule import Rule, RuleSettings
 from migrate_fi.suppression import UNUSED_CODE, UNUSED_ID
 from migrate_fi.versions import in_range, parse_version
 
-_CODE = re.compile(r"^FI\d{3}$")
+_CODE = patterns.compile(r"^FI\d{3}$")
 
 
 class SelectionError(ValueError):

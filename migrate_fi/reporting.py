@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Sequence
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
-from migrate_fi import __version__
+from migrate_fi import __version__, patterns
 from migrate_fi.results import Diagnostic, FileError, FixSafety, RunResult
 from migrate_fi.suppression import UNUSED_CODE
 
@@ -24,7 +23,7 @@ if TYPE_CHECKING:  # (difflib is imported where a patch is made: it costs start-
 
 __all__ = ["format_diagnostic", "render", "summary", "unified_diff"]
 
-_LINES = re.compile(r"[^\n]*\n|[^\n]+")
+_LINES = patterns.compile(r"[^\n]*\n|[^\n]+")
 
 
 def _marker(d: Diagnostic) -> str:

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import ast
 import enum
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from migrate_fi import patterns
 from migrate_fi.edits import (
     AddImport,
     Edit,
@@ -52,7 +52,7 @@ __all__ = [
     "require_api_data",
 ]
 
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_LINE_BREAK = patterns.compile(r"\r\n|\r|\n")
 
 
 class KeywordStyle(str, enum.Enum):

@@ -13,13 +13,13 @@ import codecs
 import contextlib
 import io
 import os
-import re
 import signal
 import stat
 import tokenize
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from migrate_fi import patterns
 from migrate_fi.results import FileError, RunResult
 
 __all__ = [
@@ -36,7 +36,7 @@ __all__ = [
     "write_new_file",
 ]
 
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+_LINE = patterns.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
 
 def source_lines(text: str) -> list[str]:

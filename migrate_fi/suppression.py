@@ -12,19 +12,19 @@ bare ``ignore`` is reported only where every selected rule ran, so name the rule
 from __future__ import annotations
 
 import io
-import re
 import tokenize
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
+from migrate_fi import patterns
 from migrate_fi.results import Diagnostic
 
 __all__ = ["UNUSED_CODE", "Suppressions"]
 
 UNUSED_CODE = "FI000"
 UNUSED_ID = "unused_suppression"
-_SUPPRESS = re.compile(r"#\s*migrate-fi:\s*ignore(?:\[([^\]#]*)\])?")
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_SUPPRESS = patterns.compile(r"#\s*migrate-fi:\s*ignore(?:\[([^\]#]*)\])?")
+_LINE_BREAK = patterns.compile(r"\r\n|\r|\n")
 
 
 def explanation() -> str:

@@ -7,14 +7,14 @@ applies: two edits touching the same text are a bug. Linear in the text and the 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
+from migrate_fi import patterns
 from migrate_fi.edits import EditError, TextEdit, check_overlaps
 
 __all__ = ["apply_text_edits"]
 
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+_LINE = patterns.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
 
 def _offsets(text: str) -> list[int]:

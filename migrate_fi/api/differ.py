@@ -14,12 +14,12 @@ the release's own legacy-name table, with ``**kwargs`` forwarded to the implemen
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from typing import Any
 
+from migrate_fi import patterns
 from migrate_fi.api.paths import ApiPath
 from migrate_fi.api.store import Section, load_release, on_forget
 
@@ -505,7 +505,7 @@ _RENAME_EVIDENCE = {
     "place": "the same place, kind and default, fewer or more words: check the meaning",
     "likely": "likely: the same kind and default and the closest name, elsewhere",
 }
-_CAMEL = re.compile(r"([a-z0-9])([A-Z])")
+_CAMEL = patterns.compile(r"([a-z0-9])([A-Z])")
 
 
 def _words(name: str) -> frozenset[str]:

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from migrate_fi import nodes
+from migrate_fi import nodes, patterns
 from migrate_fi.calls import CallArgs, CalleeCall, Via, callee_calls
 from migrate_fi.edits import add_dict_entry, add_keyword
 from migrate_fi.modules import display_path
@@ -50,7 +49,7 @@ _COMMUNICATOR_KEYWORDS = ("group", "device_group", "process_group", "pg")
 _CPU_HINTS = ("cpu", "gloo")
 # SGLang's and vLLM's `get_tp_group()` and friends return a GroupCoordinator, whose process
 # group for CUDA tensors is its `.device_group`
-_COORDINATOR_GETTER = re.compile(r"^(sglang|vllm)\..*\.get_\w*group$")
+_COORDINATOR_GETTER = patterns.compile(r"^(sglang|vllm)\..*\.get_\w*group$")
 
 
 def _is_cpu(text: str) -> bool:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, ClassVar
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from migrate_fi import depends
+from migrate_fi import depends, patterns
 from migrate_fi.api.releases import requirements_of
 from migrate_fi.pins import (
     DEPENDENCY_FILE_PATTERNS,
@@ -62,7 +62,7 @@ def _evaluates(req: Requirement, extra: str) -> bool:
         return False
 
 
-_EXTRAS = re.compile(r"flashinfer[-_.]python\s*\[([^\]]*)\]", re.IGNORECASE)
+_EXTRAS = patterns.compile(r"flashinfer[-_.]python\s*\[([^\]]*)\]", re.IGNORECASE)
 
 
 def _project_extras(text: str) -> frozenset[str]:
@@ -107,7 +107,7 @@ def _vendored(ctx: FileContext) -> str:
     return ""
 
 
-_PINS_FLASHINFER = re.compile(r"flashinfer[-_.]python\b", re.IGNORECASE)
+_PINS_FLASHINFER = patterns.compile(r"flashinfer[-_.]python\b", re.IGNORECASE)
 
 
 def _extras_for(ctx: FileContext) -> frozenset[str]:

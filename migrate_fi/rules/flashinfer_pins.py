@@ -10,6 +10,7 @@ from typing import ClassVar
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from migrate_fi import patterns
 from migrate_fi.api.releases import FLASHINFER_INDEX, index_versions
 from migrate_fi.discovery import wanted_files
 from migrate_fi.pins import (
@@ -28,18 +29,18 @@ from migrate_fi.rule import FileContext, Rule, RuleOption, RunOptions
 
 # files that declare dependencies (a pin there is installed by pip from PyPI)
 _DECLARING = wanted_files(("setup.py",), DEPENDENCY_FILE_PATTERNS)
-_INSTALL_FILES = re.compile(r"^(Dockerfile.*|.*\.dockerfile|.*\.Dockerfile|.*\.(sh|bash))$")
+_INSTALL_FILES = patterns.compile(r"^(Dockerfile.*|.*\.dockerfile|.*\.Dockerfile|.*\.(sh|bash))$")
 # a command line that installs packages: `pip install`, `RUN pip3 install`, `$PIP_CMD install`,
 # `uv pip install`
-_INSTALL = re.compile(
+_INSTALL = patterns.compile(
     r"^(?P<prefix>\s*(?:RUN\s+)?.*?(?:pip3?|PIP\w*\}?|uv)\s+(?:pip\s+)?install)\b"
 )
-_PYTHON_SPEC = re.compile(
+_PYTHON_SPEC = patterns.compile(
     r"flashinfer[-_]python(?:\[[^\]]*\])?\s*==\s*(?P<version>[\"']?[\w.${}+-]+)"
 )
 
 
-_HASH = re.compile(r"\s+--hash[= ]\s*\S+")
+_HASH = patterns.compile(r"\s+--hash[= ]\s*\S+")
 
 
 def _hashed(lines: list[str], number: int) -> int | None:
@@ -56,9 +57,9 @@ def _hashed(lines: list[str], number: int) -> int | None:
     return last if has else None
 
 
-_INDEX_OPTION = re.compile(r"(?:--(?:extra-)?index-url|--find-links|\s-[if])\b|PIP_\w*INDEX")
-_VAR_NAME = re.compile(r"\b(?P<var>[A-Za-z_][A-Za-z0-9_]*)\b")
-_CUBIN_FROM_VARIABLE = re.compile(
+_INDEX_OPTION = patterns.compile(r"(?:--(?:extra-)?index-url|--find-links|\s-[if])\b|PIP_\w*INDEX")
+_VAR_NAME = patterns.compile(r"\b(?P<var>[A-Za-z_][A-Za-z0-9_]*)\b")
+_CUBIN_FROM_VARIABLE = patterns.compile(
     r"(?P<spec>flashinfer[-_]cubin\s*==\s*[\"']?\$\{?(?P<var>[A-Za-z_][A-Za-z0-9_]*)\}?)"
 )
 

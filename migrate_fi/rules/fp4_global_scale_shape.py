@@ -7,6 +7,7 @@ import re
 from functools import cache
 from typing import TYPE_CHECKING
 
+from migrate_fi import patterns
 from migrate_fi.api.paths import ApiPath
 from migrate_fi.api.store import on_forget
 from migrate_fi.resolver import NameResolver
@@ -71,7 +72,9 @@ _FLAT_SIZES = frozenset({"-1", "(-1,)", "[-1]"})
 _SCALAR_ANNOTATIONS = frozenset(
     {"float", "int", "float|None", "None|float", "Optional[float]", "int|float", "float|int"}
 )
-_SCALAR_WORDS = re.compile(r"\bscalar\b|\b(one|1|single)[- ]element\b|shape \[1\]|shape \(1,\)")
+_SCALAR_WORDS = patterns.compile(
+    r"\bscalar\b|\b(one|1|single)[- ]element\b|shape \[1\]|shape \(1,\)"
+)
 # functions of torch that keep the number of elements of their first argument
 _TORCH_ELEMENTWISE = frozenset({"abs", "reciprocal", "sqrt", "rsqrt", "exp", "log", "clamp"})
 _DEPTH = 12

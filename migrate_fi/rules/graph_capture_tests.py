@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import ast
 import os
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from migrate_fi import nodes
+from migrate_fi import nodes, patterns
 from migrate_fi.api.paths import is_flashinfer
 from migrate_fi.calls import CallArgs, Via
 from migrate_fi.edits import AddImport, Edit, remove_keyword, replace_with
@@ -28,7 +27,7 @@ _SINCE = "0.6.14"  # the release that stopped preallocating (the rule's introduc
 _COMPARE = frozenset(
     {"torch.testing.assert_close", "torch.testing.assert_allclose", "torch.allclose", "torch.equal"}
 )
-_TEST_FILE = re.compile(r"^(test_.*|.*_test)\.py$")
+_TEST_FILE = patterns.compile(r"^(test_.*|.*_test)\.py$")
 
 
 def is_test_file(path: str) -> bool:

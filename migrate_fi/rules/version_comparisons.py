@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import ast
 import operator
-import re
 from collections.abc import Callable
 from typing import Any, ClassVar
 
 from packaging.version import InvalidVersion, Version
 
+from migrate_fi import patterns
 from migrate_fi.edits import AddImport, replace_with
 from migrate_fi.resolver import NameResolver
 from migrate_fi.results import FixSafety
@@ -30,8 +30,8 @@ _ORDERING: dict[type[ast.cmpop], Callable[[Any, Any], bool]] = {
 }
 _VERSION = "packaging.version.Version"
 # a version string next to an ordering operator, either side (`>= "0.6.4"`, `"0.6.4" <= v`)
-_VERSIONISH = re.compile(rb"""[<>]=?\s*["']v?\d+\.\d+|["']v?\d+\.\d+[^"'\n]*["']\s*[<>]""")
-_DISTRIBUTION_NAMED = re.compile(rb"""["']flashinfer([-_]python)?["']""")
+_VERSIONISH = patterns.compile(rb"""[<>]=?\s*["']v?\d+\.\d+|["']v?\d+\.\d+[^"'\n]*["']\s*[<>]""")
+_DISTRIBUTION_NAMED = patterns.compile(rb"""["']flashinfer([-_]python)?["']""")
 
 
 class VersionComparisons(Rule):
