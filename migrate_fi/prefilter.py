@@ -9,6 +9,7 @@ With many names, the file's identifiers are collected once (one regex pass).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 __all__ = ["TO_SPACES", "LazyPrefilter", "Prefilter", "identifiers"]
 
@@ -16,6 +17,7 @@ __all__ = ["TO_SPACES", "LazyPrefilter", "Prefilter", "identifiers"]
 # identifiers (twice as fast as a regex over the same bytes).
 _IDENTIFIER_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 TO_SPACES = bytes(c if c in _IDENTIFIER_BYTES else 32 for c in range(256))
+_T = TypeVar("_T")
 _FEW = 8  # up to this many names, plain substring tests beat collecting identifiers
 _last: tuple[bytes, set[bytes]] | None = None  # every rule's prefilter tests the same file
 
@@ -43,15 +45,21 @@ class Prefilter:
         self.literal: set[bytes] = set()
         # context -> name -> the other identifiers that must be there too
         self.by_context: dict[bytes, dict[bytes, list[frozenset[bytes]]]] = {}
+        # (thousands of triggers share a few hundred words and sets of them: each is kept once)
+        shared: dict[object, object] = {}
+
+        def once(value: _T) -> _T:
+            return shared.setdefault(value, value)  # type: ignore[return-value]
+
         for t in triggers:
             if isinstance(t, str) or len(t) == 1:
                 name = (t if isinstance(t, str) else t[0]).encode()
                 (self.plain if _is_identifier(name) else self.literal).add(name)
             else:
-                context, name = t[0].encode(), t[-1].encode()
+                context, name = once(t[0].encode()), once(t[-1].encode())
                 if not _is_identifier(name):
                     raise ValueError(f"a trigger's last part must be an identifier: {t!r}")
-                others = frozenset(p.encode() for p in t[1:-1])
+                others = once(frozenset(once(p.encode()) for p in t[1:-1]))
                 self.by_context.setdefault(context, {}).setdefault(name, []).append(others)
 
     def names(self) -> set[bytes]:

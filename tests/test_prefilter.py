@@ -69,3 +69,19 @@ def test_a_tree_that_never_names_flashinfer_loads_no_release_data(
     r = CliRunner().invoke(cli, args, catch_exceptions=False)
     assert r.exit_code == 0, r.output
     assert "1 file scanned, 0 parsed" in r.output
+
+
+def test_triggers_that_share_words_share_them_in_the_prefilter() -> None:
+    from migrate_fi.rules._api import path_words
+
+    paths = [f"flashinfer.{m}.Wrapper().f{i}" for m in ("decode", "prefill") for i in range(50)]
+    triggers = [path_words(p) for p in paths]
+    assert all(t[2] is triggers[0][2] for t in triggers)  # ("Wrapper": one string)
+    prefilter = Prefilter(triggers)
+    sets = [s for names in prefilter.by_context.values() for found in names.values() for s in found]
+    assert (
+        len(sets) == 100 and len({id(s) for s in sets}) == 2
+    )  # ({decode, Wrapper}, {prefill, ...})
+    assert prefilter.matches(b"from flashinfer.decode import Wrapper\nWrapper().f7()\n")
+    assert not prefilter.matches(b"from flashinfer.decode import Wrapper\nWrapper().g7()\n")
+    assert not prefilter.matches(b"import flashinfer\nWrapper().f7()\n")  # (no `decode`)
