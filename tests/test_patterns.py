@@ -57,3 +57,21 @@ def test_compiles_once_and_only_when_used() -> None:
     first = ok._compiled
     ok.search("ba")
     assert first is not None and ok._compiled is first
+
+
+def test_no_deferred_pattern_is_handed_to_a_re_function() -> None:
+    """`re.sub(_PATTERN, ...)` wants a real pattern (a deferred one is a stand-in): call the
+    pattern's own method instead (`_PATTERN.sub(...)`)."""
+    import pathlib
+
+    root = pathlib.Path(migrate_fi.__file__).parent
+    handed = re.compile(r"\bre\.\w+\(\s*(_[A-Z][A-Z0-9_]*)\b")
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        found += [
+            f"{path.relative_to(root)}: re.…({m.group(1)}"
+            for m in handed.finditer(text)
+            if f"{m.group(1)} = patterns.compile(" in text
+        ]
+    assert not found, found
