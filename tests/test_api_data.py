@@ -350,6 +350,77 @@ def test_prefilter_index_names_the_changes() -> None:
     assert "flashinfer.comm.MoeAlltoAll" in trigger_paths("0.7.2", "0.7.4")
 
 
+def _covers(index: set[tuple[str, ...]], exact: set[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    """The exact triggers no index trigger matches wherever they match (a file holding every
+    word of an exact trigger holds every word of some index trigger)."""
+    return [t for t in sorted(exact) if not any(set(u) <= set(t) for u in index)]
+
+
+def _tuples(triggers: tuple[str | tuple[str, ...], ...]) -> set[tuple[str, ...]]:
+    return {(t,) if isinstance(t, str) else t for t in triggers}
+
+
+_RANGES = [("0.6.8.post1", "0.7.4"), ("0.7.2", "0.7.4"), ("0.6.10", "0.6.11"), ("0.6.12", "0.6.14")]
+_ALL_RANGES = [
+    (a, b) for i, a in enumerate(available_releases()) for b in available_releases()[i + 1 :: 5]
+]
+
+
+def _index_triggers_cover_the_pair(old: str, new: str) -> None:
+    from migrate_fi.api.differ import changed_defaults, changed_enums, enum_parameter_paths
+    from migrate_fi.rule import RunOptions
+    from migrate_fi.rules._api import path_words
+    from migrate_fi.rules.changed_defaults import ChangedDefaults
+    from migrate_fi.rules.enum_values import EnumValues
+    from migrate_fi.versions import parse_version
+
+    options = RunOptions(from_version=parse_version(old), to_version=parse_version(new))
+    defaults = {path_words(c.path) for found in changed_defaults(old, new).values() for c in found}
+    assert not _covers(_tuples(ChangedDefaults.triggers_for(options)), defaults), (old, new)
+    enums = {path_words(p) for p in enum_parameter_paths(old, new)}
+    enums |= {
+        ("flashinfer", c.name, m)
+        for c in changed_enums(old, new).values()
+        for m in c.old
+        if c.new and m not in c.new
+    }
+    assert not _covers(_tuples(EnumValues.triggers_for(options)), enums), (old, new)
+
+
+@pytest.mark.parametrize(("old", "new"), _RANGES)
+def test_index_triggers_cover_defaults_and_enums(old: str, new: str) -> None:
+    """FI008 and FI011 take their prefilter from the index, a superset of what comparing the
+    two releases names: no file with a changed default or enum goes unparsed."""
+    _index_triggers_cover_the_pair(old, new)
+
+
+@pytest.mark.slow
+def test_index_triggers_cover_defaults_and_enums_on_many_ranges() -> None:
+    for old, new in _ALL_RANGES:
+        _index_triggers_cover_the_pair(old, new)
+
+
+@pytest.mark.parametrize(("old", "new"), _RANGES[:2])
+def test_per_callable_answers_are_the_pair_answers(old: str, new: str) -> None:
+    """What FI008 and FI011 ask for one called API is what the whole pair answers for it."""
+    from migrate_fi.api import differ
+
+    defaults, parameters = differ.changed_defaults(old, new), differ.enum_parameters(old, new)
+    paths = differ._callable_paths(differ.api_for(old))
+    keys = {key: path for path, key in paths.items()}
+    assert len(keys) == len(paths)
+    assert set(defaults) <= set(keys) and set(parameters) <= set(keys)
+    assert defaults and (parameters or old == "0.7.2")
+    differ.forget()  # (each key's answer computed on its own)
+    others = [f"{k}._x" for k in list(keys)[::50]] + [f"{k}().__init__" for k in list(keys)[::50]]
+    for key in others:
+        assert differ._callable_path(old, key) is None, key
+    for key in [*keys, *others, "flashinfer.not_a_callable", "flashinfer._private"]:
+        assert differ._callable_path(old, key) == keys.get(key), key
+        assert differ.defaults_of(old, new, key) == defaults.get(key, ()), key
+        assert differ.enum_parameters_of(old, new, key) == parameters.get(key, ()), key
+
+
 # ------------------------------------------------------------------- the extractor
 
 

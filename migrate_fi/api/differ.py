@@ -14,7 +14,7 @@ the release's own legacy-name table, with ``**kwargs`` forwarded to the implemen
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from typing import Any
@@ -33,7 +33,9 @@ __all__ = [
     "changed_callables",
     "changed_defaults",
     "compare_callables",
+    "defaults_of",
     "diff_releases",
+    "enum_parameters_of",
     "is_cosmetic",
     "literal_default",
 ]
@@ -729,19 +731,44 @@ class Change:
 def _callable_paths(api: Api) -> dict[str, str]:
     """Public call paths (functions, constructors, ``X().method``) -> a key that identifies the
     definition, with one public path kept per definition (the shortest)."""
-    best: dict[str, str] = {}
-    for path, target in api.public_paths().items():
-        current = best.get(target)
-        if current is None or (len(path), path) < (len(current), current):
-            best[target] = path
     out: dict[str, str] = {}
-    for target, path in best.items():
+    for target, path in _shortest_paths(api.version).items():
         out[path] = target
         if api.kind(target) == "c":
             for name in api.method_names(target):
-                if not name.startswith("_") or name == "__call__":
+                if _called(name):
                     out[str(ApiPath.method_of(path, name))] = str(ApiPath.method_of(target, name))
     return out
+
+
+def _called(method: str) -> bool:
+    return not method.startswith("_") or method == "__call__"
+
+
+@cache
+def _shortest_paths(version: str) -> dict[str, str]:
+    """Each definition of the release -> its shortest public path."""
+    best: dict[str, str] = {}
+    for path, target in api_for(version).public_paths().items():
+        current = best.get(target)
+        if current is None or (len(path), path) < (len(current), current):
+            best[target] = path
+    return best
+
+
+def _callable_path(version: str, key: str) -> str | None:
+    """The public path `_callable_paths` keeps for the definition ``key`` (None: it keeps
+    none), found without listing every callable."""
+    api_key = ApiPath(key)
+    if not api_key.is_method:
+        return _shortest_paths(version).get(key)
+    api, owner, name = api_for(version), api_key.owner, api_key.name
+    path = _shortest_paths(version).get(owner)
+    if path is None or not _called(name) or api.kind(owner) != "c":
+        return None
+    if str(ApiPath.method_of(owner, name)) != key or name not in api.method_names(owner):
+        return None
+    return str(ApiPath.method_of(path, name))
 
 
 def changed_callables(
@@ -872,6 +899,29 @@ def enum_parameter_paths(old_version: str, new_version: str) -> tuple[str, ...]:
     return _pair(old_version, new_version).enum_paths
 
 
+def defaults_of(old_version: str, new_version: str, key: str) -> tuple[DefaultChange, ...]:
+    """``changed_defaults(...).get(key, ())``, computed for the one callable ``key``."""
+    return _key_changes(old_version, new_version, key).defaults
+
+
+def enum_parameters_of(old_version: str, new_version: str, key: str) -> tuple[EnumParameter, ...]:
+    """``enum_parameters(...).get(key, ())``, computed for the one callable ``key``."""
+    return _key_changes(old_version, new_version, key).enum_parameters
+
+
+@dataclass(frozen=True)
+class _KeyChanges:
+    """What the pair's answers say of one callable (its key on the old release)."""
+
+    path: str  # the public path it is compared by
+    callable: tuple[str, CallableDiff | None] | None  # its `changed_callables` entry, if one
+    defaults: tuple[DefaultChange, ...]
+    enum_parameters: tuple[EnumParameter, ...]
+
+
+_UNCHANGED = _KeyChanges("", None, (), ())
+
+
 @dataclass(frozen=True)
 class _PairChanges:
     """What `changed_callables`, `changed_defaults` and `enum_parameters` answer for a pair of
@@ -886,44 +936,76 @@ class _PairChanges:
 @cache
 def _pair(old_version: str, new_version: str) -> _PairChanges:
     old, new = api_for(old_version), api_for(new_version)
-    by_name: dict[str, list[str]] = {}
-    for enum_key, change in changed_enums(old_version, new_version).items():
-        by_name.setdefault(change.name, []).append(enum_key)
+    enums = _enum_names(old_version, new_version)
     callables: dict[str, tuple[str, CallableDiff | None]] = {}
     defaults: dict[str, tuple[DefaultChange, ...]] = {}
     parameters: dict[str, tuple[EnumParameter, ...]] = {}
     paths: list[str] = []
-    words = tuple(w.encode() for n in by_name for w in (n, _snake(n)))  # (as the data writes them)
-    before: CallSignature | None
-    after: CallSignature | None
     for path, key in _callable_paths(old).items():
-        definition = old.same_definition(new, path)
-        if definition is not None:  # (most callables, between releases near each other)
-            # nothing changed: a parameter that takes a changed enum is all there is to find
-            if not (by_name and old.may_mention(definition, words)):
-                continue
-            before = old.callable(path)
-            if before is None:
-                continue
-            after = before
-        else:
-            before, after = old.callable(path), new.callable(path)
-            if before is not None and after is None and new.surely_missing(path):
-                callables[key] = (path, None)
-                continue
-            if before is None or after is None:
-                continue
-            d = compare_callables(before, after)
-            if d.affected_from is not None or d.removed or d.newly_required or d.renamed:
-                callables[key] = (path, d)
-            changed = _default_changes(path, before, after)
-            if changed:
-                defaults[key] = changed
-        linked = _enum_links(old, key, before, after, by_name) if by_name else ()
-        if linked:
-            parameters[key] = linked
+        found = _changes_of(old, new, path, key, enums)
+        if found.callable is not None:
+            callables[key] = found.callable
+        if found.defaults:
+            defaults[key] = found.defaults
+        if found.enum_parameters:
+            parameters[key] = found.enum_parameters
             paths.append(path)
     return _PairChanges(callables, defaults, parameters, tuple(sorted(paths)))
+
+
+@lru_cache(maxsize=4096)  # (asked for each FlashInfer callable a file calls, per rule)
+def _key_changes(old_version: str, new_version: str, key: str) -> _KeyChanges:
+    path = _callable_path(old_version, key)
+    if path is None:
+        return _UNCHANGED  # (not a public callable: no answer of the pair names it)
+    old, new = api_for(old_version), api_for(new_version)
+    return _changes_of(old, new, path, key, _enum_names(old_version, new_version))
+
+
+_EnumNames = tuple[dict[str, list[str]], tuple[bytes, ...]]
+
+
+@cache
+def _enum_names(old_version: str, new_version: str) -> _EnumNames:
+    """The changed enums by name (each name's definitions), and the words that name them as
+    the data writes them (the name, and its snake case for a parameter named after it)."""
+    by_name: dict[str, list[str]] = {}
+    for enum_key, change in changed_enums(old_version, new_version).items():
+        by_name.setdefault(change.name, []).append(enum_key)
+    return by_name, tuple(w.encode() for n in by_name for w in (n, _snake(n)))
+
+
+def _changes_of(old: Api, new: Api, path: str, key: str, enums: _EnumNames) -> _KeyChanges:
+    """What changed for the callable ``key`` (compared by its public ``path``): every answer
+    of the pair, for one callable (each side read at most once)."""
+    by_name, words = enums
+    before: CallSignature | None
+    after: CallSignature | None
+    entry: tuple[str, CallableDiff | None] | None = None
+    changed: tuple[DefaultChange, ...] = ()
+    definition = old.same_definition(new, path)
+    if definition is not None:  # (most callables, between releases near each other)
+        # nothing changed: a parameter that takes a changed enum is all there is to find
+        if not (by_name and old.may_mention(definition, words)):
+            return _UNCHANGED
+        before = old.callable(path)
+        if before is None:
+            return _UNCHANGED
+        after = before
+    else:
+        before, after = old.callable(path), new.callable(path)
+        if before is not None and after is None and new.surely_missing(path):
+            return _KeyChanges(path, (path, None), (), ())
+        if before is None or after is None:
+            return _UNCHANGED
+        d = compare_callables(before, after)
+        if d.affected_from is not None or d.removed or d.newly_required or d.renamed:
+            entry = (path, d)
+        changed = _default_changes(path, before, after)
+    linked = _enum_links(old, key, before, after, by_name) if by_name else ()
+    if entry is None and not changed and not linked:
+        return _UNCHANGED
+    return _KeyChanges(path, entry, changed, linked)
 
 
 def _enum_links(
@@ -938,12 +1020,9 @@ def _enum_links(
     found = []
     positional = [p.name for p in before.positional]
     for p in before.params:
-        if p.kind not in ("P", "A", "K") or not any(q.name == p.name for q in after.params):
+        if not any(q.name == p.name for q in after.params):
             continue
-        head = (p.default or "").split(".", 1)[0]
-        linked = [(head, True)] if head in by_name else []
-        linked += [(n, False) for n in by_name if _snake(n) == p.name and n != head]
-        for enum_name, by_default in linked:
+        for enum_name, by_default in _linked(p, by_name):
             enum_key = _enum_key(old, module, enum_name, by_name[enum_name])
             if enum_key is None:
                 continue
@@ -953,6 +1032,29 @@ def _enum_links(
             found.append(EnumParameter(p.name, index, enum_key, by_default, value))
             break
     return tuple(found)
+
+
+def _linked(p: Param, names: Collection[str]) -> list[tuple[str, bool]]:
+    """The enums of ``names`` whose value parameter ``p`` may take, each with whether its
+    default names it (certain) or only its name is the enum's in snake case."""
+    if p.kind not in ("P", "A", "K"):
+        return []
+    head = (p.default or "").split(".", 1)[0]
+    linked = [(head, True)] if head in names else []
+    return linked + [(n, False) for n in names if _snake(n) == p.name and n != head]
+
+
+def callable_parameters_naming(version: str, names: Collection[str]) -> Iterator[tuple[str, str]]:
+    """``(path, name)`` for each public callable of ``version`` (as `_callable_paths` keeps
+    them) with a parameter that may take the value of an enum of one of ``names``: the
+    callables `enum_parameters` may name for any later release (the prefilter index's links)."""
+    api = api_for(version)
+    for path in _callable_paths(api):
+        signature = api.callable(path)
+        if signature is None:
+            continue
+        for name in dict.fromkeys(n for p in signature.params for n, _ in _linked(p, names)):
+            yield path, name
 
 
 def _defining_module(api: Api, key: str) -> str | None:
@@ -1075,5 +1177,8 @@ def forget() -> None:
         callable_diff,
         changed_enums,
         _pair,
+        _key_changes,
+        _shortest_paths,
+        _enum_names,
     ):
         cached.cache_clear()

@@ -14,10 +14,18 @@ import contextlib
 import itertools
 import json
 import os
+from collections.abc import Iterator, Mapping, Sequence
 from functools import cache, lru_cache
 from typing import Any
 
-from migrate_fi.api.differ import api_for, changed_callables, compare_callables
+from migrate_fi.api.differ import (
+    api_for,
+    callable_parameters_naming,
+    changed_callables,
+    changed_defaults,
+    changed_enums,
+    compare_callables,
+)
 from migrate_fi.api.paths import ApiPath
 from migrate_fi.api.store import (
     DATA_DIR,
@@ -32,34 +40,47 @@ __all__ = [
     "INDEX_FILE",
     "build_index",
     "changed_in",
+    "default_trigger_paths",
+    "enum_triggers",
     "first_change",
     "forget",
     "trigger_paths",
     "write_index",
 ]
 
+Index = dict[str, Any]  # changes.json: see `build_index`
+
 INDEX_FILE = os.path.join(DATA_DIR, "changes.json")
 _NAME = "changes.json"
 # what the pairs are computed with: an index written by another version of this code (a user
 # folder's, after an upgrade of migrate-fi) is computed again
-LOGIC = 2  # 2: renamed parameters count as changes
+LOGIC = 3  # 2: renamed parameters count as changes; 3: defaults and enums
+_PER_PAIR = ("pairs", "defaults", "enums")
 
 
 def build_index(
-    releases: list[str] | None = None, known: dict[str, list[str]] | None = None
-) -> dict[str, object]:
-    """The index of ``releases`` (default: every release there is data for); the pairs already
-    in ``known`` are taken from it instead of computed."""
+    releases: list[str] | None = None, known: Sequence[Mapping[str, Any]] = ()
+) -> Index:
+    """The index of ``releases`` (default: every release there is data for); what an index in
+    ``known`` (of other releases, of this `LOGIC`; the first that has it) holds is taken from it.
+
+    Per consecutive pair: ``pairs``, the public paths of the callables whose calls may bind
+    differently, or that are gone; ``defaults``, those of the callables a default of which
+    changed; ``enums``, the enums renumbered or with members gone (name -> the members gone).
+    Per release: ``enum_links``, for each enum name ``enums`` ever lists, the callables with a
+    parameter that may take its value (its default names the enum, or the parameter is named
+    after it)."""
     releases = available_releases() if releases is None else releases
-    pairs: dict[str, list[str]] = {}
+    index: Index = {"logic": LOGIC, "releases": releases}
+    sections: dict[str, dict[str, Any]] = {s: {} for s in _PER_PAIR}
     for old, new in itertools.pairwise(releases):
-        if known and f"{old}..{new}" in known:
-            pairs[f"{old}..{new}"] = known[f"{old}..{new}"]
+        pair = f"{old}..{new}"
+        done = next((k for k in known if all(pair in k.get(s, {}) for s in _PER_PAIR)), None)
+        if done is not None:
+            for s in _PER_PAIR:
+                sections[s][pair] = done[s][pair]
             continue
-        public = api_for(old).public_paths()
-        by_target: dict[str, list[str]] = {}
-        for p, t in public.items():
-            by_target.setdefault(t, []).append(p)
+        by_target = _public_by_target(old)
         paths: set[str] = set()
         for key in changed_callables(old, new):
             # a call to a changed method needs its instance built in the same file (or in the
@@ -68,8 +89,56 @@ def build_index(
             target = api_key.owner if api_key.is_method else key
             paths.update(by_target.get(target, [target]))
         paths.update(_vanished_paths(old, new))
-        pairs[f"{old}..{new}"] = sorted(paths)
-    return {"logic": LOGIC, "releases": releases, "pairs": pairs}
+        sections["pairs"][pair] = sorted(paths)
+        sections["defaults"][pair] = sorted(
+            {p for key in changed_defaults(old, new) for p in _public_calls(key, by_target)}
+        )
+        gone: dict[str, set[str]] = {}
+        for change in changed_enums(old, new).values():
+            gone.setdefault(change.name, set()).update(m for m in change.old if m not in change.new)
+        sections["enums"][pair] = {name: sorted(members) for name, members in sorted(gone.items())}
+    index.update(sections)
+    names = sorted({name for found in sections["enums"].values() for name in found})
+    index["enum_names"] = names
+    # (an index's links hold for the names it was computed for)
+    usable = [k for k in known if set(names) <= set(k.get("enum_names", ()))]
+    links: dict[str, dict[str, list[str]]] = {}
+    for release in releases:
+        before = next(
+            (k["enum_links"][release] for k in usable if release in k.get("enum_links", {})), None
+        )
+        if before is not None:
+            links[release] = {n: before[n] for n in names if n in before}
+        else:
+            links[release] = _enum_links(release, names)
+    index["enum_links"] = links
+    return index
+
+
+def _public_by_target(version: str) -> dict[str, list[str]]:
+    by_target: dict[str, list[str]] = {}
+    for p, t in api_for(version).public_paths().items():
+        by_target.setdefault(t, []).append(p)
+    return by_target
+
+
+def _public_calls(key: str, by_target: dict[str, list[str]]) -> list[str]:
+    """Every public path that calls the definition ``key`` (``X().run`` for each path of X)."""
+    api_key = ApiPath(key)
+    if not api_key.is_method:
+        return by_target.get(key, [key])
+    owner = api_key.owner
+    return [str(ApiPath.method_of(p, api_key.name)) for p in by_target.get(owner, [owner])]
+
+
+def _enum_links(version: str, names: list[str]) -> dict[str, list[str]]:
+    """For each enum name, the public callables of ``version`` with a parameter that may take
+    its value: what `differ.enum_parameters` can name, for any release after ``version``."""
+
+    found: dict[str, set[str]] = {}
+    for path, name in callable_parameters_naming(version, names):
+        found.setdefault(name, set()).add(path)
+    return {name: sorted(paths) for name, paths in sorted(found.items())}
 
 
 def _vanished_paths(old_version: str, new_version: str) -> set[str]:
@@ -101,7 +170,15 @@ def update_user_index() -> str | None:
 
 @on_forget
 def forget() -> None:
-    for cached in (_index_of, trigger_paths, _pair_sets, changed_in, first_change):
+    for cached in (
+        _index_of,
+        trigger_paths,
+        default_trigger_paths,
+        enum_triggers,
+        _pair_sets,
+        changed_in,
+        first_change,
+    ):
         cached.cache_clear()
 
 
@@ -114,47 +191,79 @@ def _read(path: str) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def _index() -> dict[str, list[str]]:
+def _index() -> Index:
     return _index_of(tuple(available_releases()), user_data_dir())
 
 
 @cache
-def _index_of(releases: tuple[str, ...], user_folder: str) -> dict[str, list[str]]:
-    """The pairs of the bundled index, or of the user folder's when it covers more releases
-    (built here when it is missing or stale, and kept when the folder can be written)."""
+def _index_of(releases: tuple[str, ...], user_folder: str) -> Index:
+    """The bundled index, or the user folder's when it covers more releases (built here when
+    it is missing or stale, and kept when the folder can be written)."""
     bundled = _read(INDEX_FILE)
     if tuple(bundled.get("releases", ())) == releases:
-        pairs: dict[str, list[str]] = bundled["pairs"]
-        return pairs
+        return bundled
     path = os.path.join(user_folder, _NAME)
     user = _read(path)
     if user.get("logic") != LOGIC:
         user = {}  # (computed by another version of migrate-fi: nothing of it is reused)
     if tuple(user.get("releases", ())) == releases:
-        pairs = user["pairs"]
-        return pairs
-    built = build_index(list(releases), {**bundled.get("pairs", {}), **user.get("pairs", {})})
+        return user
+    known = [k for k in (user, bundled) if k.get("logic") == LOGIC]
+    built = build_index(list(releases), known)
     with contextlib.suppress(OSError):
         write_json(path, built)
-    pairs = built["pairs"]  # type: ignore[assignment]
-    return pairs
+    return built
+
+
+def _in_range(from_version: str, to_version: str, section: str) -> Iterator[Any]:
+    """The entries of a per-pair section for the consecutive pairs inside (from, to]."""
+    lo, hi = parse_version(from_version), parse_version(to_version)
+    for pair, found in _index().get(section, {}).items():
+        old, new = pair.split("..")
+        if lo <= parse_version(old) and parse_version(new) <= hi:
+            yield found
 
 
 @cache
 def trigger_paths(from_version: str, to_version: str) -> tuple[str, ...]:
     """Public paths of the functions and classes whose calls may change in (from, to]."""
-    lo, hi = parse_version(from_version), parse_version(to_version)
-    paths: set[str] = set()
-    for pair, names in _index().items():
-        old, new = pair.split("..")
-        if lo <= parse_version(old) and parse_version(new) <= hi:
-            paths.update(names)
-    return tuple(sorted(paths))
+    return tuple(
+        sorted({p for names in _in_range(from_version, to_version, "pairs") for p in names})
+    )
+
+
+@cache
+def default_trigger_paths(from_version: str, to_version: str) -> tuple[str, ...]:
+    """Public paths of the callables a default of which may differ between the two releases
+    (a superset of what `differ.changed_defaults` names: a default that differs between A and
+    C differs between some consecutive pair in between)."""
+    found = _in_range(from_version, to_version, "defaults")
+    return tuple(sorted({p for paths in found for p in paths}))
+
+
+@cache
+def enum_triggers(
+    from_version: str, to_version: str
+) -> tuple[tuple[tuple[str, tuple[str, ...]], ...], tuple[str, ...]] | None:
+    """The enums that may be renumbered or lose members in (from, to], by name with the members
+    that may be gone, and the callables of ``from_version`` with a parameter that may take the
+    value of one; None when the index has no links for ``from_version``."""
+    links = _index().get("enum_links", {}).get(from_version)
+    if links is None:
+        return None
+    gone: dict[str, set[str]] = {}
+    for found in _in_range(from_version, to_version, "enums"):
+        for name, members in found.items():
+            gone.setdefault(name, set()).update(members)
+    paths = sorted({p for name in gone for p in links.get(name, ())})
+    return tuple((n, tuple(sorted(m))) for n, m in sorted(gone.items())), tuple(paths)
 
 
 @cache
 def _pair_sets() -> tuple[tuple[str, frozenset[str]], ...]:
-    return tuple((pair.split("..")[1], frozenset(names)) for pair, names in _index().items())
+    return tuple(
+        (pair.split("..")[1], frozenset(names)) for pair, names in _index()["pairs"].items()
+    )
 
 
 @cache

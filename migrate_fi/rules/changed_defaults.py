@@ -59,26 +59,27 @@ class ChangedDefaults(Rule):
 
     @classmethod
     def triggers_for(cls, options: RunOptions) -> tuple[str | tuple[str, ...], ...]:
-        from migrate_fi.api.differ import changed_defaults
+        from migrate_fi.api.index import default_trigger_paths
 
-        changes = changed_defaults(str(options.from_version), str(options.to_version))
-        words = {path_words(c.path) for found in changes.values() for c in found}
-        return tuple(sorted(words))
+        # (from the prefilter index: the pair's defaults are compared only for what is called)
+        paths = default_trigger_paths(str(options.from_version), str(options.to_version))
+        return tuple(sorted({path_words(p) for p in paths}))
 
     def find(self, ctx: FileContext) -> None:
-        from migrate_fi.api.differ import api_for, changed_defaults
+        from migrate_fi.api.differ import api_for, defaults_of
 
         old_v, new_v = str(ctx.options.from_version), str(ctx.options.to_version)
-        changes = changed_defaults(old_v, new_v)
-        if not changes:
-            return
         old_api = api_for(old_v)
         keep = bool(ctx.option("keep"))
-        owned = {(old_api.key(path), name) for path, name in ctx.settings.deferred_parameters}
+        owned: set[tuple[str | None, str]] | None = None
         for view, key in flashinfer_calls(ctx, old_api):
-            if key not in changes or view.via is Via.PARTIAL:
+            changes = defaults_of(old_v, new_v, key)
+            if not changes or view.via is Via.PARTIAL:
                 continue  # (a partial is judged where it is called)
-            for change in changes[key]:
+            if owned is None:
+                deferred = ctx.settings.deferred_parameters
+                owned = {(old_api.key(path), name) for path, name in deferred}
+            for change in changes:
                 if (key, change.name) not in owned:  # (another rule's to handle)
                     self._check(ctx, view, change, old_api, keep, new_v)
 

@@ -57,8 +57,16 @@ class EnumValues(Rule):
     @classmethod
     def triggers_for(cls, options: RunOptions) -> tuple[str | tuple[str, ...], ...]:
         from migrate_fi.api.differ import changed_enums, enum_parameter_paths
+        from migrate_fi.api.index import enum_triggers
 
         old_v, new_v = str(options.from_version), str(options.to_version)
+        # (from the prefilter index, a superset: the enums are compared when a file passes)
+        indexed = enum_triggers(old_v, new_v)
+        if indexed is not None:
+            gone, paths = indexed
+            words = {path_words(p) for p in paths}
+            words.update(("flashinfer", name, m) for name, members in gone for m in members)
+            return tuple(sorted(words))
         words = {path_words(p) for p in enum_parameter_paths(old_v, new_v)}
         for change in changed_enums(old_v, new_v).values():
             for member in change.old:
@@ -67,7 +75,7 @@ class EnumValues(Rule):
         return tuple(sorted(words))
 
     def find(self, ctx: FileContext) -> None:
-        from migrate_fi.api.differ import api_for, changed_enums, enum_parameters
+        from migrate_fi.api.differ import api_for, changed_enums, enum_parameters_of
 
         old_v, new_v = str(ctx.options.from_version), str(ctx.options.to_version)
         enums = changed_enums(old_v, new_v)
@@ -75,11 +83,8 @@ class EnumValues(Rule):
             return
         old_api = api_for(old_v)
         self._gone_members(ctx, enums, old_api)
-        parameters = enum_parameters(old_v, new_v)
-        if not parameters:
-            return
         for view, key in flashinfer_calls(ctx, old_api):
-            for parameter in parameters.get(key, ()):
+            for parameter in enum_parameters_of(old_v, new_v, key):
                 self._check(ctx, view, parameter, enums[parameter.enum], key)
 
     @staticmethod
