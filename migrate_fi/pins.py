@@ -593,6 +593,12 @@ def _gate(names: frozenset[str], pins_only: bool = False) -> re.Pattern[str]:
     """What a Python file must contain to hold a pin, a check or a requirement of ``names``:
     a name followed by a version operator, or a quoted distribution name (a check's argument;
     ``pins_only``: not that)."""
+    pin, quoted = _gate_parts(names)
+    return re.compile(pin if pins_only else f"{pin}|{quoted}", re.IGNORECASE)
+
+
+def _gate_parts(names: frozenset[str]) -> tuple[str, str]:
+    """`_gate`'s two alternatives: a pin (a name and an operator), a quoted name."""
     spelled = "|".join(
         sorted(
             (r"[-_.]".join(re.escape(part) for part in re.split(r"[-_.]", n)) for n in names),
@@ -604,7 +610,22 @@ def _gate(names: frozenset[str], pins_only: bool = False) -> re.Pattern[str]:
         spelled += "|flashinfer"  # the old name of the main package
     pin = rf"(?<![\w.-])(?:{spelled})(?:\s*\[[^\]]*\])?\s*(?:\(?\s*{_OP}|@)"
     quoted = rf"[\"'](?:{spelled})(?:\[[^\]]*\])?[\"']"
-    return re.compile(pin if pins_only else f"{pin}|{quoted}", re.IGNORECASE)
+    return pin, quoted
+
+
+@cache
+def _anchored_gate(names: frozenset[str]) -> tuple[re.Pattern[str], ...]:
+    """`_gate` tried only where a name starts: where its first word starts in the lower-cased
+    text (every position, overlapping), the pin there, the quoted name one before."""
+    heads = sorted({re.split(r"[-_.]", n)[0].lower() for n in names} | {"flashinfer"})
+    starts = re.compile("(?=(?:" + "|".join(re.escape(h) for h in heads) + "))")
+    pin, quoted = _gate_parts(names)
+    return starts, re.compile(pin, re.IGNORECASE), re.compile(quoted, re.IGNORECASE)
+
+
+# letters that IGNORECASE matches to ASCII ones, and the one whose lower case is two letters:
+# where one is in a text, a name's place in it is not where its lower case has the name
+_FOLDED = ("\u0130", "\u0131", "\u017f", "\u212a")
 
 
 def _python_may_hold(text: str, old: str | None, names: Collection[str]) -> bool:
@@ -614,9 +635,26 @@ def _python_may_hold(text: str, old: str | None, names: Collection[str]) -> bool
     key = frozenset(names)
     # a necessary condition first: the exact test's leading look-behind and case folding make
     # it scan slowly; this one starts with a literal, which the regex engine finds fast
-    if _rough_gate(key).search(text.lower()) is None:
+    lowered = text.lower()
+    if _rough_gate(key).search(lowered) is None:
         return False
-    return _gate(key).search(text) is not None
+    return _gate_finds(key, text, lowered)
+
+
+def _gate_finds(
+    names: frozenset[str], text: str, lowered: str | None = None, pins_only: bool = False
+) -> bool:
+    """``_gate(names, pins_only).search(text)``, tried only where a name starts (a quote
+    would start a match everywhere): ``lowered`` is ``text.lower()``, when the caller has it."""
+    if any(c in text for c in _FOLDED):
+        return _gate(names, pins_only).search(text) is not None
+    lowered = text.lower() if lowered is None else lowered
+    starts, pin, quoted = _anchored_gate(names)
+    for start in starts.finditer(lowered):
+        at = start.start()
+        if pin.match(text, at) or (not pins_only and at and quoted.match(text, at - 1)):
+            return True
+    return False
 
 
 def _scan_python(
@@ -657,7 +695,7 @@ def _scan_python(
                     taken.add((ref.line, ref.col))
     # requirements and examples inside strings and comments (tokenizing is the costly part:
     # skipped where no line holds a requirement or the old version)
-    if not ((old is not None and old in text) or _gate(frozenset(names), True).search(text)):
+    if not ((old is not None and old in text) or _gate_finds(frozenset(names), text, None, True)):
         return out
     for token in _tokens(text):
         number, col = token.start
