@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from typing import TypeVar
 
-__all__ = ["of_type", "parents", "release", "walk"]
+__all__ = ["called_by", "of_type", "parents", "release", "walk"]
 
 N = TypeVar("N", bound=ast.AST)
 
@@ -80,4 +80,14 @@ def parents(tree: ast.AST) -> dict[int, ast.AST]:
             for child in ast.iter_child_nodes(node):
                 built[id(child)] = node
         found = derived["parents"] = built
+    return found  # type: ignore[return-value]
+
+
+def called_by(tree: ast.AST) -> dict[int, ast.Call]:
+    """The call each callee expression is the ``func`` of, by id of the expression (cheaper
+    than `parents` when that is all a rule asks of a node's parent; do not change the dict)."""
+    _, _, derived = _entry(tree)
+    found = derived.get("called by")
+    if found is None:
+        found = derived["called by"] = {id(c.func): c for c in of_type(tree, ast.Call)}
     return found  # type: ignore[return-value]

@@ -20,6 +20,7 @@ TO_SPACES = bytes(c if c in _IDENTIFIER_BYTES else 32 for c in range(256))
 _T = TypeVar("_T")
 _FEW = 8  # up to this many names, plain substring tests beat collecting identifiers
 _last: tuple[bytes, set[bytes]] | None = None  # every rule's prefilter tests the same file
+_last_found: tuple[bytes, dict[bytes, bool]] | None = None  # (the same: what it contains)
 
 
 def _is_identifier(name: bytes) -> bool:
@@ -36,6 +37,18 @@ def _identifiers(data: bytes) -> set[bytes]:
     if _last is None or _last[0] is not data:
         _last = (data, set(data.translate(TO_SPACES).split()))
     return _last[1]
+
+
+def _contains(data: bytes, word: bytes) -> bool:
+    """``word in data``, kept for the last file: most rules' triggers have the context
+    "flashinfer", and each would search the whole file for it."""
+    global _last_found
+    if _last_found is None or _last_found[0] is not data:
+        _last_found = (data, {})
+    found = _last_found[1].get(word)
+    if found is None:
+        found = _last_found[1][word] = word in data
+    return found
 
 
 class Prefilter:
@@ -68,18 +81,18 @@ class Prefilter:
 
     def matches(self, data: bytes) -> bool:
         words: set[bytes] | None = None
-        if self.literal and any(name in data for name in self.literal):
+        if self.literal and any(_contains(data, name) for name in self.literal):
             return True
         if self.plain:
             if len(self.plain) <= _FEW:
-                if any(name in data for name in self.plain):
+                if any(_contains(data, name) for name in self.plain):
                     return True
             else:
                 words = _identifiers(data)
                 if not words.isdisjoint(self.plain):
                     return True
         for context, names in self.by_context.items():
-            if context not in data:
+            if not _contains(data, context):
                 continue
             if len(names) <= _FEW and not any(name in data for name in names):
                 continue  # a cheap necessary condition before collecting identifiers
@@ -112,4 +125,4 @@ class LazyPrefilter(Prefilter):
         return self._prefilter().names()
 
     def matches(self, data: bytes) -> bool:
-        return self._contains in data and self._prefilter().matches(data)
+        return _contains(data, self._contains) and self._prefilter().matches(data)

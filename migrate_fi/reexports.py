@@ -90,12 +90,15 @@ def import_words(data: bytes) -> set[bytes]:
     statements: list[bytes] = []
     pos = 0
     while (at := data.find(b"import", pos)) >= 0:
-        line = data.rfind(b"\n", 0, at) + 1
-        starts = [line, *(i + 1 for i in range(line, at) if data[i] == 59)]  # (59: ";")
+        start = data.rfind(b"\n", 0, at) + 1
         found = None
-        for start in starts:
+        while True:  # (the line's start, then after each `;` before the word)
             if start >= pos and (found := _IMPORT.match(data, start)) is not None:
                 break
+            semicolon = data.find(b";", start, at)
+            if semicolon < 0:
+                break
+            start = semicolon + 1
         if found is None:
             pos = at + len(b"import")
             continue

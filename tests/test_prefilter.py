@@ -85,3 +85,16 @@ def test_triggers_that_share_words_share_them_in_the_prefilter() -> None:
     assert prefilter.matches(b"from flashinfer.decode import Wrapper\nWrapper().f7()\n")
     assert not prefilter.matches(b"from flashinfer.decode import Wrapper\nWrapper().g7()\n")
     assert not prefilter.matches(b"import flashinfer\nWrapper().f7()\n")  # (no `decode`)
+
+
+def test_what_a_file_contains_is_kept_for_that_file_only() -> None:
+    """Every rule's prefilter asks the same file for "flashinfer": the answer is kept for the
+    file (the same bytes object), never for another, equal-sized or not."""
+    rules = [Prefilter([("flashinfer", "fp4_quantize")]), Prefilter(["flashinfer", "FlashInfer"])]
+    lazy = LazyPrefilter("flashinfer", lambda: Prefilter([("flashinfer", "mm_fp4")]))
+    with_it = b"import flashinfer\nfp4_quantize(x); mm_fp4(y)\n"
+    without = b"import flashimfer\nfp4_quantize(x); mm_fp4(y)\n"  # (the same length)
+    for _ in range(2):
+        assert [p.matches(with_it) for p in (*rules, lazy)] == [True, True, True]
+        assert [p.matches(without) for p in (*rules, lazy)] == [False, False, False]
+        assert rules[1].matches(b"FlashInfer 0.6")

@@ -195,12 +195,12 @@ def _method_arguments(function: Function, param: str) -> list[Passed] | None:
             return None
         if resolver is not function.resolver and not _names_class(resolver, f"{module}.{cls.name}"):
             continue  # another class of the same name
-        parents = parents_of(resolver.tree)
+        called = nodes.called_by(resolver.tree)
         for attr in nodes.of_type(resolver.tree, ast.Attribute):
             if not (attr.attr == node.name and isinstance(attr.ctx, ast.Load)):
                 continue
-            call = parents.get(id(attr))
-            if not isinstance(call, ast.Call) or call.func is not attr:
+            call = called.get(id(attr))
+            if call is None:
                 return None  # handed around as a value
             through_class = isinstance(attr.value, ast.Name) and attr.value.id == cls.name
             known, value = bound_argument(node, call, param, 0 if through_class else skip)
@@ -296,7 +296,7 @@ def _uses_in_file(
     name = function.name
     assert name is not None
     ops = _op_names(function)
-    parents = parents_of(resolver.tree)
+    called = nodes.called_by(resolver.tree)
     out: list[Passed] = []
     for node in nodes.walk(resolver.tree):
         if not isinstance(node, (ast.Name, ast.Attribute)) or not isinstance(node.ctx, ast.Load):
@@ -324,8 +324,8 @@ def _uses_in_file(
                 continue
             if len(quals) != 1:
                 return None  # may be this function or another
-        parent = parents.get(id(node))
-        if not isinstance(parent, ast.Call) or parent.func is not node:
+        parent = called.get(id(node))
+        if parent is None:
             return None  # handed around as a value: its calls cannot be followed
         known, value = bound_argument(function.node, parent, param)
         if not known:

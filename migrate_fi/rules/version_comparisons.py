@@ -68,9 +68,10 @@ class VersionComparisons(Rule):
     @classmethod
     def wants(cls, data: bytes, path: str, options: RunOptions) -> bool:
         # a version string compared, and a way of reading FlashInfer's version, in sight
-        return _VERSIONISH.search(data) is not None and (
+        # (the cheaper tests first: the version pattern is tried at every quote and bracket)
+        return (
             b"__version__" in data or _DISTRIBUTION_NAMED.search(data) is not None
-        )
+        ) and _VERSIONISH.search(data) is not None
 
     def find(self, ctx: FileContext) -> None:
         assert ctx.tree is not None
