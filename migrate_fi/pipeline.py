@@ -28,7 +28,7 @@ from migrate_fi.discovery import wanted_files
 from migrate_fi.edits import EditError
 from migrate_fi.fixes import apply_fixes, settle
 from migrate_fi.modules import in_flashinfer, module_identity
-from migrate_fi.prefilter import LazyPrefilter, Prefilter
+from migrate_fi.prefilter import LazyPrefilter, Prefilter, Triggers
 from migrate_fi.resolver import NameResolver
 from migrate_fi.results import (
     FileError,
@@ -100,22 +100,19 @@ RuleTests = Sequence[tuple[type[Rule], Prefilter]]  # each rule with its prefilt
 def rule_tests(
     rules: Sequence[type[Rule]], options: RunOptions, cache: ResultCache | None = None
 ) -> RuleTests:
-    """Each rule with its prefilter for the run. A rule that declares `triggers_contain` gets
-    its triggers once a file contains that string (through ``cache`` when given: they may
-    come from the release data, loaded for them)."""
+    """Each rule with its prefilter for the run, worked out the first time a file the rule
+    reads is tested (a rule that declares `triggers_contain`: a file that contains that string;
+    through ``cache`` when given: they may come from the release data, loaded for them). A run
+    that meets no dependency file never builds the requirement rule's (`packaging` parses the
+    target's requirements for it)."""
 
-    def built(rule: type[Rule]) -> Prefilter:
+    def triggers(rule: type[Rule]) -> Triggers:
         if cache is None or not _computes_triggers(rule):
-            return prefilter_for(rule, options)
-        return _prefilter(cache.memo(f"triggers {rule.id}", lambda: run_triggers(rule, options)))
+            return run_triggers(rule, options)
+        return cache.memo(f"triggers {rule.id}", lambda: run_triggers(rule, options))
 
     return [
-        (
-            c,
-            built(c)
-            if c.triggers_contain is None
-            else LazyPrefilter(c.triggers_contain, partial(built, c)),
-        )
+        (c, LazyPrefilter(c.triggers_contain or "", partial(triggers, c), _prefilter))
         for c in rules
     ]
 

@@ -11,13 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
-__all__ = ["TO_SPACES", "LazyPrefilter", "Prefilter", "identifiers"]
+__all__ = ["TO_SPACES", "LazyPrefilter", "Prefilter", "Triggers", "identifiers"]
 
 # Every byte that cannot be part of an ASCII identifier becomes a space: `split()` then yields the
 # identifiers (twice as fast as a regex over the same bytes).
 _IDENTIFIER_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 TO_SPACES = bytes(c if c in _IDENTIFIER_BYTES else 32 for c in range(256))
 _T = TypeVar("_T")
+Triggers = tuple[str | tuple[str, ...], ...]  # a rule's triggers for a run
 _FEW = 8  # up to this many names, plain substring tests beat collecting identifiers
 _last: tuple[bytes, set[bytes]] | None = None  # every rule's prefilter tests the same file
 _last_found: tuple[bytes, dict[bytes, bool]] | None = None  # (the same: what it contains)
@@ -105,24 +106,42 @@ class Prefilter:
 
 
 class LazyPrefilter(Prefilter):
-    """A prefilter whose triggers are worked out (``build``) the first time a file contains
-    ``contains``, a string that every file they match contains: a tree where no file does
-    never pays for them (a data-driven rule's come from the release data)."""
+    """A prefilter whose triggers are worked out (``triggers``) the first time a file contains
+    ``contains``, a string that every file they match contains (empty: the first file tested),
+    and built (``make``) then: a tree where no file does never pays for them (a data-driven
+    rule's come from the release data)."""
 
-    def __init__(self, contains: str, build: Callable[[], Prefilter]) -> None:
+    def __init__(
+        self,
+        contains: str,
+        triggers: Callable[[], Triggers],
+        make: Callable[[Triggers], Prefilter] = Prefilter,
+    ) -> None:
         super().__init__(())
         self._contains = contains.encode()
-        self._build: Callable[[], Prefilter] | None = build
+        self._worked_out: Callable[[], Triggers] | None = triggers
+        self._triggers: Triggers | None = None
+        self._make = make
         self._built: Prefilter | None = None
+
+    def _run_triggers(self) -> Triggers:
+        if self._triggers is None:
+            assert self._worked_out is not None
+            self._triggers, self._worked_out = self._worked_out(), None
+        return self._triggers
 
     def _prefilter(self) -> Prefilter:
         if self._built is None:
-            assert self._build is not None
-            self._built, self._build = self._build(), None
+            self._built = self._make(self._run_triggers())
         return self._built
 
     def names(self) -> set[bytes]:
-        return self._prefilter().names()
+        if self._built is not None:
+            return self._built.names()
+        # (the re-export rounds ask every rule's names: a warm run need not build each filter)
+        return {(t if isinstance(t, str) else t[-1]).encode() for t in self._run_triggers()}
 
     def matches(self, data: bytes) -> bool:
-        return _contains(data, self._contains) and self._prefilter().matches(data)
+        if self._contains and not _contains(data, self._contains):
+            return False
+        return self._prefilter().matches(data)

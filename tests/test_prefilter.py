@@ -22,9 +22,9 @@ OPTIONS = RunOptions(parse_version("0.6.8.post1"), parse_version("0.7.4"))
 def test_a_lazy_prefilter_is_built_by_the_first_file_that_contains_its_string() -> None:
     built: list[int] = []
 
-    def build() -> Prefilter:
+    def build() -> tuple[tuple[str, ...], ...]:
         built.append(1)
-        return Prefilter([("flashinfer", "fp4_quantize")])
+        return (("flashinfer", "fp4_quantize"),)
 
     lazy = LazyPrefilter("flashinfer", build)
     assert not lazy.matches(b"import torch\nfp4_quantize(x)\n")
@@ -71,6 +71,27 @@ def test_a_tree_that_never_names_flashinfer_loads_no_release_data(
     assert "1 file scanned, 0 parsed" in r.output
 
 
+def test_a_rule_builds_its_prefilter_on_the_first_file_it_reads(tmp_path: Path) -> None:
+    """FI007 reads dependency files only: a tree without one never works out its triggers
+    (the target's requirements, which `packaging.requirements` parses: start-up time)."""
+    import subprocess
+    import sys
+
+    (tmp_path / "m.py").write_text("import flashinfer\n")
+    code = (
+        "import sys; from migrate_fi.cli import main; sys.argv = ['migrate-fi', 'check', '--from',"
+        " '0.6.8.post1', '--to', '0.7.4', '--no-cache', '.'];\ntry: main()\nexcept SystemExit:"
+        " pass\nprint('packaging.requirements' in sys.modules, file=sys.stderr)"
+    )
+    for extra, imported in ((None, "False"), ("requirements.txt", "True")):
+        if extra:
+            (tmp_path / extra).write_text("torch>=2.5\nflashinfer-python==0.6.8.post1\n")
+        r = subprocess.run(
+            [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True
+        )
+        assert r.stderr.strip().splitlines()[-1] == imported, r.stderr
+
+
 def test_triggers_that_share_words_share_them_in_the_prefilter() -> None:
     from migrate_fi.rules._api import path_words
 
@@ -87,11 +108,29 @@ def test_triggers_that_share_words_share_them_in_the_prefilter() -> None:
     assert not prefilter.matches(b"import flashinfer\nWrapper().f7()\n")  # (no `decode`)
 
 
+def test_a_lazy_prefilter_names_its_triggers_without_building() -> None:
+    """The re-export rounds ask every rule for its names: the trigger's last identifiers, the
+    same before and after the filter is built, and asking never builds it."""
+    triggers = (("flashinfer", "jit", "load"), "fp4_quantize", ("mm_fp4",), "nvidia-cutlass-dsl")
+    made: list[object] = []
+
+    def make(t: tuple[str | tuple[str, ...], ...]) -> Prefilter:
+        made.append(t)
+        return Prefilter(t)
+
+    lazy = LazyPrefilter("", lambda: triggers, make)
+    expected = {b"load", b"fp4_quantize", b"mm_fp4", b"nvidia-cutlass-dsl"}
+    assert lazy.names() == expected == Prefilter(triggers).names()
+    assert made == []
+    assert lazy.matches(b"from flashinfer.jit import load")
+    assert made == [triggers] and lazy.names() == expected
+
+
 def test_what_a_file_contains_is_kept_for_that_file_only() -> None:
     """Every rule's prefilter asks the same file for "flashinfer": the answer is kept for the
     file (the same bytes object), never for another, equal-sized or not."""
     rules = [Prefilter([("flashinfer", "fp4_quantize")]), Prefilter(["flashinfer", "FlashInfer"])]
-    lazy = LazyPrefilter("flashinfer", lambda: Prefilter([("flashinfer", "mm_fp4")]))
+    lazy = LazyPrefilter("flashinfer", lambda: (("flashinfer", "mm_fp4"),))
     with_it = b"import flashinfer\nfp4_quantize(x); mm_fp4(y)\n"
     without = b"import flashimfer\nfp4_quantize(x); mm_fp4(y)\n"  # (the same length)
     for _ in range(2):
