@@ -33,6 +33,7 @@ from functools import cache
 from typing import NamedTuple
 
 from migrate_fi import nodes, patterns
+from migrate_fi.sources import SourceError, decode_source
 
 __all__ = [
     "CUBIN",
@@ -272,7 +273,26 @@ def may_hold_versions(
         return True
     # Latin-1 maps every byte to one character: the ASCII names and operators match as in
     # the decoded text, whatever the file's encoding
-    return _python_may_hold(data.decode("latin-1"), old_version, _family_names(companions))
+    text, names = data.decode("latin-1"), _family_names(companions)
+    if not _python_may_hold(text, old_version, names):
+        return False
+    if not data.isascii():  # (its letters and digits decoded, as the scan reads them)
+        try:
+            text = decode_source(data).text
+        except SourceError:
+            return True  # (the pipeline says why it cannot be read)
+    # what `_scan_python` reads then: the calls, where a version and a distribution's name are
+    # quoted (`version("flashinfer-python") >= "0.6"`), and the strings and comments, where a
+    # requirement or the old version is written ("a quoted name" alone, `backend ==
+    # "flashinfer"`, finds nothing: such files need not be parsed)
+    return (
+        (old_version is not None and old_version in text)
+        or (
+            _VERSION_LITERAL.search(text) is not None
+            and _QUOTED_DISTRIBUTION.search(text) is not None
+        )
+        or _gate_finds(frozenset(names), text, None, True)
+    )
 
 
 def scan(

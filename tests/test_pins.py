@@ -17,6 +17,7 @@ from migrate_fi.pins import (
     _family_names,
     _gate,
     _python_may_hold,
+    may_hold_versions,
     scan,
 )
 from migrate_fi.project import ProjectVersionError, detect_current_version, find_pins
@@ -296,3 +297,58 @@ def test_a_version_check_names_a_distribution_the_quick_test_sees() -> None:
     assert all(name.startswith("flashinfer") for name in FAMILY)
     for text in ('version("flashinfer-python")', "v(' FlashInfer_cubin')", 'v("""flashinfer""")'):
         assert _QUOTED_DISTRIBUTION.search(text), text
+
+
+_LINES = [
+    "import flashinfer",
+    "from importlib.metadata import version",
+    'ok = version("flashinfer-python") >= "0.6.8"',
+    "v = version('FlashInfer')",
+    'if v < "0.6.8.post1":',
+    "    pass",
+    'backend = "flashinfer"',
+    'torch_ok = version("torch") >= "2.5"',
+    'assert_version("flashinfer-python", "0.6.8")',
+    "require('flashinfer', minimum='0.6.8.post1')",
+    "# requires flashinfer>=0.6.8",
+    "# e.g. `0.6.8.post1`, as FlashInfer says",
+    '"""Install flashinfer-python==0.6.8.post1 (flashinfer)."""',
+    'REQ = ["flashinfer-python==0.6.8.post1", "torch>=2.5"]',
+    'x = "0.6.8.post1"',
+    'msg = f"flashinfer {x} is too old"',
+    "def f(a='flashinfer-cubin==0.6.8'):",
+    "    return 'flashinfer'",
+    "class C:",
+    '    """FlashInfer 0.6.8.post1 exposes this."""',
+    "# \u00e9\u2192 flashinfer \uff10.\uff16",  # (not ASCII: full-width digits)
+    'y = "\u0663.\u0664"  # flashinfer',
+]
+
+
+@given(
+    st.lists(st.sampled_from(_LINES), max_size=10),
+    st.lists(st.sampled_from(_PIECES), max_size=8),
+)
+@settings(max_examples=1500, deadline=None)
+def test_a_python_file_the_pin_test_rules_out_holds_nothing_the_scan_finds(
+    lines: list[str], pieces: list[str]
+) -> None:
+    """`may_hold_versions` decides, from a file's bytes, whether FI006 and FI007 must parse it:
+    never False where `scan` finds something (Python files, and texts that do not parse)."""
+    for text in ("\n".join(lines) + "\n", "".join(pieces), "\n".join([*lines, "".join(pieces)])):
+        for old, companions in ((None, ()), ("0.6.8.post1", ()), (None, ("torch",))):
+            if not may_hold_versions("m.py", text.encode(), old, companions):
+                assert scan("m.py", text, old, companions) == [], text
+
+
+def test_a_quoted_name_alone_is_not_a_pin() -> None:
+    """`backend == "flashinfer"` is in most modules of a serving project; with no version
+    quoted there, nothing there is a check or a requirement, and the file is not parsed."""
+    assert not may_hold_versions("a.py", b'if backend == "flashinfer":\n    pass\n', "0.6.8")
+    check = b'from importlib.metadata import version\nok = version("flashinfer") >= "0.6.8"\n'
+    assert may_hold_versions("a.py", check, "0.6.4")
+    assert may_hold_versions("a.py", b"# needs flashinfer>=0.6\n", "0.6.4")
+    # (a file that is not ASCII is read as the scan reads it: decoded)
+    assert not may_hold_versions("a.py", 'x = "flashinfer"  # é\n'.encode(), "0.6.4")
+    assert may_hold_versions("a.py", "# é: flashinfer>=0.6\n".encode(), "0.6.4")
+    assert may_hold_versions("a.py", b'x = "flashinfer"  # \xff\n', "0.6.4")  # (not UTF-8)
