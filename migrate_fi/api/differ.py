@@ -144,6 +144,7 @@ class Api:
         self.modules: Mapping[str, Any] = record["modules"]
         self._names: dict[str, frozenset[str]] = {}
         self._by_last_name: dict[str, list[tuple[str, str]]] | None = None
+        self._public: dict[str, str] | None = None
 
     def canonical(self, path: str) -> str | None:
         """The definition (or module) a public path reaches. A name a package binds shadows its
@@ -383,15 +384,18 @@ class Api:
         return CallSignature(path, params, shim, forward, aliases)
 
     def public_paths(self) -> dict[str, str]:
-        """Every public path (no component starting with `_`) of a def -> its canonical path."""
-        out: dict[str, str] = {}
-        for path in [*self.defs, *self.exports]:
-            if "._" in path or path.startswith("_"):  # (a component starts with `_`)
-                continue
-            target = self.canonical(path)
-            if target is not None and target in self.defs:
-                out[path] = target
-        return out
+        """Every public path (no component starting with `_`) of a def -> its canonical path
+        (worked out once: do not change the dict)."""
+        if self._public is None:
+            out: dict[str, str] = {}
+            for path in [*self.defs, *self.exports]:
+                if "._" in path or path.startswith("_"):  # (a component starts with `_`)
+                    continue
+                target = self.canonical(path)
+                if target is not None and target in self.defs:
+                    out[path] = target
+            self._public = out
+        return self._public
 
     def same_name_elsewhere(self, path: str, kind: str | None = None) -> list[str]:
         """Where a definition named like ``path``'s last component lives in this release: one
