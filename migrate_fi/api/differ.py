@@ -917,13 +917,12 @@ def enum_parameters_of(old_version: str, new_version: str, key: str) -> tuple[En
 class _KeyChanges:
     """What the pair's answers say of one callable (its key on the old release)."""
 
-    path: str  # the public path it is compared by
     callable: tuple[str, CallableDiff | None] | None  # its `changed_callables` entry, if one
     defaults: tuple[DefaultChange, ...]
     enum_parameters: tuple[EnumParameter, ...]
 
 
-_UNCHANGED = _KeyChanges("", None, (), ())
+_UNCHANGED = _KeyChanges(None, (), ())
 
 
 @dataclass(frozen=True)
@@ -999,7 +998,7 @@ def _changes_of(old: Api, new: Api, path: str, key: str, enums: _EnumNames) -> _
     else:
         before, after = old.callable(path), new.callable(path)
         if before is not None and after is None and new.surely_missing(path):
-            return _KeyChanges(path, (path, None), (), ())
+            return _KeyChanges((path, None), (), ())
         if before is None or after is None:
             return _UNCHANGED
         d = compare_callables(before, after)
@@ -1009,7 +1008,7 @@ def _changes_of(old: Api, new: Api, path: str, key: str, enums: _EnumNames) -> _
     linked = _enum_links(old, key, before, after, by_name) if by_name else ()
     if entry is None and not changed and not linked:
         return _UNCHANGED
-    return _KeyChanges(path, entry, changed, linked)
+    return _KeyChanges(entry, changed, linked)
 
 
 def _enum_links(

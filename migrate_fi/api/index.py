@@ -134,7 +134,6 @@ def _public_calls(key: str, by_target: dict[str, list[str]]) -> list[str]:
 def _enum_links(version: str, names: list[str]) -> dict[str, list[str]]:
     """For each enum name, the public callables of ``version`` with a parameter that may take
     its value: what `differ.enum_parameters` can name, for any release after ``version``."""
-
     found: dict[str, set[str]] = {}
     for path, name in callable_parameters_naming(version, names):
         found.setdefault(name, set()).add(path)
