@@ -281,18 +281,23 @@ def may_hold_versions(
             text = decode_source(data).text
         except SourceError:
             return True  # (the pipeline says why it cannot be read)
-    # what `_scan_python` reads then: the calls, where a version and a distribution's name are
-    # quoted (`version("flashinfer-python") >= "0.6"`), and the strings and comments, where a
-    # requirement or the old version is written ("a quoted name" alone, `backend ==
-    # "flashinfer"`, finds nothing: such files need not be parsed)
+    # what `_scan_python` reads then ("a quoted name" alone, `backend == "flashinfer"`, finds
+    # nothing: such files need not be parsed)
+    return _reads_calls(text) or _reads_strings(text, old_version, names)
+
+
+def _reads_calls(text: str) -> bool:
+    """Whether `_scan_python` reads the file's calls: a version and a distribution's name are
+    both quoted in it (`require("flashinfer-python", "0.6.8")`)."""
     return (
-        (old_version is not None and old_version in text)
-        or (
-            _VERSION_LITERAL.search(text) is not None
-            and _QUOTED_DISTRIBUTION.search(text) is not None
-        )
-        or _gate_finds(frozenset(names), text, None, True)
+        _VERSION_LITERAL.search(text) is not None and _QUOTED_DISTRIBUTION.search(text) is not None
     )
+
+
+def _reads_strings(text: str, old: str | None, names: Collection[str]) -> bool:
+    """Whether `_scan_python` reads the file's strings and comments (tokenizing it): a
+    requirement or the old version may be written there."""
+    return (old is not None and old in text) or _gate_finds(frozenset(names), text, None, True)
 
 
 def scan(
@@ -600,11 +605,15 @@ def _dist_name(node: ast.expr) -> str | None:
     return None
 
 
+def _heads(names: frozenset[str]) -> list[str]:
+    """The first word of each name, lower-cased: where every match of `_gate` starts."""
+    return sorted({re.split(r"[-_.]", n)[0].lower() for n in names} | {"flashinfer"})
+
+
 @cache
 def _rough_gate(names: frozenset[str]) -> re.Pattern[str]:
     """Matches wherever `_gate` does (in lower-cased text), and some more."""
-    heads = sorted({re.split(r"[-_.]", n)[0].lower() for n in names} | {"flashinfer"})
-    alternatives = "|".join(re.escape(h) for h in heads)
+    alternatives = "|".join(re.escape(h) for h in _heads(names))
     return re.compile(rf"(?:{alternatives})[\w.-]*(?:\s*\[[^\]]*\])?(?:\s*\(?\s*{_OP}|\s*@|[\"'])")
 
 
@@ -637,8 +646,7 @@ def _gate_parts(names: frozenset[str]) -> tuple[str, str]:
 def _anchored_gate(names: frozenset[str]) -> tuple[re.Pattern[str], ...]:
     """`_gate` tried only where a name starts: where its first word starts in the lower-cased
     text (every position, overlapping), the pin there, the quoted name one before."""
-    heads = sorted({re.split(r"[-_.]", n)[0].lower() for n in names} | {"flashinfer"})
-    starts = re.compile("(?=(?:" + "|".join(re.escape(h) for h in heads) + "))")
+    starts = re.compile("(?=(?:" + "|".join(re.escape(h) for h in _heads(names)) + "))")
     pin, quoted = _gate_parts(names)
     return starts, re.compile(pin, re.IGNORECASE), re.compile(quoted, re.IGNORECASE)
 
@@ -690,11 +698,7 @@ def _scan_python(
     taken: set[tuple[int, int]] = set()
     docstrings: set[int] | None = None  # read when the old version is met in a string
     # checks: a call with a FlashInfer distribution name and a version string
-    calls = (
-        nodes.of_type(tree, ast.Call)
-        if _VERSION_LITERAL.search(text) and _QUOTED_DISTRIBUTION.search(text)
-        else ()
-    )
+    calls = nodes.of_type(tree, ast.Call) if _reads_calls(text) else ()
     for node in calls:
         args = [*node.args, *(k.value for k in node.keywords)]
         packages = [p for p in (_dist_name(a) for a in args) if p]
@@ -715,7 +719,7 @@ def _scan_python(
                     taken.add((ref.line, ref.col))
     # requirements and examples inside strings and comments (tokenizing is the costly part:
     # skipped where no line holds a requirement or the old version)
-    if not ((old is not None and old in text) or _gate_finds(frozenset(names), text, None, True)):
+    if not _reads_strings(text, old, names):
         return out
     for token in _tokens(text):
         number, col = token.start
