@@ -25,6 +25,7 @@ import ast
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
+from migrate_fi.modules import in_flashinfer
 from migrate_fi.scopes import Binding, DictWrite, Scope, ScopeBuilder
 
 __all__ = ["Candidate", "NameResolver", "ProjectAliases", "Resolution"]
@@ -208,8 +209,11 @@ class NameResolver:
     def exports(self, prefix: str = "flashinfer") -> dict[str, str]:
         """Module-level names of this module that are bound to ``prefix``'s API, and nothing
         else: ``{"<this module>.<name>": "<qualified name>"}``. Other modules importing them
-        resolve through it (`project_aliases`). A def wrapping FlashInfer is not one of them."""
-        if not self.module_name:
+        resolve through it (`project_aliases`). A def wrapping FlashInfer is not one of them.
+        A module of FlashInfer's own tree exports nothing: its names are paths of the API, and
+        the release data says where each leads (followed as a re-export, `flashinfer.jit.f`
+        would be reported again at each use, under the path of its definition)."""
+        if not self.module_name or in_flashinfer(self.module_name):
             return {}
         out = {}
         for name, bindings in self.module_scope.bindings.items():

@@ -65,7 +65,30 @@ def test_rules_the_prefilter_left_out_run_when_a_new_name_is_in_the_file() -> No
     assert not unaffected(FileResult("m.py", Status.SKIPPED), b"", NONE, after)  # never analysed
 
 
-# FlashInfer's own tree: every rule reads each of its modules, which re-export each other.
+# A project whose modules re-export each other's FlashInfer names: `proj.quant` is found to
+# re-export fp4_quantize in the first pass, `proj` in the first round, `proj.user` uses it after.
+PROJECT = {
+    "proj/__init__.py": "from .quant import fp4_quantize as fp4_quantize\n",
+    "proj/quant/__init__.py": "from flashinfer import fp4_quantize\n",
+    # reaches the API through two re-exports: found in the second round (it names FlashInfer,
+    # so the first pass analyses it too)
+    "proj/user.py": (
+        "from proj import fp4_quantize  # flashinfer's\n\n\n"
+        "def q(x, gs):\n"
+        "    return fp4_quantize(x, gs[:1], 16, False, True, False, True)\n"
+    ),
+    # imports both re-exporting modules, but looks up nothing they re-export: analysed in the
+    # first round (it names fp4_quantize and imports `quant`), never again
+    "proj/other.py": (
+        "from proj.utils import helper\n"
+        "from . import quant  # flashinfer's fp4_quantize lives there\n\n\n"
+        "def f(x):\n"
+        "    return helper(quant, x)\n"
+    ),
+}
+
+# FlashInfer's own tree: its modules re-export each other, and the release data says where each
+# of its paths leads, so none of them is followed as the project's re-export.
 OWN_TREE = {
     "flashinfer/__init__.py": "from .quantization import fp4_quantize as fp4_quantize\n",
     "flashinfer/quantization/__init__.py": "from .fp4_quantization import fp4_quantize\n",
@@ -74,20 +97,18 @@ OWN_TREE = {
         "                 is_sf_swizzled_layout=True, is_sf_8x4_layout=False, enable_pdl=None):\n"
         "    return input\n"
     ),
-    # reaches the definition through a re-export: found once the re-exports are known
     "flashinfer/user.py": (
         "from flashinfer.quantization import fp4_quantize\n\n\n"
         "def q(x, gs):\n"
         "    return fp4_quantize(x, gs[:1], 16, False, True, False, True)\n"
     ),
-    # imports the re-exporting module, but looks up nothing it re-exports
-    "flashinfer/other.py": (
-        "from flashinfer.utils import helper\n"
-        "from . import quantization  # fp4_quantize lives there\n\n\n"
-        "def f(x):\n"
-        "    return helper(quantization, x)\n"
-    ),
 }
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
 
 
 def check(root: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[object, collections.Counter[str]]:
@@ -109,18 +130,28 @@ def check(root: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[object, collecti
 def test_only_files_the_new_reexports_can_change_are_analysed_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name, text in OWN_TREE.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
+    write(tmp_path, PROJECT)
     found, counts = check(tmp_path, monkeypatch)
-    assert [d["path"] for d in found["diagnostics"]] == ["flashinfer/user.py"]
-    assert counts["flashinfer/user.py"] == 2  # without the re-exports, then with them
-    assert counts["flashinfer/other.py"] == 1
+    assert [d["path"] for d in found["diagnostics"]] == ["proj/user.py"]
+    assert counts["proj/user.py"] == 2  # without the re-exports, then with both
+    assert counts["proj/other.py"] == 2
     # the same findings as analysing every importer again
     monkeypatch.setattr(migrate_fi.engine, "unaffected", lambda *a: False)
     every, counts = check(tmp_path, monkeypatch)
     assert every == found
-    assert counts["flashinfer/other.py"] > 1
+    assert counts["proj/other.py"] > 2
+
+
+def test_flashinfer_own_modules_are_never_followed_as_reexports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(tmp_path, OWN_TREE)
+    found, counts = check(tmp_path, monkeypatch)
+    # found in the first pass, through the release data's path, and reported once
+    assert [(d["path"], d["code"]) for d in found["diagnostics"]] == [
+        ("flashinfer/user.py", "FI001")
+    ]
+    assert set(counts.values()) == {1}
 
 
 def test_import_words_are_those_of_every_statement_a_scan_finds() -> None:
