@@ -18,7 +18,7 @@ import enum
 import gc
 import os
 import warnings
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from functools import lru_cache, partial
 
 from migrate_fi import nodes, patterns
@@ -52,6 +52,7 @@ from migrate_fi.suppression import Suppressions
 
 __all__ = [
     "Mode",
+    "RuleTests",
     "failed",
     "matching",
     "prefilter_for",
@@ -94,7 +95,55 @@ def _prefilter(triggers: tuple[str | tuple[str, ...], ...]) -> Prefilter:
     return Prefilter(triggers)
 
 
-RuleTests = Sequence[tuple[type[Rule], Prefilter]]  # each rule with its prefilter for a run
+class RuleTests:
+    """Each rule with its prefilter for a run (iterate for the pairs), and what makes
+    `matching` cheap on the files no rule wants, most of a tree: the rules grouped by the files
+    they read (a few tests of the path, not one per rule), and, for each group, the words one of
+    which every file a rule of it matches contains, in lower case (`gate`): a file whose
+    lower-cased text holds none is ruled out with one search, before any rule's own test."""
+
+    def __init__(self, pairs: Sequence[tuple[type[Rule], Prefilter]]) -> None:
+        self.pairs = list(pairs)
+        groups: dict[tuple[tuple[str, ...], tuple[str, ...]], list[int]] = {}
+        for i, (c, _) in enumerate(self.pairs):
+            groups.setdefault((c.suffixes, c.file_patterns), []).append(i)
+        self._groups = [(_wanted_files(*key), members) for key, members in groups.items()]
+        self._gates = [_gate(c) for c, _ in self.pairs]
+        # which rules read a path -> the union of their gates (None: one of them has none)
+        self._union: dict[tuple[int, ...], frozenset[bytes] | None] = {}
+
+    def __iter__(self) -> Iterator[tuple[type[Rule], Prefilter]]:
+        return iter(self.pairs)
+
+    def __len__(self) -> int:
+        return len(self.pairs)
+
+    def readers(self, path: str) -> tuple[int, ...]:
+        """The indexes of the rules that read the file at ``path``, in rule order."""
+        found = [i for wanted, members in self._groups if wanted(path) for i in members]
+        return tuple(sorted(found))
+
+    def gate(self, readers: tuple[int, ...]) -> frozenset[bytes] | None:
+        try:
+            return self._union[readers]
+        except KeyError:
+            gates = [self._gates[i] for i in readers]
+            union = None if None in gates else frozenset().union(*gates)  # type: ignore[arg-type]
+            self._union[readers] = union
+            return union
+
+
+def _gate(rule: type[Rule]) -> frozenset[bytes] | None:
+    """Words, in lower case, one of which every file the rule's prefilter matches contains:
+    the first part of each declared trigger (a trigger's context, or its one name), or the
+    string a rule that works its triggers out declares they contain. None where neither says."""
+    if _computes_triggers(rule):
+        needed = rule.triggers_contain
+        return frozenset({needed.lower().encode()}) if needed else None
+    firsts = [t if isinstance(t, str) else (t[0] if t else "") for t in rule.triggers]
+    if not firsts or not all(firsts):
+        return None
+    return frozenset(f.lower().encode() for f in firsts)
 
 
 def rule_tests(
@@ -111,10 +160,12 @@ def rule_tests(
             return run_triggers(rule, options)
         return cache.memo(f"triggers {rule.id}", lambda: run_triggers(rule, options))
 
-    return [
-        (c, LazyPrefilter(c.triggers_contain or "", partial(triggers, c), _prefilter))
-        for c in rules
-    ]
+    return RuleTests(
+        [
+            (c, LazyPrefilter(c.triggers_contain or "", partial(triggers, c), _prefilter))
+            for c in rules
+        ]
+    )
 
 
 def _computes_triggers(rule: type[Rule]) -> bool:
@@ -127,10 +178,19 @@ def matching(tests: RuleTests, data: bytes, path: str, options: RunOptions) -> t
     """The ids of the rules that must see the file: its prefilter, then its finer test."""
     # (a rule that does not read this kind of file never pays for its text tests: FI007 reads
     # dependency files only, and its requirement names, torch among them, are in every model file)
+    readers = tests.readers(path)
+    if not readers:
+        return ()
+    words = tests.gate(readers)
+    if words is not None:
+        lowered = data.lower()
+        if not any(w in lowered for w in words):
+            return ()
+    pairs = tests.pairs
     return tuple(
         c.id
-        for c, p in tests
-        if reads(c, path) and p.matches(data) and c.wants(data, path, options)
+        for c, p in (pairs[i] for i in readers)
+        if p.matches(data) and c.wants(data, path, options)
     )
 
 
