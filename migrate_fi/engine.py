@@ -145,6 +145,10 @@ def run(
                     results[abspath] = FileResult(shown, Status.SKIPPED)
                     others.append(abspath)
                     walk.rule_out(abspath, signature)
+                    if candidates and abspath not in read and abspath.endswith(".py"):
+                        # (a tree that uses FlashInfer has re-exports: the rounds ask what
+                        # this file imports, and need not read it again)
+                        read[abspath] = file_imports(data)
                     continue
                 walk.note_matched(abspath, signature, matched)
             found = SourceFile(data, abspath, matched)

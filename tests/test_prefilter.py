@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 import migrate_fi.api.store
 from migrate_fi.cli import cli
-from migrate_fi.pipeline import run_triggers
+from migrate_fi.pipeline import _gate, matching, reads, rule_tests, run_triggers
 from migrate_fi.prefilter import LazyPrefilter, Prefilter
 from migrate_fi.registry import all_rules
 from migrate_fi.rule import RuleDefinitionError, RunOptions
@@ -137,3 +137,39 @@ def test_what_a_file_contains_is_kept_for_that_file_only() -> None:
         assert [p.matches(with_it) for p in (*rules, lazy)] == [True, True, True]
         assert [p.matches(without) for p in (*rules, lazy)] == [False, False, False]
         assert rules[1].matches(b"FlashInfer 0.6")
+
+
+@pytest.mark.parametrize("rule", all_rules(), ids=str)
+def test_a_rules_gate_holds_a_word_of_every_trigger(rule: type) -> None:
+    """The gate `matching` tries first never rules out a file the rule's own test matches:
+    every trigger of the run contains one of its words (lower-cased)."""
+    words = _gate(rule)
+    if words is None:
+        return
+    for trigger in run_triggers(rule, OPTIONS):
+        parts = (trigger,) if isinstance(trigger, str) else trigger
+        assert any(w in part.lower().encode() for part in parts for w in words), trigger
+
+
+TEXTS = [
+    b"import torch\n\nx = fp4_quantize(y)\n",
+    b"from flashinfer import fp4_quantize\n\nfp4_quantize(x, gs, 16)\n",
+    b'FLASHINFER_VERSION = "0.6.8.post1"\n',
+    b"# FlashInfer's wheel: flashinfer-python==0.6.8.post1\n",
+    b'backend = "Flashinfer"\nif flashinfer.__version__ < "0.6.10":\n    pass\n',
+    b"from proj.quant import fp4_quantize\n",
+]
+
+
+@pytest.mark.parametrize("path", ["m.py", "requirements.txt", "pyproject.toml", "Dockerfile"])
+def test_the_gate_leaves_the_answer_as_every_rule_would_give_it(path: str) -> None:
+    tests = rule_tests(all_rules(), OPTIONS)
+    for text in TEXTS:
+        every = tuple(
+            c.id
+            for c, p in tests
+            if reads(c, path) and p.matches(text) and c.wants(text, path, OPTIONS)
+        )
+        assert matching(tests, text, path, OPTIONS) == every, text
+    # (and it is what rules a file out: none of these names FlashInfer in any case)
+    assert matching(tests, b"import torch\nfp4_quantize(x)\n", "m.py", OPTIONS) == ()
