@@ -12,8 +12,9 @@ project (the callers of a function) is never stored.
 Entries live in ``$MIGRATE_FI_CACHE_DIR``, else the per-user cache folder
 (``$XDG_CACHE_HOME/migrate-fi/results``, ``~/.cache/migrate-fi/results``), one file each, written
 at once (a temporary file, then a rename: concurrent runs never see a half-written entry). A
-damaged or unreadable entry is a miss. The folder is kept under `MAX_ENTRIES` files, oldest
-dropped first. `--no-cache` (or ``MIGRATE_FI_NO_CACHE=1``) turns it off.
+damaged or unreadable entry is a miss. The entries a run used are also kept together with its
+walk (`WalkMemo`), so that a warm run reads one file for them, not one per result. The folder is
+kept under `MAX_ENTRIES` files, oldest dropped first. `--no-cache` (or ``MIGRATE_FI_NO_CACHE=1``) turns it off.
 """
 
 from __future__ import annotations
@@ -89,6 +90,7 @@ def _canonical(value: object) -> object:
     return (type(value).__name__, str(value))  # Version: its text
 
 
+_Entry = tuple[depends.Notes, FileResult]  # a result, and what it consulted outside its file
 Signature = tuple[int, int, int, int]  # size, modification time (ns), inode, change time (ns)
 
 
@@ -170,6 +172,10 @@ class ResultCache:
         self._run = _code_fingerprint() + repr(_canonical((ids, options))).encode()
         self.hits = self.stored = 0
         self._aliases: tuple[Mapping[str, str], bytes] | None = None
+        # the entries the last run with these options used, kept with its walk (one read for a
+        # warm run, not one file per result), and those this run uses (kept for the next)
+        self._pack: dict[str, _Entry] = {}
+        self._used: dict[str, _Entry] = {}
 
     def key(
         self,
@@ -194,16 +200,18 @@ class ResultCache:
         """What the last run with these options ruled out ({} the first time)."""
         try:
             with open(self._file(self._walk_key()), "rb") as fh:
-                out, imports, matched = pickle.load(fh)
-            if isinstance(out, dict) and isinstance(imports, dict) and isinstance(matched, dict):
+                out, imports, matched, pack = pickle.load(fh)
+            if all(isinstance(x, dict) for x in (out, imports, matched, pack)):
+                self._pack = pack
                 return WalkMemo(out, dict(list(imports.items())[-4:]), matched)
         except Exception:  # missing or damaged: every file is read
             pass
         return WalkMemo({}, {})
 
     def save_walk(self, walk: WalkMemo) -> None:
-        if walk.changed:
-            self._write(self._walk_key(), walk.state())
+        """The walk, with the entries this run used (when either changed)."""
+        if walk.changed or self._used.keys() != self._pack.keys():
+            self._write(self._walk_key(), (*walk.state(), self._used))
 
     def _walk_key(self) -> str:
         return hashlib.blake2b(self._run + b"\0walk", digest_size=20).hexdigest()
@@ -225,12 +233,18 @@ class ResultCache:
         return os.path.join(self.folder, key[:2], key[2:])
 
     def get(self, key: str) -> FileResult | None:
+        entry = self._pack.get(key)
+        if entry is None:
+            try:
+                with open(self._file(key), "rb") as fh:
+                    entry = pickle.load(fh)
+            except FileNotFoundError:
+                return None
+            except Exception:  # damaged, or written by another migrate-fi: a miss
+                return None
         try:
-            with open(self._file(key), "rb") as fh:
-                notes, result = pickle.load(fh)
-        except FileNotFoundError:
-            return None
-        except Exception:  # damaged, or written by another migrate-fi: a miss
+            notes, result = entry
+        except (TypeError, ValueError):
             return None
         if not isinstance(result, FileResult):
             return None
@@ -238,11 +252,13 @@ class ResultCache:
             if depends.recompute(kind, argument) != value:
                 return None
         self.hits += 1
+        self._used[key] = entry
         return result
 
     def put(self, key: str, notes: depends.Notes, result: FileResult) -> None:
         if self._write(key, (notes, result)):
             self.stored += 1
+            self._used[key] = (notes, result)
 
     def _write(self, key: str, value: object) -> bool:
         path = self._file(key)

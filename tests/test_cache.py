@@ -159,3 +159,35 @@ def test_the_cache_is_bounded(tmp_path: Path) -> None:
         store.put(key, (), FileResult(f"f{i}.py", Status.UNCHANGED))
     store.prune(limit=10)
     assert entries(tmp_path) == 10
+
+
+def test_a_warm_run_takes_the_entries_it_used_from_one_file(tmp_path: Path) -> None:
+    from migrate_fi.cache import ResultCache, WalkMemo
+    from migrate_fi.results import FileResult, Status
+    from migrate_fi.rule import RunOptions
+    from migrate_fi.versions import parse_version
+
+    options = RunOptions(parse_version("0.6.10"), parse_version("0.6.11"))
+    first = ResultCache(("x",), options, folder=str(tmp_path))
+    first.walk()
+    keys = [
+        first.key(b"%d" % i, f"f{i}.py", f"/f{i}.py", (None, False), {}, ("x",)) for i in range(3)
+    ]
+    for i, key in enumerate(keys):
+        first.put(key, (), FileResult(f"f{i}.py", Status.UNCHANGED))
+    first.save_walk(WalkMemo({}, {}))
+    walk_file = first._file(first._walk_key())
+    for entry in tmp_path.rglob("*"):  # only the walk is left
+        if entry.is_file() and str(entry) != walk_file:
+            entry.unlink()
+    warm = ResultCache(("x",), options, folder=str(tmp_path))
+    warm.walk()
+    found = warm.get(keys[1])
+    assert found is not None and found.path == "f1.py"
+    assert warm.get("0" * 40) is None  # (a key it does not hold: looked up as a file)
+    # the walk is written again only where what the run used differs
+    before = os.stat(walk_file).st_mtime_ns
+    warm.get(keys[0])
+    warm.get(keys[2])
+    warm.save_walk(WalkMemo({}, {}))
+    assert os.stat(walk_file).st_mtime_ns == before
