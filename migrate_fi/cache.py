@@ -14,7 +14,8 @@ Entries live in ``$MIGRATE_FI_CACHE_DIR``, else the per-user cache folder
 at once (a temporary file, then a rename: concurrent runs never see a half-written entry). A
 damaged or unreadable entry is a miss. The entries a run used are also kept together with its
 walk (`WalkMemo`), so that a warm run reads one file for them, not one per result. The folder is
-kept under `MAX_ENTRIES` files, oldest dropped first. `--no-cache` (or ``MIGRATE_FI_NO_CACHE=1``) turns it off.
+kept under `MAX_ENTRIES` files, oldest dropped first. `--no-cache` (or
+``MIGRATE_FI_NO_CACHE=1``) turns it off.
 """
 
 from __future__ import annotations
