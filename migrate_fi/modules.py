@@ -54,5 +54,6 @@ def module_identity(path: str) -> tuple[str | None, bool]:
 
 
 def in_flashinfer(module: str | None) -> bool:
-    """A file of FlashInfer's own source tree: it reaches its API through relative imports."""
+    """A dotted name inside the flashinfer package: a module of FlashInfer's own source tree (it
+    reaches its API through relative imports), or a name of its API."""
     return module is not None and (module == "flashinfer" or module.startswith("flashinfer."))

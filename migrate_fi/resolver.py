@@ -206,8 +206,8 @@ class NameResolver:
     def iter_calls(self) -> Iterator[tuple[ast.Call, Scope]]:
         return iter(self.calls)
 
-    def exports(self, prefix: str = "flashinfer") -> dict[str, str]:
-        """Module-level names of this module that are bound to ``prefix``'s API, and nothing
+    def exports(self) -> dict[str, str]:
+        """Module-level names of this module that are bound to FlashInfer's API, and nothing
         else: ``{"<this module>.<name>": "<qualified name>"}``. Other modules importing them
         resolve through it (`project_aliases`). A def wrapping FlashInfer is not one of them.
         A module of FlashInfer's own tree exports nothing: its names are paths of the API, and
@@ -223,7 +223,7 @@ class NameResolver:
             targets = {c.qualname for c in quals}
             if len(targets) == 1:
                 (target,) = targets
-                if target and (target == prefix or target.startswith(prefix + ".")):
+                if target and in_flashinfer(target):
                     out[f"{self.module_name}.{name}"] = target
         return out
 
