@@ -141,15 +141,44 @@ def test_a_damaged_record_is_one_line_naming_the_file(
     assert "cannot be read" in message
 
 
-def test_gunzip_reads_what_gzip_reads(tmp_path: Path) -> None:
-    """One buffer of the trailer's size, else (several members) what `gzip` gives; not gzip:
-    ValueError (the caller's one-line DataError)."""
+def test_a_record_is_written_in_pieces_and_read_a_piece_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`write_release` cuts the text into gzip members of whole lines: any gzip reader reads
+    the same text, and `load_release` decompresses only the pieces of the entries asked for."""
+    record = _record()
+    record["defs"] = {f"flashinfer.m{i:03}.f": {"k": "f", "pad": "x" * 600} for i in range(300)}
+    folder = tmp_path / "data"
+    monkeypatch.setattr(store, "_PIECES_KEPT", 2)
+    written = Path(store.write_release(record, str(folder)))
+    raw = written.read_bytes()
+    assert gzip.decompress(raw) == encode_release(record)  # (what any gzip reader reads)
+    members = list(store._members(raw))
+    assert len(members) > 4 and all(text.endswith(b"\n") for _, text in members)
+    assert (
+        store.compress_release(encode_release(record)) == raw
+    )  # (the same record, the same bytes)
+    text = store._Text(raw)
+    read = store._decode(text, _unreadable)
+    assert _plain(read) == record
+    assert len(text._kept) <= 2  # (read whole once to index it; only the last pieces kept)
+    for key in reversed(list(record["defs"])):  # (out of order: pieces decompressed again)
+        assert read["defs"][key] == record["defs"][key]
+    assert len(text._kept) == 2
+
+
+@pytest.mark.parametrize("cut", [100, 1], ids=["members cut inside a line", "a member per byte"])
+def test_gzip_members_that_end_inside_a_line_are_read_as_one_piece(cut: int) -> None:
     data = encode_release(_record())
-    one, two = tmp_path / "one.gz", tmp_path / "two.gz"
-    one.write_bytes(gzip.compress(data))
-    two.write_bytes(gzip.compress(data[:100]) + gzip.compress(data[100:]))  # (two members)
-    assert store._gunzip(str(one)) == data and store._gunzip(str(two)) == data
-    for junk in (b"junk", gzip.compress(data)[:-9] + b"\0" * 9, b""):
-        (tmp_path / "bad.gz").write_bytes(junk)
-        with pytest.raises((ValueError, EOFError)):
-            store._gunzip(str(tmp_path / "bad.gz"))
+    raw = b"".join(gzip.compress(data[i : i + cut]) for i in range(0, len(data), cut))
+    read = store._decode(store._Text(raw), _unreadable)
+    assert _plain(read) == _record()
+
+
+def test_data_that_is_not_gzip_is_value_error() -> None:
+    """Not gzip, a checksum that does not match, a file cut short, nothing: ValueError (the
+    caller's one-line DataError naming the file)."""
+    data = store.compress_release(encode_release(_record()))
+    for junk in (b"junk", data[:-9] + b"\0" * 9, data[: len(data) // 2], b""):
+        with pytest.raises(ValueError):
+            store._decode(store._Text(junk), _unreadable)
