@@ -137,7 +137,7 @@ def run(
                 continue
             if only is not None:
                 read[abspath] = file_imports(data)
-                imported.update(read[abspath][0])
+                imported.update(read[abspath].all())
             matched = walk.matched(abspath, signature)  # (unchanged since it passed)
             if matched is None:
                 matched = matching(tests, data, abspath, options)

@@ -6,6 +6,7 @@ those aliases, until no new export appears (`migrate_fi.engine.run` drives the r
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import NamedTuple
 
 from migrate_fi import patterns
 from migrate_fi.cache import WalkMemo
@@ -107,13 +108,26 @@ def import_words(data: bytes) -> set[bytes]:
     return set(b" ".join(statements).translate(TO_SPACES).split())  # (the ASCII words)
 
 
-FileImports = tuple[frozenset[bytes], bool]  # a file's import words; whether it imports by call
+class FileImports(NamedTuple):
+    """What a file's import statements name, kept for every file a run reads (a compact form:
+    a set of words per file held 13 MB over SGLang's 5,300 files)."""
+
+    words: bytes  # the words of its import statements, sorted, each between spaces
+    dynamic: bool  # whether it imports modules by call (their names are strings)
+
+    def among(self, words: Iterable[bytes]) -> set[bytes]:
+        """Those of ``words`` (ASCII words, no space) its import statements name."""
+        return {w for w in words if b" %s " % w in self.words}
+
+    def all(self) -> set[bytes]:
+        return set(self.words.split())
 
 
 def file_imports(data: bytes) -> FileImports:
     """The words of the file's import statements, and whether it imports modules by call
-    (`importlib.import_module`, `pytest.importorskip`: their names are strings)."""
-    return frozenset(import_words(data)), b"import_module" in data or b"importorskip" in data
+    (`importlib.import_module`, `pytest.importorskip`)."""
+    words = b" %s " % b" ".join(sorted(import_words(data)))
+    return FileImports(words, b"import_module" in data or b"importorskip" in data)
 
 
 def imported_modules(
@@ -171,11 +185,11 @@ def importers(
         return found
 
     def imports_one(path: str, data: bytes) -> bool:
-        words, dynamic = words_of(path, data)
-        if dynamic:  # modules named in strings: no import statement to read
+        found = words_of(path, data)
+        if found.dynamic:  # modules named in strings: no import statement to read
             possible: set[bytes] = set(modules_of)
         else:
-            imported = every_module & words
+            imported = found.among(every_module)
             if not imported:
                 return False
             possible = set().union(*(names_of[m] for m in imported))
@@ -190,7 +204,7 @@ def importers(
     def may_import(path: str) -> bool:
         """What the words kept from an earlier round say (True: the file must be read)."""
         found = known.get(path)
-        return found is None or found[1] or not every_module.isdisjoint(found[0])
+        return found is None or found.dynamic or bool(found.among(every_module))
 
     out = [f for f in candidates if imports_one(f.path, f.data)]
     asked = repr(sorted(aliases))
