@@ -5,7 +5,7 @@ those aliases, until no new export appears (`migrate_fi.engine.run` drives the r
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 from migrate_fi import patterns
@@ -115,12 +115,22 @@ class FileImports(NamedTuple):
     words: bytes  # the words of its import statements, sorted, each between spaces
     dynamic: bool  # whether it imports modules by call (their names are strings)
 
-    def among(self, words: Iterable[bytes]) -> set[bytes]:
-        """Those of ``words`` (ASCII words, no space) its import statements name."""
-        return {w for w in words if b" %s " % w in self.words}
+    def among(self, wanted: Sequence[tuple[bytes, bytes]]) -> set[bytes]:
+        """Those of the words its import statements name, of ``wanted``: (`spaced(word)`,
+        word) pairs."""
+        return {w for spaced_word, w in wanted if spaced_word in self.words}
+
+    def any_of(self, wanted: Sequence[tuple[bytes, bytes]]) -> bool:
+        return any(spaced_word in self.words for spaced_word, _ in wanted)
 
     def all(self) -> set[bytes]:
         return set(self.words.split())
+
+
+def spaced(words: Iterable[bytes]) -> list[tuple[bytes, bytes]]:
+    """What `FileImports.among` asks for: each word (ASCII, no space) between spaces, and
+    itself."""
+    return [(b" %s " % w, w) for w in words]
 
 
 def file_imports(data: bytes) -> FileImports:
@@ -175,7 +185,7 @@ def importers(
         last = module.rsplit(".", 1)[-1].encode()
         modules_of.setdefault(name.encode(), set()).add(last)
         names_of.setdefault(last, set()).add(name.encode())
-    every_module = frozenset(names_of)
+    every_module = spaced(names_of)
     known = read if read is not None else {}
 
     def words_of(path: str, data: bytes) -> FileImports:
@@ -204,7 +214,7 @@ def importers(
     def may_import(path: str) -> bool:
         """What the words kept from an earlier round say (True: the file must be read)."""
         found = known.get(path)
-        return found is None or found.dynamic or bool(found.among(every_module))
+        return found is None or found.dynamic or found.any_of(every_module)
 
     out = [f for f in candidates if imports_one(f.path, f.data)]
     asked = repr(sorted(aliases))

@@ -85,6 +85,13 @@ def test_every_bundled_record_has_the_line_layout() -> None:
         assert isinstance(record["modules"], Section), version
 
 
+def test_export_targets_are_the_strings_of_the_definitions_they_name() -> None:
+    record = load_release(store.available_releases(store.DATA_DIR)[-1])
+    keys = {key: key for key in record["defs"]}
+    shared = [t for t in record["exports"].values() if t in keys]
+    assert shared and all(t is keys[t] for t in shared)  # (held once, not twice)
+
+
 def test_same_definition_means_the_same_signature() -> None:
     """Where `same_definition` answers without comparing, comparing finds nothing either."""
     old, new = differ.api_for("0.6.18"), differ.api_for("0.7.4")

@@ -463,7 +463,20 @@ def _decode(text: _Text | bytes, unreadable: Callable[[str], DataError]) -> dict
         line = next(lines, None)
     if line is None or line[0] != b"}" or next(lines, None) is not None:
         raise ValueError(f"unexpected text at byte {line[1] if line else 'the end'}")
+    _share_targets(record)
     return record
+
+
+def _share_targets(record: dict[str, Any]) -> None:
+    """Make the targets of ``exports`` the same strings as the keys of ``defs`` they name
+    (0.7.4: 11,600 exports, 1.4 MB of strings held twice)."""
+    exports, defs = record.get("exports"), record["defs"]
+    if not isinstance(exports, dict) or not isinstance(defs, Section):
+        return
+    same = {key: key for key in defs._at}
+    for public, target in exports.items():
+        if isinstance(target, str):
+            exports[public] = same.get(target, target)
 
 
 def _lines(pieces: Iterator[tuple[int, bytes]]) -> Iterator[tuple[bytes, int]]:
