@@ -42,7 +42,7 @@ __all__ = ["MAX_ENTRIES", "ResultCache", "WalkMemo", "cache_dir"]
 T = TypeVar("T")
 CACHE_ENV = "MIGRATE_FI_CACHE_DIR"
 MAX_ENTRIES = 20_000
-_FORMAT = 1
+_FORMAT = 2  # 2: `Lookups.skipped`
 
 
 def cache_dir() -> str:

@@ -193,6 +193,7 @@ def _reexport_rounds(
     them and whose result they can change (`migrate_fi.reexports`), until no new one appears."""
     aliases: dict[str, str] = {}
     relevant: set[bytes] | None = None  # (the triggers' names: worked out when there are exports)
+    looked_for: dict[str, set[bytes]] = {}  # each rule's triggers' names
     none = ProjectAliases({})
     analysed_with: dict[str, ProjectAliases] = {}  # the re-exports a file was last analysed with
     for _ in range(MAX_ROUNDS):
@@ -200,7 +201,8 @@ def _reexport_rounds(
         if not any(r.exports for r in analysed):
             return
         if relevant is None:
-            relevant = set().union(*(p.names() for _, p in tests)) if tests else set()
+            looked_for = {c.id: p.names() for c, p in tests}
+            relevant = set().union(*looked_for.values())
         exported = merge_exports(analysed, relevant)
         new = {k: v for k, v in exported.items() if aliases.get(k) != v}
         if not new:
@@ -210,7 +212,14 @@ def _reexport_rounds(
         again = [
             f
             for f in importers(new, candidates, others, walk, read)
-            if not unaffected(results[f.path], f.data, analysed_with.get(f.path, none), now)
+            if not unaffected(
+                results[f.path],
+                f.data,
+                analysed_with.get(f.path, none),
+                now,
+                looked_for,
+                read.get(f.path),
+            )
         ]
         results.update(batch.process(again, now.aliases))
         analysed_with.update((f.path, now) for f in again)

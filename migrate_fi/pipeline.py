@@ -366,8 +366,8 @@ def _process(
         suppressions = Suppressions.of(text, is_python)
         resolver = None
     if is_python:
-        every_rule = imports_alias or len(wanted) == len(rules)
-        result.lookups = Lookups(frozenset(asked), every_rule)
+        skipped = () if imports_alias else (c.id for c in rules if c not in wanted)
+        result.lookups = Lookups(frozenset(asked), frozenset(skipped))
     if text == original and options.unused_suppressions:
         # Lines have not moved, and every rule that reads the file had its say (a rule the
         # prefilter skipped has no site here): a comment that silenced nothing is stale.

@@ -6,6 +6,7 @@ those aliases, until no new export appears (`migrate_fi.engine.run` drives the r
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import NamedTuple
 
 from migrate_fi import patterns
@@ -61,19 +62,41 @@ def merge_exports(results: Iterable[FileResult], relevant: set[bytes]) -> dict[s
 
 
 def unaffected(
-    result: FileResult, data: bytes, before: ProjectAliases, after: ProjectAliases
+    result: FileResult,
+    data: bytes,
+    before: ProjectAliases,
+    after: ProjectAliases,
+    looked_for: Mapping[str, AbstractSet[bytes]] | None = None,
+    imports: FileImports | None = None,
 ) -> bool:
     """Whether analysing the file again with the re-exports ``after`` instead of those it was
-    analysed with (``before``) would give ``result`` again: no rule would run that did not (the
-    prefilter left none out, or no name ``after`` adds is in the file), and every name its
-    resolvers looked up among the re-exports is followed to the same name."""
+    analysed with (``before``) would give ``result`` again: every name its resolvers looked up
+    among the re-exports is followed to the same name, and no rule the prefilter left out would
+    now find something. A new re-export named in the file runs those rules; one of them can
+    find something only where the re-export reaches a name it looks for: one of its triggers'
+    names, in ``looked_for`` (rule id -> names; without it, any re-export named counts), and
+    where the file may import it: ``imports``, the file's, name its module (as `importers`
+    asks; without them, any re-export named counts)."""
     lookups = result.lookups
     if lookups is None:
         return False
-    if not lookups.every_rule:
-        for key in after.aliases.keys() - before.aliases.keys():
-            name = key.rpartition(".")[2]
-            if not name.isascii() or name.encode() in data:
+    for key in after.aliases.keys() - before.aliases.keys() if lookups.skipped else ():
+        name = key.rpartition(".")[2]
+        if name.isascii() and name.encode() not in data:
+            continue  # (not in the file: it runs no rule)
+        module = key.rpartition(".")[0].rpartition(".")[2]
+        if (
+            imports is not None
+            and module.isascii()
+            and not imports.dynamic
+            and not imports.any_of(spaced([module.encode()]))
+        ):
+            continue  # (no import statement names its module: the file cannot reach it)
+        # (where it leads, and its own target: a chain `follow` cannot end leads to both)
+        reached = {t.rpartition(".")[2].encode() for t in (after.follow(key), after.aliases[key])}
+        for rule in lookups.skipped:
+            names = looked_for.get(rule) if looked_for is not None else None
+            if names is None or not reached.isdisjoint(names):
                 return False
     return all(before.follow(q) == after.follow(q) for q in lookups.qualnames)
 

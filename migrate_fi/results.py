@@ -107,10 +107,12 @@ class FileError:
 class Lookups:
     """What the analysis of one file looked up among the project's re-exports: a new re-export
     that matches none of ``qualnames`` cannot change its result (`migrate_fi.reexports`).
-    ``every_rule``: every rule that reads the file ran, so more re-exports run no other rule."""
+    ``skipped``: the ids of the rules that read the file and did not run (the prefilter left
+    them out); a new re-export named in the file runs them, and can change what they find
+    where it reaches a name they look for."""
 
     qualnames: frozenset[str]
-    every_rule: bool
+    skipped: frozenset[str]
 
 
 @dataclass

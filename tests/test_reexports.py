@@ -14,14 +14,14 @@ from click.testing import CliRunner
 import migrate_fi.engine
 import migrate_fi.pipeline
 from migrate_fi.cli import cli
-from migrate_fi.reexports import unaffected
+from migrate_fi.reexports import file_imports, unaffected
 from migrate_fi.resolver import ProjectAliases
 from migrate_fi.results import FileResult, Lookups, Status
 
 
-def analysed(asked: set[str], every_rule: bool = True) -> FileResult:
+def analysed(asked: set[str], skipped: frozenset[str] = frozenset()) -> FileResult:
     result = FileResult("m.py", Status.UNCHANGED, parsed=True)
-    result.lookups = Lookups(frozenset(asked), every_rule)
+    result.lookups = Lookups(frozenset(asked), skipped)
     return result
 
 
@@ -59,10 +59,32 @@ def test_a_chain_is_followed_to_its_end() -> None:
 
 def test_rules_the_prefilter_left_out_run_when_a_new_name_is_in_the_file() -> None:
     after = ProjectAliases({"proj.ops.q": "flashinfer.fp4_quantize"})
-    partial = analysed({"os.path"}, every_rule=False)
+    partial = analysed({"os.path"}, skipped=frozenset({"fp4-quantize-keywords"}))
     assert not unaffected(partial, b"from proj.ops import q\n", NONE, after)
     assert unaffected(partial, b"import os.path\n", NONE, after)
     assert not unaffected(FileResult("m.py", Status.SKIPPED), b"", NONE, after)  # never analysed
+
+
+def test_a_rule_left_out_runs_again_only_for_a_name_it_looks_for() -> None:
+    """A new re-export named in the file runs the rules the prefilter left out; it can change
+    what one of them finds only where it reaches one of that rule's triggers' names."""
+    after = ProjectAliases({"proj.ops.q": "flashinfer.fp4_quantize"})
+    text = b"from proj.ops import q\n"
+    partial = analysed(set(), skipped=frozenset({"a", "b"}))
+    assert unaffected(partial, text, NONE, after, {"a": {b"rmsnorm"}, "b": {b"q"}})
+    assert not unaffected(partial, text, NONE, after, {"a": set(), "b": {b"fp4_quantize"}})
+    assert not unaffected(partial, text, NONE, after, {"a": {b"rmsnorm"}})  # b: not known
+    # through a chain of re-exports: where it ends
+    chain = ProjectAliases({"proj.ops.q": "proj.low.r", "proj.low.r": "flashinfer.rmsnorm"})
+    assert not unaffected(partial, text, NONE, chain, {"a": {b"rmsnorm"}, "b": set()})
+    assert unaffected(analysed(set()), text, NONE, after, {})  # every rule ran
+    # and only where the file may import it: an import statement names its module
+    looked_for = {"a": {b"fp4_quantize"}, "b": set()}
+    other = b"from elsewhere import q\n"
+    assert unaffected(partial, other, NONE, after, looked_for, file_imports(other))
+    assert not unaffected(partial, text, NONE, after, looked_for, file_imports(text))
+    dynamic = b"q = importlib.import_module(name).q\n"  # (modules named in strings)
+    assert not unaffected(partial, dynamic, NONE, after, looked_for, file_imports(dynamic))
 
 
 # A project whose modules re-export each other's FlashInfer names: `proj.quant` is found to
@@ -78,7 +100,8 @@ PROJECT = {
         "    return fp4_quantize(x, gs[:1], 16, False, True, False, True)\n"
     ),
     # imports both re-exporting modules, but looks up nothing they re-export: analysed in the
-    # first round (it names fp4_quantize and imports `quant`), never again
+    # first pass (it names FlashInfer), never again (it names fp4_quantize and imports `quant`,
+    # but every rule that looks for fp4_quantize ran on it)
     "proj/other.py": (
         "from proj.utils import helper\n"
         "from . import quant  # flashinfer's fp4_quantize lives there\n\n\n"
@@ -134,7 +157,7 @@ def test_only_files_the_new_reexports_can_change_are_analysed_again(
     found, counts = check(tmp_path, monkeypatch)
     assert [d["path"] for d in found["diagnostics"]] == ["proj/user.py"]
     assert counts["proj/user.py"] == 2  # without the re-exports, then with both
-    assert counts["proj/other.py"] == 2
+    assert counts["proj/other.py"] == 1
     # the same findings as analysing every importer again
     monkeypatch.setattr(migrate_fi.engine, "unaffected", lambda *a: False)
     every, counts = check(tmp_path, monkeypatch)
