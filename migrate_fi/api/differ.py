@@ -855,9 +855,17 @@ class EnumChange:
 def changed_enums(old_version: str, new_version: str) -> dict[str, EnumChange]:
     """Enums of the old release (by definition) with a member removed or renumbered."""
     old, new = api_for(old_version), api_for(new_version)
+    public = old.public_paths()
+    targets = set(public.values())
+    # (in the record's order: each of its pieces is decompressed once, `store._Text`)
+    enums = {
+        key
+        for key in old.defs
+        if key in targets and old.may_mention(key, (b'"enum":',)) and old.defs[key].get("enum")
+    }
     shortest: dict[str, str] = {}
-    for path, target in old.public_paths().items():
-        if old.may_mention(target, (b'"enum":',)) and old.defs[target].get("enum"):
+    for path, target in public.items():
+        if target in enums:
             current = shortest.get(target)
             if current is None or (len(path), path) < (len(current), current):
                 shortest[target] = path

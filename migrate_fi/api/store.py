@@ -308,7 +308,7 @@ class _Text:
     is decompressed when it is asked for, and the last few asked are kept. 0.7.4's 10 MB of
     text are held in 1.5 MB; a record written as one member is held whole, decompressed."""
 
-    __slots__ = ("_ends", "_kept", "_raw", "_starts")
+    __slots__ = ("_current", "_ends", "_high", "_kept", "_low", "_raw", "_starts")
 
     def __init__(self, raw: bytes | memoryview, plain: bytes | None = None) -> None:
         """``plain``: the text itself (``raw`` is not read)."""
@@ -318,6 +318,7 @@ class _Text:
         ] = []  # where each piece ends in ``raw`` (it starts where the last ends)
         self._starts: list[int] = []  # where each piece starts in the text
         self._kept: dict[int, bytes] = {}
+        self._current, self._low, self._high = b"", 0, 0  # the piece last read, and its span
         if plain is not None:
             self._ends.append(len(raw))
             self._starts.append(0)
@@ -349,6 +350,14 @@ class _Text:
 
     def line(self, pos: int) -> bytes:
         """The text from ``pos`` to the end of its line (the newline left out)."""
+        if not self._low <= pos < self._high:
+            self._at_piece(pos)
+        text, local = self._current, pos - self._low
+        end = text.find(b"\n", local)
+        return text[local : end if end >= 0 else len(text)]
+
+    def _at_piece(self, pos: int) -> None:
+        """Make the piece that holds ``pos`` the current one (decompressed if not kept)."""
         i = bisect.bisect_right(self._starts, pos) - 1
         text = self._kept.get(i)
         if text is None:
@@ -357,9 +366,7 @@ class _Text:
             if len(self._kept) >= _PIECES_KEPT:
                 del self._kept[next(iter(self._kept))]  # the oldest
             self._kept[i] = text
-        local = pos - self._starts[i]
-        end = text.find(b"\n", local)
-        return text[local : end if end >= 0 else len(text)]
+        self._current, self._low, self._high = text, self._starts[i], self._starts[i] + len(text)
 
 
 _LAZY = ("defs", "modules")  # the objects written one entry per line, in this order
@@ -387,7 +394,7 @@ class Section(Mapping[str, Any]):
     def text(self, key: str) -> bytes:
         """The JSON text of an entry (KeyError when there is none): equal texts, equal values."""
         line = self._text.line(self._at[key])
-        return line[:-1] if line.endswith(b",") else line
+        return line[:-1] if line[-1:] == b"," else line
 
     def __getitem__(self, key: str) -> Any:
         found = self._recent.get(key, _MISSING)
