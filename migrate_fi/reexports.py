@@ -5,8 +5,9 @@ those aliases, until no new export appears (`migrate_fi.engine.run` drives the r
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
+from functools import lru_cache
 from typing import NamedTuple
 
 from migrate_fi import patterns
@@ -80,25 +81,40 @@ def unaffected(
     lookups = result.lookups
     if lookups is None:
         return False
-    for key in after.aliases.keys() - before.aliases.keys() if lookups.skipped else ():
-        name = key.rpartition(".")[2]
-        if name.isascii() and name.encode() not in data:
-            continue  # (not in the file: it runs no rule)
-        module = key.rpartition(".")[0].rpartition(".")[2]
-        if (
-            imports is not None
-            and module.isascii()
-            and not imports.dynamic
-            and not imports.any_of(spaced([module.encode()]))
-        ):
-            continue  # (no import statement names its module: the file cannot reach it)
-        # (where it leads, and its own target: a chain `follow` cannot end leads to both)
-        reached = {t.rpartition(".")[2].encode() for t in (after.follow(key), after.aliases[key])}
-        for rule in lookups.skipped:
-            names = looked_for.get(rule) if looked_for is not None else None
-            if names is None or not reached.isdisjoint(names):
-                return False
+    if lookups.skipped:
+        by_module, modules = _added(before, after)
+        if imports is None or imports.dynamic:
+            reachable = [k for keys in by_module.values() for k in keys]
+        else:  # (a module whose last part is not ASCII is never among the words: kept)
+            reachable = list(by_module.get(None, ()))
+            for module in imports.among(modules):
+                reachable += by_module[module]
+        for key in reachable:
+            name = key.rpartition(".")[2]
+            if name.isascii() and name.encode() not in data:
+                continue  # (not in the file: it runs no rule)
+            # (where it leads, and its own target: a chain `follow` cannot end leads to both)
+            reached = {
+                t.rpartition(".")[2].encode() for t in (after.follow(key), after.aliases[key])
+            }
+            for rule in lookups.skipped:
+                names = looked_for.get(rule) if looked_for is not None else None
+                if names is None or not reached.isdisjoint(names):
+                    return False
     return all(before.follow(q) == after.follow(q) for q in lookups.qualnames)
+
+
+@lru_cache(maxsize=8)  # (asked for every file of a round, with the same two)
+def _added(
+    before: ProjectAliases, after: ProjectAliases
+) -> tuple[dict[bytes | None, list[str]], Words]:
+    """The re-exports ``after`` adds to ``before``, by the last part of their module (None:
+    one that is not ASCII), and those last parts."""
+    by_module: dict[bytes | None, list[str]] = {}
+    for key in after.aliases.keys() - before.aliases.keys():
+        module = key.rpartition(".")[0].rpartition(".")[2]
+        by_module.setdefault(module.encode() if module.isascii() else None, []).append(key)
+    return by_module, Words(m for m in by_module if m is not None)
 
 
 def _relevant_alias(target: str, names: set[bytes]) -> bool:
@@ -138,22 +154,34 @@ class FileImports(NamedTuple):
     words: bytes  # the words of its import statements, sorted, each between spaces
     dynamic: bool  # whether it imports modules by call (their names are strings)
 
-    def among(self, wanted: Sequence[tuple[bytes, bytes]]) -> set[bytes]:
-        """Those of the words its import statements name, of ``wanted``: (`spaced(word)`,
-        word) pairs."""
-        return {w for spaced_word, w in wanted if spaced_word in self.words}
+    def among(self, asked: Words) -> AbstractSet[bytes]:
+        """Those of the ``asked`` words its import statements name."""
+        if asked.spaced is None:
+            return asked.words.intersection(self.words.split())
+        return {w for spaced, w in asked.spaced if spaced in self.words}
 
-    def any_of(self, wanted: Sequence[tuple[bytes, bytes]]) -> bool:
-        return any(spaced_word in self.words for spaced_word, _ in wanted)
+    def any_of(self, asked: Words) -> bool:
+        if asked.spaced is None:
+            return not asked.words.isdisjoint(self.words.split())
+        return any(spaced in self.words for spaced, _ in asked.spaced)
 
     def all(self) -> set[bytes]:
         return set(self.words.split())
 
 
-def spaced(words: Iterable[bytes]) -> list[tuple[bytes, bytes]]:
-    """What `FileImports.among` asks for: each word (ASCII, no space) between spaces, and
-    itself."""
-    return [(b" %s " % w, w) for w in words]
+_FEW_WORDS = 16  # words asked of every file: up to this many, a substring test each
+
+
+class Words:
+    """Words (ASCII identifiers) asked of many files' import words (`FileImports.among`): a
+    substring test each, when they are few; else the file's words are split and looked up."""
+
+    __slots__ = ("spaced", "words")
+
+    def __init__(self, words: Iterable[bytes]) -> None:
+        self.words = frozenset(words)
+        few = len(self.words) <= _FEW_WORDS
+        self.spaced = [(b" %s " % w, w) for w in self.words] if few else None
 
 
 def file_imports(data: bytes) -> FileImports:
@@ -208,7 +236,7 @@ def importers(
         last = module.rsplit(".", 1)[-1].encode()
         modules_of.setdefault(name.encode(), set()).add(last)
         names_of.setdefault(last, set()).add(name.encode())
-    every_module = spaced(names_of)
+    every_module = Words(names_of)
     known = read if read is not None else {}
 
     def words_of(path: str, data: bytes) -> FileImports:

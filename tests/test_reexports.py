@@ -206,3 +206,28 @@ def test_import_words_are_those_of_every_statement_a_scan_finds() -> None:
         b"as",
         b"g",
     }
+
+
+def test_a_files_import_words_answer_few_or_many_words_asked() -> None:
+    """A substring test per word asked when they are few, a lookup of the file's words when
+    many (a tree of 2,000 modules each re-exporting a name asks 2,000): the same answer."""
+    from migrate_fi.reexports import _FEW_WORDS, Words
+
+    found = file_imports(b"from pkg.quant import q\nimport os, quantize as z\n")
+    assert found.all() == {
+        b"from",
+        b"pkg",
+        b"quant",
+        b"import",
+        b"q",
+        b"os",
+        b"quantize",
+        b"as",
+        b"z",
+    }
+    filler = [b"m%d" % i for i in range(_FEW_WORDS + 5)]
+    for asked in ([b"quant", b"uant", b"pkg.quant"], [b"quant", b"uant", *filler]):
+        words = Words(asked)
+        assert (words.spaced is None) == (len(asked) > _FEW_WORDS)
+        assert found.among(words) == {b"quant"} and found.any_of(words)
+        assert not found.any_of(Words([b"uant", *asked[3:]]))
