@@ -105,9 +105,11 @@ def run(
         )
 
     links: list[str] = []
+    count = 0  # files walked so far
 
     def walked() -> Iterator[SourceFile]:
         """The files a rule must see, as the walk finds them (the others are noted)."""
+        nonlocal count
         for abspath in discover(
             paths,
             suffixes,
@@ -119,6 +121,7 @@ def run(
             stale.append,
             links.append,
         ):
+            count += 1
             if only is not None and os.path.realpath(abspath) not in only:
                 if abspath.endswith(".py"):
                     left_out.append(abspath)
@@ -157,7 +160,8 @@ def run(
 
     preload = (lambda: preload_api_data(options)) if any(c.needs_api_data for c in rules) else None
     with Batch(ids, options, mode.value, jobs, progress, cache, preload) as batch:
-        results.update(batch.process(walked(), {}))  # (workers start while the walk goes on)
+        # (workers start while the walk goes on)
+        results.update(batch.process(walked(), {}, lambda: count))
         exporters = imported_modules(left_out, imported, tests, options)
         # (analysed for their exports only: a check, whatever the mode, and not part of the result)
         with Batch(ids, options, Mode.CHECK.value, jobs, None, cache, preload) as aside:

@@ -23,9 +23,12 @@ if TYPE_CHECKING:  # (concurrent.futures is imported only where workers start: i
 
 __all__ = ["Batch", "SourceFile"]
 
-# Parse in worker processes only when there is enough work to pay for them.
+# Parse in worker processes only when there is enough work to pay for them: this much to
+# parse, or a walk this long (the workers parse while it goes on, on the cores it leaves idle;
+# a tree of a few files would pay 0.1 s for them)
 _PARALLEL_MIN_FILES = 4
 _PARALLEL_MIN_BYTES = 1_000_000
+_PARALLEL_MIN_WALK = 500  # files walked
 
 
 class SourceFile(NamedTuple):
@@ -113,13 +116,16 @@ class Batch:
         self.close()
 
     def process(
-        self, files: Iterable[SourceFile], aliases: Mapping[str, str]
+        self,
+        files: Iterable[SourceFile],
+        aliases: Mapping[str, str],
+        walked: Callable[[], int] | None = None,
     ) -> dict[str, FileResult]:
         """Every file's result: from the cache where it holds one, else analysed (and stored).
 
-        ``files`` may be the walk itself (a generator): once the work waiting is worth worker
-        processes, they start on it while the walk goes on; less is done here, in this
-        process."""
+        ``files`` may be the walk itself (a generator; ``walked``: how many files it has
+        walked so far): once the work waiting is worth worker processes, they start on it
+        while the walk goes on; less is done here, in this process."""
         from migrate_fi.pipeline import failed
 
         out: dict[str, FileResult] = {}
@@ -145,7 +151,7 @@ class Batch:
                     continue
                 waiting.append(f)
                 waiting_bytes += len(f.data)
-                if self._worth_workers(len(waiting), waiting_bytes):
+                if self._worth_workers(len(waiting), waiting_bytes, walked() if walked else 0):
                     pool = self._started()
                     for w in waiting:
                         futures[pool.submit(_work, *self._args(w, aliases))] = w.path
@@ -177,8 +183,9 @@ class Batch:
             raise
         return out
 
-    def _worth_workers(self, files: int, size: int) -> bool:
-        """Whether this much work waiting is worth worker processes."""
+    def _worth_workers(self, files: int, size: int, walked: int = 0) -> bool:
+        """Whether this much work waiting, found in a walk of ``walked`` files so far, is
+        worth worker processes."""
         return (
             self.jobs > 1
             and files >= _PARALLEL_MIN_FILES
@@ -186,6 +193,7 @@ class Batch:
                 self._pool is not None  # (started: using it again costs nothing)
                 or self.mode != "check"
                 or size >= _PARALLEL_MIN_BYTES
+                or walked >= _PARALLEL_MIN_WALK
             )
         )
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from migrate_fi import workers
 from migrate_fi.registry import all_rules
 from migrate_fi.rule import RunOptions
 from migrate_fi.versions import parse_version
@@ -55,6 +56,21 @@ def test_workers_start_during_the_walk_and_give_one_process_s_results(tmp_path: 
     assert started_at == [4]  # four files waiting were worth workers; the walk went on
     assert shown(got) == shown(expected) and all(shown(again).values())
     assert {p: r.new_text for p, r in got.items()} == {p: r.new_text for p, r in expected.items()}
+
+
+def test_check_starts_workers_for_much_to_parse_or_a_long_walk(tmp_path: Path) -> None:
+    """In check mode a few small files are parsed here (workers would cost more than they
+    save); workers start when much is waiting to be parsed, or the walk is long: they parse
+    on the cores it leaves idle."""
+    todo = files(tmp_path, 6)
+    for walked, expect in ((10, False), (workers._PARALLEL_MIN_WALK, True)):
+        with Batch(IDS, OPTIONS, "check", 2, None, None, None) as batch:
+            batch.process(todo, {}, lambda: walked)  # noqa: B023 (used at once)
+            assert (batch._pool is not None) is expect, walked
+    big = [f._replace(data=f.data + b"#" * workers._PARALLEL_MIN_BYTES) for f in todo[:4]]
+    with Batch(IDS, OPTIONS, "check", 2, None, None, None) as batch:
+        batch.process(big, {})
+        assert batch._pool is not None
 
 
 def test_a_walk_that_fails_stops_the_workers(tmp_path: Path) -> None:
