@@ -925,18 +925,22 @@ def main() -> None:
     from migrate_fi.api.store import DataError
 
     signal.signal(signal.SIGTERM, _terminate)
+    code: int | str | None
     try:
-        code = cli.main(prog_name="migrate-fi", standalone_mode=False)
+        done = cli.main(prog_name="migrate-fi", standalone_mode=False)
+        code = done if isinstance(done, int) else 0
+    except SystemExit as exc:  # (the commands end with their exit status)
+        code = exc.code
     except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
+        code = exc.exit_code
     except click.ClickException as exc:
         exc.show()
-        sys.exit(exc.exit_code)
+        code = exc.exit_code
     except (KeyboardInterrupt, click.Abort) as exc:
         _interrupted(exc)
     except DataError as exc:  # a damaged record of the API data
         Fatal(str(exc)).show()
-        sys.exit(Fatal.exit_code)
+        code = Fatal.exit_code
     except Exception as exc:  # a bug of ours: one line, exit 2 (MIGRATE_FI_DEBUG=1 shows it all)
         if os.environ.get("MIGRATE_FI_DEBUG") == "1":
             raise
@@ -945,13 +949,13 @@ def main() -> None:
             " (set MIGRATE_FI_DEBUG=1 for the traceback; please report it)",
             err=True,
         )
-        sys.exit(2)
+        code = 2
     # The command is done and has said so: a signal from now on (while the interpreter shuts
-    # down, joining the worker pool's threads) would kill it after its work, with the signal's
-    # status instead of the command's. Held until the process is gone.
+    # down, and once it has put back the default handlers) would kill it after its work, with
+    # the signal's status instead of the command's. Held until the process is gone.
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-    sys.exit(code if isinstance(code, int) else 0)
+    sys.exit(code)
 
 
 @cli.group()

@@ -108,6 +108,39 @@ def test_a_signal_ends_the_run_within_a_second(tmp_path: Path, sig: int, command
         assert f"{new} file(s) were rewritten before it stopped" in err
 
 
+EXIT_MASK = """
+import atexit, signal, sys
+from migrate_fi.cli import main
+def report():  # (runs as the interpreter shuts down, after the command said it is done)
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    print("held" if {signal.SIGINT, signal.SIGTERM} <= held else "open", file=sys.stderr)
+atexit.register(report)
+sys.argv = ["migrate-fi", *sys.argv[1:]]
+main()
+"""
+
+
+@pytest.mark.parametrize(
+    "args", [["check", "--from", "0.6.10", "--to", "0.6.11", "."], ["check", "--bad-option"]]
+)
+def test_a_finished_command_holds_signals_while_python_shuts_down(
+    tmp_path: Path, args: list[str]
+) -> None:
+    """Once a command has ended (its own `sys.exit`, a usage error...), a signal would kill
+    the process with its status instead of the command's, once Python has put back the default
+    handlers: signals are held until it is gone."""
+    make_tree(tmp_path, 2)
+    done = subprocess.run(
+        [sys.executable, "-c", EXIT_MASK, *args],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode in (1, 2), done.stderr
+    assert done.stderr.strip().splitlines()[-1] == "held", done.stderr
+
+
 @pytest.mark.slow
 def test_sigterm_at_random_moments_leaves_whole_files_and_no_debris(tmp_path: Path) -> None:
     rng = random.Random(7)
