@@ -12,10 +12,13 @@ Two folders hold them, and every command reads their union:
 For a release in both, the bundled record is used.
 
 A record is one JSON object, written one entry per line for its two large objects (``defs`` and
-``modules``; the rest is on the first line). `load_release` keeps those two as `Section` objects:
-the entries' JSON text, decoded when asked (and not kept, but for the last few dozen). For 0.7.4
-that is about 17 MB held, not the 70 MB of its decoded objects. A record in any other JSON
-layout (one line: what a migrate-fi before this one wrote) is decoded whole, as before.
+``modules``; the rest is on the first line), and gzip'd as members of whole lines, 32 KB or so
+each (`compress_release`). `load_release` keeps those two as `Section` objects: the entries'
+JSON text, decoded when asked (and not kept, but for the last few dozen), in the compressed file
+(`_Text`: a piece is decompressed when one of its entries is asked for). For 0.7.4 that is about
+9 MB held, not the 70 MB of its decoded objects. A record in any other JSON layout (one line:
+what an earlier migrate-fi wrote) is decoded whole, and one written as a single gzip
+member is held decompressed.
 """
 
 from __future__ import annotations
