@@ -256,7 +256,7 @@ def load_release(version: str) -> dict[str, Any]:
     try:
         with open(path, "rb") as fh:
             raw = fh.read()
-        record = _read_record(raw, lambda why: _unreadable(version, path, why))
+        record = _decode(_Text(raw), lambda why: _unreadable(version, path, why))
     except (OSError, EOFError, ValueError) as exc:
         raise _unreadable(version, path, str(exc)) from None
     finally:
@@ -305,6 +305,11 @@ def _members(raw: bytes | memoryview) -> Iterator[tuple[int, bytes]]:
         yield pos, b"".join(pieces)
 
 
+def _decompressed(raw: bytes | memoryview) -> bytes:
+    """The text of all the gzip members of ``raw`` (ValueError as `_members`)."""
+    return b"".join(text for _, text in _members(raw))
+
+
 class _Text:
     """A record's decompressed text, held as its gzip members (compressed): `write_release`
     ends each member with a line, every 32 KB or so. A piece (members up to the end of a line)
@@ -316,9 +321,8 @@ class _Text:
     def __init__(self, raw: bytes | memoryview, plain: bytes | None = None) -> None:
         """``plain``: the text itself (``raw`` is not read)."""
         self._raw = raw
-        self._ends: list[
-            int
-        ] = []  # where each piece ends in ``raw`` (it starts where the last ends)
+        # where each piece ends in ``raw`` (it starts where the one before ends)
+        self._ends: list[int] = []
         self._starts: list[int] = []  # where each piece starts in the text
         self._kept: dict[int, bytes] = {}
         self._current, self._low, self._high = b"", 0, 0  # the piece last read, and its span
@@ -349,7 +353,7 @@ class _Text:
         """The whole text (read for a record in another layout)."""
         if 0 in self._kept and len(self._starts) == 1:
             return self._kept[0]
-        return b"".join(text for _, text in _members(self._raw))
+        return _decompressed(self._raw)
 
     def line(self, pos: int) -> bytes:
         """The text from ``pos`` to the end of its line (the newline left out)."""
@@ -365,7 +369,7 @@ class _Text:
         text = self._kept.get(i)
         if text is None:
             first = self._ends[i - 1] if i else 0
-            text = b"".join(t for _, t in _members(memoryview(self._raw)[first : self._ends[i]]))
+            text = _decompressed(memoryview(self._raw)[first : self._ends[i]])
             if len(self._kept) >= _PIECES_KEPT:
                 del self._kept[next(iter(self._kept))]  # the oldest
             self._kept[i] = text
@@ -424,11 +428,6 @@ class Section(Mapping[str, Any]):
         return len(self._at)
 
 
-def _read_record(raw: bytes, unreadable: Callable[[str], DataError]) -> dict[str, Any]:
-    """A record from its gzip'd JSON (see `_decode`)."""
-    return _decode(_Text(raw), unreadable)
-
-
 def _decode(text: _Text | bytes, unreadable: Callable[[str], DataError]) -> dict[str, Any]:
     """A record from its JSON text: the line layout `write_release` writes, or any JSON
     (decoded whole). ValueError when it is neither; ``unreadable`` makes the error of an entry
@@ -483,7 +482,7 @@ def _share_targets(record: dict[str, Any]) -> None:
     exports, defs = record.get("exports"), record["defs"]
     if not isinstance(exports, dict) or not isinstance(defs, Section):
         return
-    same = {key: key for key in defs._at}
+    same = {key: key for key in defs}
     for public, target in exports.items():
         if isinstance(target, str):
             exports[public] = same.get(target, target)
