@@ -28,7 +28,7 @@ from migrate_fi.discovery import wanted_files
 from migrate_fi.edits import EditError
 from migrate_fi.fixes import apply_fixes, settle
 from migrate_fi.modules import in_flashinfer, module_identity
-from migrate_fi.prefilter import LazyPrefilter, Prefilter, Triggers
+from migrate_fi.prefilter import LazyPrefilter, Prefilter, Triggers, reaches_flashinfer
 from migrate_fi.resolver import NameResolver
 from migrate_fi.results import (
     FileError,
@@ -174,8 +174,12 @@ def _computes_triggers(rule: type[Rule]) -> bool:
     return rule.triggers_for.__func__ is not Rule.triggers_for.__func__  # type: ignore[attr-defined]
 
 
-def matching(tests: RuleTests, data: bytes, path: str, options: RunOptions) -> tuple[str, ...]:
-    """The ids of the rules that must see the file: its prefilter, then its finer test."""
+def matching(
+    tests: RuleTests, data: bytes, path: str, options: RunOptions, own_tree: bool = False
+) -> tuple[str, ...]:
+    """The ids of the rules that must see the file: its prefilter, then its finer test, and
+    for a rule that `reaches_by_import`, outside FlashInfer's tree (``own_tree``), an import
+    that may reach FlashInfer."""
     # (a rule that does not read this kind of file never pays for its text tests: FI007 reads
     # dependency files only, and its requirement names, torch among them, are in every model file)
     readers = tests.readers(path)
@@ -187,11 +191,18 @@ def matching(tests: RuleTests, data: bytes, path: str, options: RunOptions) -> t
         if not any(w in lowered for w in words):
             return ()
     pairs = tests.pairs
-    return tuple(
-        c.id
-        for c, p in (pairs[i] for i in readers)
-        if p.matches(data) and c.wants(data, path, options)
-    )
+    imports: bool | None = own_tree or None  # (asked once, of the first rule that needs it)
+    out = []
+    for c, p in (pairs[i] for i in readers):
+        if not (p.matches(data) and c.wants(data, path, options)):
+            continue
+        if c.reaches_by_import:
+            if imports is None:
+                imports = reaches_flashinfer(data)
+            if not imports:
+                continue
+        out.append(c.id)
+    return tuple(out)
 
 
 def flashinfer_own_file(path: str, data: bytes, tests: RuleTests, options: RunOptions) -> bool:
@@ -206,7 +217,7 @@ def flashinfer_own_file(path: str, data: bytes, tests: RuleTests, options: RunOp
     if b"from ." in data:
         return True
     named = data + b"\n" + module.replace(".", " ").encode()
-    return bool(matching(tests, named, path, options))
+    return bool(matching(tests, named, path, options, own_tree=True))
 
 
 def process_source(
@@ -300,7 +311,7 @@ def _process(
     rules = [c for c in rules if reads(c, path)]
     own_tree = is_python and in_flashinfer(module[0])
     if prefiltered is None:
-        prefiltered = matching(rule_tests(rules, options), data, path, options)
+        prefiltered = matching(rule_tests(rules, options), data, path, options, own_tree)
     wanted = [c for c in rules if own_tree or c.id in prefiltered]
     tree: ast.Module | None = None
     if is_python:

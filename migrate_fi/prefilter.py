@@ -11,7 +11,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
-__all__ = ["TO_SPACES", "LazyPrefilter", "Prefilter", "Triggers", "identifiers"]
+from migrate_fi import patterns
+
+__all__ = [
+    "TO_SPACES",
+    "LazyPrefilter",
+    "Prefilter",
+    "Triggers",
+    "identifiers",
+    "reaches_flashinfer",
+]
 
 # Every byte that cannot be part of an ASCII identifier becomes a space: `split()` then yields the
 # identifiers (twice as fast as a regex over the same bytes).
@@ -22,6 +31,28 @@ Triggers = tuple[str | tuple[str, ...], ...]  # a rule's triggers for a run
 _FEW = 8  # up to this many names, plain substring tests beat collecting identifiers
 _last: tuple[bytes, set[bytes]] | None = None  # every rule's prefilter tests the same file
 _last_found: tuple[bytes, dict[bytes, bool]] | None = None  # (the same: what it contains)
+
+
+# blanks inside a statement, a backslash continuation included
+_BLANK = rb"(?:[ \t\f]|\\\r?\n)"
+# a statement that may import the flashinfer package or one of its modules: `from flashinfer...`,
+# `import flashinfer...`, also after other modules (`import os, flashinfer.comm as c`); a
+# regex over bytes, so also in strings and comments (a superset is what a prefilter needs)
+_IMPORTS_FLASHINFER = patterns.compile(
+    rb"\b(?:from" + _BLANK + rb"+|import" + _BLANK + rb"+(?:[\w.]+(?:" + _BLANK + rb"+as"
+    + _BLANK + rb"+\w+)?" + _BLANK + rb"*," + _BLANK + rb"*)*)flashinfer\b"
+)  # fmt: skip
+
+
+def reaches_flashinfer(data: bytes) -> bool:
+    """Whether a file outside FlashInfer's tree may bind a name to FlashInfer's own without the
+    project's re-exports: an import statement of it, or a module imported by call (the resolver
+    follows `importlib.import_module` and `pytest.importorskip`)."""
+    return (
+        b"import_module" in data
+        or b"importorskip" in data
+        or _IMPORTS_FLASHINFER.search(data) is not None
+    )
 
 
 def _is_identifier(name: bytes) -> bool:

@@ -404,6 +404,13 @@ class Rule:
     # (public path, parameter) pairs whose change this rule handles itself (FI005 drops
     # `max_num_tokens=` where 0.6.14 ignores it): the data-driven rules leave them alone.
     owns_parameters: ClassVar[frozenset[tuple[str, str]]] = frozenset()
+    # Everything it finds is reached through a name that resolves to FlashInfer's own (a call,
+    # an attribute, an import of it). Outside FlashInfer's tree a file reaches such a name only
+    # through an import statement that names the flashinfer package, a module imported by call
+    # (`importlib.import_module`, `pytest.importorskip`), or the project's re-exports (the
+    # re-export rounds run it again where one reaches the file): the engine parses a file for it
+    # only where the first two may be (`migrate_fi.prefilter.reaches_flashinfer`).
+    reaches_by_import: ClassVar[bool] = False
     # It reads the release data of --from and --to: the engine checks, once per run, that both
     # are bundled (a clear error otherwise) and loads them before the workers start.
     needs_api_data: ClassVar[bool] = False

@@ -173,3 +173,65 @@ def test_the_gate_leaves_the_answer_as_every_rule_would_give_it(path: str) -> No
         assert matching(tests, text, path, OPTIONS) == every, text
     # (and it is what rules a file out: none of these names FlashInfer in any case)
     assert matching(tests, b"import torch\nfp4_quantize(x)\n", "m.py", OPTIONS) == ()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "import flashinfer\n",
+        "from flashinfer import fp4_quantize\n",
+        "from flashinfer.comm import create_allreduce_fusion_workspace\n",
+        "import os, flashinfer.comm as c\n",
+        "import torch as t, numpy, flashinfer\n",
+        "def f():\n    import flashinfer.mamba  # noqa: F401\n",
+        "try: import flashinfer\nexcept ImportError: flashinfer = None\n",
+        "from \\\n    flashinfer import rmsnorm\n",
+        "import os, \\\n    flashinfer\n",
+        "fi = importlib.import_module('flashinfer')\n",
+        "fi = pytest.importorskip('flashinfer')\n",
+    ],
+)
+def test_an_import_of_flashinfer_in_any_form_reaches_it(text: str) -> None:
+    from migrate_fi.prefilter import reaches_flashinfer
+
+    assert reaches_flashinfer(text.encode())
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'if backend == "flashinfer":\n    use_flashinfer = True\n',
+        "from sglang.utils import is_flashinfer_available\n",
+        "import flashinfer_utils\n",
+        "from vllm.utils.flashinfer import has_flashinfer\n",  # (the project's own module)
+        "from . import flashinfer_backend\n",
+    ],
+)
+def test_a_file_that_imports_no_flashinfer_module_does_not_reach_it(text: str) -> None:
+    from migrate_fi.prefilter import reaches_flashinfer
+
+    assert not reaches_flashinfer(text.encode())
+
+
+def test_rules_that_reach_flashinfer_by_import_leave_a_file_without_one_to_the_rounds() -> None:
+    """A file that names a FlashInfer API but imports nothing of FlashInfer's (it may get the
+    name from a project module: the re-export rounds analyse it then) is not parsed for the
+    rules that find only what resolves to FlashInfer; a version pin in it still is. In
+    FlashInfer's own tree (relative imports, its own definitions) nothing is left out."""
+    text = (
+        b"from myproj.ops import fp4_quantize  # flashinfer's\n"
+        b'REQUIRES = "flashinfer-python==0.6.8.post1"\n'
+        b"y = fp4_quantize(x, gs, 16, False, True, False, True)\n"
+    )
+    tests = rule_tests(all_rules(), OPTIONS)
+    found = matching(tests, text, "/p/myproj/m.py", OPTIONS)
+    reaching = {c.id for c in all_rules() if c.reaches_by_import}
+    assert "fp4_quantize_keywords" in reaching and "positional_binding" in reaching
+    assert not reaching & set(found)
+    assert "flashinfer_pins" in found
+    imported = text.replace(b"from myproj.ops", b"from flashinfer")
+    assert {"fp4_quantize_keywords", "positional_binding"} <= set(
+        matching(tests, imported, "/p/myproj/m.py", OPTIONS)
+    )
+    own = matching(tests, text, "/p/flashinfer/m.py", OPTIONS, own_tree=True)
+    assert {"fp4_quantize_keywords", "positional_binding"} <= set(own)

@@ -56,6 +56,7 @@ class ChangedDefaults(Rule):
     )
 
     needs_api_data = True
+    reaches_by_import = True
 
     @classmethod
     def triggers_for(cls, options: RunOptions) -> tuple[str | tuple[str, ...], ...]:

@@ -53,6 +53,7 @@ class EnumValues(Rule):
     triggers = ("flashinfer",)
     triggers_contain = "flashinfer"  # (every trigger is a FlashInfer path)
     needs_api_data = True
+    reaches_by_import = True
 
     @classmethod
     def triggers_for(cls, options: RunOptions) -> tuple[str | tuple[str, ...], ...]:

@@ -602,6 +602,7 @@ class Fp4GlobalScaleShape(Rule):
     fix_availability = FixAvailability.NONE
     triggers = (("flashinfer", "fp4_quantize"), ("flashinfer", "nvfp4_quantize"))
     concerns = frozenset(SCALES)
+    reaches_by_import = True
 
     def find(self, ctx: FileContext) -> None:
         old_api, params = _targets(str(ctx.options.from_version), self.introduced_in)

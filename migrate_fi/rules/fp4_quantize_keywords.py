@@ -94,6 +94,7 @@ class Fp4QuantizeKeywords(Rule):
     concerns = TARGETS
 
     needs_api_data = True
+    reaches_by_import = True
 
     def find(self, ctx: FileContext) -> None:
         from migrate_fi.api.differ import api_for

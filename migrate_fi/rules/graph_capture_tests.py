@@ -111,6 +111,7 @@ class GraphCaptureTests(Rule):
     )
 
     needs_api_data = True
+    reaches_by_import = True
 
     def find(self, ctx: FileContext) -> None:
         from migrate_fi.api.differ import api_for

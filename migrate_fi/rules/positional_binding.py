@@ -65,6 +65,7 @@ class PositionalBinding(Rule):
     data_driven: ClassVar[bool] = True
 
     needs_api_data = True
+    reaches_by_import = True
 
     @classmethod
     def triggers_for(cls, options: RunOptions) -> tuple[str | tuple[str, ...], ...]:

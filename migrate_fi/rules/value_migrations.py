@@ -54,6 +54,7 @@ class ValueMigrations(Rule):
     triggers = ("flashinfer",)
     triggers_contain = "flashinfer"  # (every trigger is a FlashInfer path)
     needs_api_data = True
+    reaches_by_import = True
 
     @classmethod
     def prepare(cls, options: RunOptions) -> None:
