@@ -11,9 +11,10 @@ with `ast.walk` as before.
 from __future__ import annotations
 
 import ast
+from collections.abc import Collection
 from typing import TypeVar
 
-__all__ = ["called_by", "of_type", "parents", "release", "walk"]
+__all__ = ["called_by", "of_type", "on_lines", "parents", "release", "walk"]
 
 N = TypeVar("N", bound=ast.AST)
 
@@ -91,3 +92,20 @@ def called_by(tree: ast.AST) -> dict[int, ast.Call]:
     if found is None:
         found = derived["called by"] = {id(c.func): c for c in of_type(tree, ast.Call)}
     return found  # type: ignore[return-value]
+
+
+def on_lines(tree: ast.AST, lines: Collection[int]) -> list[ast.AST]:
+    """The nodes of ``tree`` whose source spans one of ``lines`` (the subtrees that span none
+    are not visited: in a large file, most of it)."""
+    out: list[ast.AST] = []
+    pending: list[ast.AST] = [tree]
+    while pending:
+        node = pending.pop()
+        first = getattr(node, "lineno", None)
+        if first is not None:
+            last = getattr(node, "end_lineno", None) or first
+            if not any(first <= n <= last for n in lines):
+                continue
+        out.append(node)
+        pending.extend(ast.iter_child_nodes(node))
+    return out

@@ -697,8 +697,9 @@ def _scan_python(
     out: list[VersionRef] = []
     taken: set[tuple[int, int]] = set()
     docstrings: set[int] | None = None  # read when the old version is met in a string
-    # checks: a call with a FlashInfer distribution name and a version string
-    calls = nodes.of_type(tree, ast.Call) if _reads_calls(text) else ()
+    # checks: a call with a FlashInfer distribution name and a version string (only the calls
+    # that span a line where such a name is quoted are visited)
+    calls = _calls_naming_distributions(text, tree) if _reads_calls(text) else ()
     for node in calls:
         args = [*node.args, *(k.value for k in node.keywords)]
         packages = [p for p in (_dist_name(a) for a in args) if p]
@@ -780,6 +781,19 @@ def _scan_python(
                     )
                 )
     return out
+
+
+def _calls_naming_distributions(text: str, tree: ast.Module) -> list[ast.Call]:
+    """The calls of ``tree`` that span a line where a string that may be a FlashInfer
+    distribution's name starts (`_QUOTED_DISTRIBUTION`), in source order."""
+    starts = [m.start() for m in _QUOTED_DISTRIBUTION.finditer(text)]
+    if "\r" in text:  # (a line ends at \r\n, \r or \n, as the parser counts them)
+        ends = [m.end() for m in _LINE.finditer(text)]
+        lines = {bisect.bisect_right(ends, at) + 1 for at in starts}
+    else:
+        lines = {text.count("\n", 0, at) + 1 for at in starts}
+    found = [n for n in nodes.on_lines(tree, lines) if isinstance(n, ast.Call)]
+    return sorted(found, key=lambda n: (n.lineno, n.col_offset))
 
 
 _QUOTES = "\"'`"

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 from packaging.version import InvalidVersion, Version
 
-from migrate_fi import patterns
+from migrate_fi import nodes, patterns
 from migrate_fi.edits import AddImport, replace_with
 from migrate_fi.resolver import NameResolver
 from migrate_fi.results import FixSafety
@@ -78,7 +78,7 @@ class VersionComparisons(Rule):
         releases = (ctx.options.from_version, ctx.options.to_version)
         data = ctx.text.encode("utf-8", "surrogateescape")
         lines = _match_lines(data)
-        for node in _on_lines(ctx.tree, lines):
+        for node in nodes.on_lines(ctx.tree, lines):
             if not isinstance(node, ast.Compare) or len(node.ops) != 1:
                 continue
             compare = _ORDERING.get(type(node.ops[0]))
@@ -140,23 +140,6 @@ _LIBCST: dict[type, str] = {
 
 def _source(ctx: FileContext, node: ast.expr) -> str:
     return ast.get_source_segment(ctx.text, node) or ast.unparse(node)
-
-
-def _on_lines(tree: ast.AST, lines: set[int]) -> list[ast.AST]:
-    """The nodes of ``tree`` whose source spans one of ``lines`` (the subtrees that span none
-    are not visited: in a large file, most of it)."""
-    out: list[ast.AST] = []
-    pending: list[ast.AST] = [tree]
-    while pending:
-        node = pending.pop()
-        first = getattr(node, "lineno", None)
-        if first is not None:
-            last = getattr(node, "end_lineno", None) or first
-            if not any(first <= n <= last for n in lines):
-                continue
-        out.append(node)
-        pending.extend(ast.iter_child_nodes(node))
-    return out
 
 
 def _version_literal(node: ast.expr) -> tuple[str, Version] | None:
