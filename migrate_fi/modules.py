@@ -10,7 +10,22 @@ __all__ = ["display_path", "in_flashinfer", "module_identity", "module_name_for_
 
 def display_path(path: str) -> str:
     """Relative to the current folder when inside it (so `git apply` takes our diffs)."""
-    cwd = os.getcwd()
+    folder, name = os.path.split(path)
+    if not folder or not name:
+        return _display_path(path, os.getcwd())
+    shown = _display_folder(folder, os.getcwd())  # (a run shows thousands of files, few folders)
+    return path if shown is None else shown + name
+
+
+@lru_cache(maxsize=1024)
+def _display_folder(folder: str, cwd: str) -> str | None:
+    """How the files of ``folder`` are shown: the prefix of their name (None: as given)."""
+    probe = os.path.join(folder, "_")
+    shown = _display_path(probe, cwd)
+    return None if shown == probe else shown[:-1]
+
+
+def _display_path(path: str, cwd: str) -> str:
     prefix = cwd.rstrip(os.sep) + os.sep
     if path.startswith(prefix) and os.sep + ".." + os.sep not in path:
         return path[len(prefix) :]
