@@ -28,7 +28,7 @@ import os
 import pickle
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import cache
 from typing import TypeVar
 
@@ -146,6 +146,18 @@ class WalkMemo:
         if signature is not None and self._matched.get(path) != (signature, ids):
             self._matched[path] = (signature, ids)
             self.changed = True
+
+    def learn(
+        self,
+        ruled_out: Iterable[tuple[str, Signature]],
+        matched: Iterable[tuple[str, Signature, tuple[str, ...]]],
+    ) -> None:
+        """What reading files found (`migrate_fi.reading.Read`): those the prefilter ruled
+        out, and the rules the others matched."""
+        for path, signature in ruled_out:
+            self.rule_out(path, signature)
+        for path, signature, ids in matched:
+            self.note_matched(path, signature, ids)
 
     def imports_none(self, path: str, signature: Signature | None, asked: str) -> bool:
         return signature is not None and self._imports.get(asked, {}).get(path) == signature

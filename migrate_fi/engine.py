@@ -1,15 +1,16 @@
 """The engine: run the selected rules over a tree and collect the results.
 
 `run` discovers the files, reads each once and keeps those a rule's prefilter matches
-(`migrate_fi.pipeline`), hands them to the workers (`migrate_fi.workers`, one process per core
-where the work is worth it), then drives the re-export rounds (`migrate_fi.reexports`). What it
-returns is a `RunResult`; writing is `migrate_fi.sources.write_changes`.
+(`migrate_fi.reading`), analyses them (`migrate_fi.pipeline`), then drives the re-export rounds
+(`migrate_fi.reexports`). Where the work is worth it, reading and analysis are shared between
+this process and worker processes, one per core in all (`migrate_fi.workers`). What it returns
+is a `RunResult`; writing is `migrate_fi.sources.write_changes`.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 
 from migrate_fi.cache import ResultCache, WalkMemo
 from migrate_fi.discovery import discover, with_includes
@@ -18,14 +19,12 @@ from migrate_fi.pipeline import (
     Mode,
     RuleTests,
     failed,
-    flashinfer_own_file,
-    matching,
     rule_tests,
 )
+from migrate_fi.reading import Read, Todo, read_in_worker, read_part
 from migrate_fi.reexports import (
     MAX_ROUNDS,
     FileImports,
-    file_imports,
     imported_modules,
     importers,
     merge_exports,
@@ -91,7 +90,6 @@ def run(
     tests = rule_tests(rules, options, cache)  # built once, before the walk
     walk = cache.walk() if cache is not None else WalkMemo()  # what the last run ruled out
     results: dict[str, FileResult] = {}
-    candidates: list[SourceFile] = []
     others: list[str] = []  # files the prefilter ruled out (they may still import an alias)
     stale: list[str] = []
     left_out: list[str] = []  # Python files outside ``only``: read only for their re-exports
@@ -105,63 +103,43 @@ def run(
         )
 
     links: list[str] = []
-    count = 0  # files walked so far
-
-    def walked() -> Iterator[SourceFile]:
-        """The files a rule must see, as the walk finds them (the others are noted)."""
-        nonlocal count
-        for abspath in discover(
-            paths,
-            suffixes,
-            exclude,
-            respect_gitignore,
-            excludes_at,
-            patterns,
-            unreadable,
-            stale.append,
-            links.append,
-        ):
-            count += 1
-            if only is not None and os.path.realpath(abspath) not in only:
-                if abspath.endswith(".py"):
-                    left_out.append(abspath)
-                continue
-            shown = display_path(abspath)
-            signature = walk.signature(abspath) if only is None else None
-            if walk.ruled_out(abspath, signature):
-                results[abspath] = FileResult(shown, Status.SKIPPED)  # unchanged since, not read
-                others.append(abspath)
-                continue
-            try:
-                with open(abspath, "rb") as fh:
-                    data = fh.read()
-            except OSError as exc:
-                results[abspath] = failed(shown, f"cannot read: {exc.strerror}")
-                continue
-            if only is not None:
-                read[abspath] = file_imports(data)
-                imported.update(read[abspath].all())
-            matched = walk.matched(abspath, signature)  # (unchanged since it passed)
-            if matched is None:
-                matched = matching(tests, data, abspath, options)
-                if not matched and not flashinfer_own_file(abspath, data, tests, options):
-                    results[abspath] = FileResult(shown, Status.SKIPPED)
-                    others.append(abspath)
-                    walk.rule_out(abspath, signature)
-                    if candidates and abspath not in read and abspath.endswith(".py"):
-                        # (a tree that uses FlashInfer has re-exports: the rounds ask what
-                        # this file imports, and need not read it again)
-                        read[abspath] = file_imports(data)
-                    continue
-                walk.note_matched(abspath, signature, matched)
-            found = SourceFile(data, abspath, matched)
-            candidates.append(found)
-            yield found
+    todo: list[Todo] = []  # the files to read
+    for abspath in discover(
+        paths,
+        suffixes,
+        exclude,
+        respect_gitignore,
+        excludes_at,
+        patterns,
+        unreadable,
+        stale.append,
+        links.append,
+    ):
+        if only is not None and os.path.realpath(abspath) not in only:
+            if abspath.endswith(".py"):
+                left_out.append(abspath)
+            continue
+        signature = walk.signature(abspath) if only is None else None
+        if walk.ruled_out(abspath, signature):
+            results[abspath] = FileResult(display_path(abspath), Status.SKIPPED)  # unchanged
+            others.append(abspath)
+            continue
+        todo.append(Todo(abspath, signature, walk.matched(abspath, signature)))
 
     preload = (lambda: preload_api_data(options)) if any(c.needs_api_data for c in rules) else None
     with Batch(ids, options, mode.value, jobs, progress, cache, preload) as batch:
-        # (workers start while the walk goes on)
-        results.update(batch.process(walked(), {}, lambda: count))
+        found = _read(batch, todo, tests, options, only is not None)
+        for path, why in found.failed:
+            results[path] = failed(display_path(path), why)
+        for path in found.skipped:
+            results[path] = FileResult(display_path(path), Status.SKIPPED)
+        others += found.skipped
+        read.update(found.imports)
+        if only is not None:
+            imported.update(*(words.all() for words in found.imports.values()))
+        walk.learn(found.ruled_out, found.matched)
+        candidates = found.candidates
+        results.update(batch.process(candidates, {}, lambda: len(todo)))
         exporters = imported_modules(left_out, imported, tests, options)
         # (analysed for their exports only: a check, whatever the mode, and not part of the result)
         with Batch(ids, options, Mode.CHECK.value, jobs, None, cache, preload) as aside:
@@ -181,6 +159,48 @@ def run(
             " through a link; give the file it leads to, if it is the project's"
         )
     return result
+
+
+_PART = 64  # files read in one part (what a worker is given at a time)
+
+
+def _read(
+    batch: Batch, todo: list[Todo], tests: RuleTests, options: RunOptions, every_import: bool
+) -> Read:
+    """Read the files of ``todo`` and test them against the rules' prefilters: on a large
+    tree, in parts shared with the workers (`Batch.share`), else here (`migrate_fi.reading`)."""
+    if not batch.worth_reading_in_workers(len(todo)):
+        return read_part(todo, tests, options, every_import)
+    parts = [todo[i : i + _PART] for i in range(0, len(todo), _PART)]
+    found: dict[int, Read] = {}
+    uses = False  # whether a part read so far found a file a rule must see
+    count = 0
+
+    def here(i: int) -> Read:
+        return read_part(parts[i], tests, options, every_import, uses)
+
+    def done(i: int, part: Read) -> None:
+        nonlocal uses, count
+        found[i] = part
+        uses = uses or bool(part.candidates)
+        count += len(parts[i])
+        batch.tick(count, len(todo))
+
+    def failed(i: int, exc: Exception) -> None:  # (a worker that died: read here)
+        done(i, here(i))
+
+    batch.share(
+        range(len(parts)),
+        read_in_worker,
+        lambda i: (parts[i], batch.ids, options, every_import, uses),
+        here,
+        done,
+        failed,
+    )
+    out = Read()
+    for i in range(len(parts)):  # (in the order of the walk)
+        out.merge(found[i])
+    return out
 
 
 def _reexport_rounds(

@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Generic, NamedTuple, TypeVar
 
 from migrate_fi import depends
 from migrate_fi.cache import ResultCache
@@ -20,6 +20,10 @@ from migrate_fi.rule import RunOptions
 
 if TYPE_CHECKING:  # (concurrent.futures is imported only where workers start: it costs start-up)
     from concurrent.futures import Future, ProcessPoolExecutor
+
+T = TypeVar("T")
+R = TypeVar("R")
+_Done = tuple[FileResult, "depends.Notes | None"]  # a file's result, and what its analysis read
 
 __all__ = ["Batch", "SourceFile"]
 
@@ -54,7 +58,7 @@ def _work(
     module: tuple[str | None, bool],
     aliases: Mapping[str, str],
     prefiltered: tuple[str, ...],
-) -> tuple[FileResult, depends.Notes | None]:
+) -> _Done:
     """The result of one file, with what its analysis read outside it (`migrate_fi.depends`)."""
     from migrate_fi.pipeline import Mode, process_source
     from migrate_fi.registry import all_rules
@@ -115,6 +119,23 @@ class Batch:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def share(
+        self,
+        tasks: Sequence[T],
+        task: Callable[..., R],
+        arguments: Callable[[T], tuple[object, ...]],
+        here: Callable[[T], R],
+        done: Callable[[T, R], None],
+        failed: Callable[[T, Exception], None],
+    ) -> None:
+        """Do every task of ``tasks``, in that order, in the workers (started if not yet:
+        ``task(*arguments(t))``, ``task`` a module's function, as a worker is given it by name)
+        and here (``here(t)``, the same work); ``done`` is given each result (in this process),
+        ``failed`` each task whose worker died."""
+        pool = self._started()
+        waiting = list(reversed(tasks))  # (taken from the end)
+        _Share(pool, self._workers(), waiting, task, arguments, here, done, failed).run()
+
     def process(
         self,
         files: Iterable[SourceFile],
@@ -124,16 +145,16 @@ class Batch:
         """Every file's result: from the cache where it holds one, else analysed (and stored).
 
         ``files`` may be the walk itself (a generator; ``walked``: how many files it has
-        walked so far): once the work waiting is worth worker processes, they start on it
-        while the walk goes on; less is done here, in this process."""
-        from migrate_fi.pipeline import failed
-
+        walked so far): once the work waiting is worth worker processes (one fewer than
+        ``jobs``: this process is one), they start on it while the walk goes on here. Then
+        this process takes back what no worker has started and shares it with them, the
+        largest files first (`_Share`)."""
         out: dict[str, FileResult] = {}
         keys: dict[str, str] = {}
         waiting: list[SourceFile] = []
         waiting_bytes = 0
-        futures: dict[Future[tuple[FileResult, depends.Notes | None]], str] = {}
         pool: ProcessPoolExecutor | None = None
+        sent: dict[Future[_Done], SourceFile] = {}  # handed to the workers during the walk
         try:
             for f in files:
                 if self.cache is not None:
@@ -146,42 +167,72 @@ class Batch:
                         out[f.path] = found
                         continue
                     keys[f.path] = key
-                if pool is not None:
-                    futures[pool.submit(_work, *self._args(f, aliases))] = f.path
-                    continue
                 waiting.append(f)
                 waiting_bytes += len(f.data)
-                if self._worth_workers(len(waiting), waiting_bytes, walked() if walked else 0):
+                if pool is None and self._worth_workers(
+                    len(waiting), waiting_bytes, walked() if walked else 0
+                ):
                     pool = self._started()
+                if pool is not None:  # (every file at once: the walk may find the next late)
                     for w in waiting:
-                        futures[pool.submit(_work, *self._args(w, aliases))] = w.path
+                        sent[pool.submit(_work, *self._args(w, aliases))] = w
                     waiting = []
+            total = len(out) + len(sent) + len(waiting)
+
+            def done(f: SourceFile, result: _Done) -> None:
+                out[f.path] = self._done(f.path, result, keys)
+                self._tick(len(out), total)
+
             if pool is None:  # (too little work for workers: here)
                 if waiting:
                     self._preloaded()
-                total = len(out) + len(waiting)
                 for f in waiting:
-                    out[f.path] = self._done(f.path, _work(*self._args(f, aliases)), keys)
-                    self._tick(len(out), total)
+                    done(f, _work(*self._args(f, aliases)))
                 return out
-            total = len(out) + len(futures)
-            from concurrent.futures import as_completed
 
-            for future in as_completed(futures):
-                path = futures[future]
-                try:
-                    out[path] = self._done(path, future.result(), keys)
-                except Exception as exc:  # a worker that died (e.g. a crash in a parser)
-                    out[path] = failed(
-                        display_path(path),
-                        f"worker process failed ({type(exc).__name__}); untouched",
-                    )
+            def failed(f: SourceFile, exc: Exception) -> None:  # (e.g. a crash in a parser)
+                from migrate_fi.pipeline import failed
+
+                why = f"worker process failed ({type(exc).__name__}); untouched"
+                out[f.path] = failed(display_path(f.path), why)
                 self._tick(len(out), total)
+
+            # what no worker has started is taken back (a worker's queue runs in order: the
+            # last are idle), and shared out again, the largest first
+            running: dict[Future[_Done], SourceFile] = {}
+            for future in reversed(sent):
+                if future.cancel():
+                    waiting.append(sent[future])
+                else:
+                    running[future] = sent[future]
+            waiting.sort(key=lambda f: len(f.data))  # (taken from the end)
+
+            def here(f: SourceFile) -> _Done:
+                self._preloaded()
+                return _work(*self._args(f, aliases))
+
+            share = _Share(
+                pool, self._workers(), waiting, _work, lambda f: self._args(f, aliases), here,
+                done, failed,
+            )  # fmt: skip
+            share.run(running)
         except BaseException:
             if pool is not None:
                 self._stop(pool)
             raise
         return out
+
+    def worth_reading_in_workers(self, files: int) -> bool:
+        """Whether reading ``files`` files is worth sharing with worker processes."""
+        return self.jobs > 1 and files >= _PARALLEL_MIN_WALK
+
+    def tick(self, done: int, total: int) -> None:
+        """Say how far the run is (``done`` of ``total`` files)."""
+        self._tick(done, total)
+
+    def _workers(self) -> int:
+        """Worker processes: one fewer than ``jobs``, this process being one of them."""
+        return max(1, self.jobs - 1)
 
     def _worth_workers(self, files: int, size: int, walked: int = 0) -> bool:
         """Whether this much work waiting, found in a walk of ``walked`` files so far, is
@@ -209,9 +260,7 @@ class Batch:
             f.prefiltered,
         )
 
-    def _done(
-        self, path: str, done: tuple[FileResult, depends.Notes | None], keys: Mapping[str, str]
-    ) -> FileResult:
+    def _done(self, path: str, done: _Done, keys: Mapping[str, str]) -> FileResult:
         result, notes = done
         # (an error is said again, never reused)
         if self.cache is not None and notes is not None and path in keys and result.error is None:
@@ -242,10 +291,93 @@ class Batch:
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
         context = multiprocessing.get_context(method)
         self._pool = ProcessPoolExecutor(
-            max_workers=self.jobs, mp_context=context, initializer=_worker_signals
+            max_workers=self._workers(), mp_context=context, initializer=_worker_signals
         )
         return self._pool
 
     def _tick(self, done: int, total: int) -> None:
         if self.progress is not None:
             self.progress(done, total)
+
+
+class _Share(Generic[T, R]):
+    """Tasks shared between this process and the workers, until none is left: a worker that
+    finishes one is handed the next at once (from the pool's thread), and this process takes
+    the next whenever it is free, so no process waits while one is left, whatever each costs.
+    ``waiting`` is taken from its end; ``done`` and ``failed`` run here, in this process."""
+
+    def __init__(
+        self,
+        pool: ProcessPoolExecutor,
+        workers: int,
+        waiting: list[T],
+        task: Callable[..., R],
+        arguments: Callable[[T], tuple[object, ...]],
+        here: Callable[[T], R],
+        done: Callable[[T, R], None],
+        failed: Callable[[T, Exception], None],
+    ) -> None:
+        import threading
+
+        self.pool, self.workers, self.waiting = pool, workers, waiting
+        self.task, self.arguments, self.here = task, arguments, here
+        self.done, self.failed = done, failed
+        self.lock = threading.Lock()  # (the pool's thread hands out tasks too)
+        self.futures: dict[Future[R], T] = {}
+
+    def run(self, running: Mapping[Future[R], T] | None = None) -> None:
+        """Share ``waiting``, once the workers are through ``running`` (handed out before)."""
+        self.futures.update(running or {})
+        # (a task a worker has done hands nothing out: only one it is on, or is to do next)
+        busy = [future for future in self.futures if not future.done()]
+        for future in busy:
+            future.add_done_callback(self._hand_out)
+        for _ in range(self.workers - len(busy)):  # (idle workers)
+            self._hand_out()
+        while True:
+            with self.lock:
+                t = self.waiting.pop() if self.waiting else None
+            if t is None:
+                break
+            self.done(t, self.here(t))
+            self._collect(block=False)
+        while self._collect(block=True):
+            pass
+
+    def _hand_out(self, _finished: Future[R] | None = None) -> None:
+        """Give a worker the next task (called as one finishes one)."""
+        with self.lock:
+            if not self.waiting:
+                return
+            t = self.waiting.pop()
+            try:
+                future = self.pool.submit(self.task, *self.arguments(t))
+            except RuntimeError:  # (shut down, or broken: a worker died; this process does it)
+                self.waiting.append(t)
+                return
+            self.futures[future] = t
+        future.add_done_callback(self._hand_out)
+
+    def _collect(self, block: bool) -> bool:
+        """Take the results the workers have finished (``block``: wait for one at least);
+        False when no worker has a task left."""
+        from concurrent.futures import FIRST_COMPLETED, wait
+
+        with self.lock:
+            pending = list(self.futures)
+        if not pending:
+            return False
+        if block:
+            finished = wait(pending, return_when=FIRST_COMPLETED)[0]
+        else:
+            finished = {f for f in pending if f.done()}
+        for future in finished:
+            with self.lock:
+                t = self.futures.pop(future)
+            try:
+                result = future.result()
+            except Exception as exc:  # a worker that died
+                self.failed(t, exc)
+            else:
+                self.done(t, result)
+        return True

@@ -113,3 +113,94 @@ def test_a_file_s_tree_is_freed_when_it_is_done(tmp_path: Path) -> None:
     finally:
         if collecting:
             gc.enable()
+
+
+def test_a_large_tree_is_read_here_and_in_the_workers_alike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long walk is read in parts, by this process and the workers at once: the same files
+    are parsed, the same sites found, the same re-exports followed as when one process reads
+    everything."""
+    import os
+
+    from migrate_fi import engine, reading
+    from migrate_fi.pipeline import Mode
+
+    root = tmp_path / "tree"
+    (root / "proj").mkdir(parents=True)
+    (root / "proj" / "__init__.py").write_text("")
+    (root / "proj" / "quant.py").write_text("from flashinfer import fp4_quantize as q\n")
+    for i in range(workers._PARALLEL_MIN_WALK + 200):
+        text = f"def f{i}(x):\n    return x\n"
+        if i % 97 == 0:
+            text = f"from flashinfer import fp4_quantize\n\n\ndef q(x, gs):\n{CALL}"
+        elif i % 89 == 0:  # (reaches it through the project's re-export: found in a round)
+            text = (
+                f"from proj.quant import q\n\n\ndef g(x, gs):\n{CALL.replace('fp4_quantize', 'q')}"
+            )
+        (root / "proj" / f"m{i}.py").write_text(text)
+    pids = tmp_path / "pids"
+    read_part = reading.read_part
+
+    def recording(*args, **kwargs):  # type: ignore[no-untyped-def]
+        with open(pids, "a") as fh:
+            fh.write(f"{os.getpid()}\n")
+        return read_part(*args, **kwargs)
+
+    monkeypatch.setattr(reading, "read_part", recording)
+    monkeypatch.setattr(engine, "read_part", recording)
+    rules = all_rules()
+
+    def run(jobs: int) -> list[tuple[str, str, list[tuple[int, str]]]]:
+        result = engine.run([str(root)], rules, OPTIONS, Mode.CHECK, jobs=jobs)
+        return [
+            (f.path, f.status.value, [(d.line, d.code) for d in f.diagnostics])
+            for f in result.files
+        ]
+
+    alone = run(1)
+    assert len(set(pids.read_text().split())) == 1
+    pids.unlink()
+    shared = run(2)
+    assert len(set(pids.read_text().split())) == 2  # this process and a worker read parts
+    assert shared == alone
+    found = {path for path, _, sites in alone if sites}
+    n = workers._PARALLEL_MIN_WALK + 200
+    direct, reexported = (
+        sum(1 for i in range(n) if i % 97 == 0),
+        sum(1 for i in range(n) if i % 89 == 0 and i % 97),
+    )
+    assert len(found) == direct + reexported > 10  # (and those through the re-export)
+
+
+_WORK = workers._work
+_PARENT: list[int] = []
+
+
+def _dies_in_a_worker(data: bytes, path: str, *args: object) -> object:
+    """`workers._work` in this process; in a worker, the worker dies (a crash in a parser)."""
+    import os
+
+    if os.getpid() not in _PARENT:
+        os._exit(1)
+    return _WORK(data, path, *args)  # type: ignore[arg-type]
+
+
+def test_a_worker_that_dies_takes_only_the_files_it_had(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker killed on a file: that file, and whatever the worker had been given, are
+    reported as failed; this process does the rest, and the run goes on."""
+    import os
+
+    todo = files(tmp_path, 8)
+    _PARENT[:] = [os.getpid()]
+    monkeypatch.setattr(workers, "_work", _dies_in_a_worker)
+    with Batch(IDS, OPTIONS, "diff", 2, None, None, None) as batch:
+        got = batch.process(todo, {})
+    assert sorted(got) == sorted(f.path for f in todo)
+    died = [p for p, r in got.items() if r.error is not None]
+    assert 0 < len(died) < len(todo)
+    for path in died:
+        assert "worker process failed (BrokenProcessPool)" in got[path].error.reason  # type: ignore[union-attr]
+    assert all(r.new_text for p, r in got.items() if p not in died)

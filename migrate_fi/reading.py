@@ -1,0 +1,110 @@
+"""Reading a run's files and testing each against the rules' prefilters: the first step of
+`migrate_fi.engine.run`. Most files of a tree end here, read once and never parsed.
+
+The files are read in parts (`read_part`, a list of `Todo`): in this process on a small tree,
+and on a large one by this process and the worker processes at once (`migrate_fi.workers`),
+each part's outcome (`Read`) coming back to the engine: the files some rule must see, with
+their bytes (`SourceFile`); the others by path, with the words of their import statements (the
+re-export rounds ask which of them may import a project module); the files that could not be
+read; and what the walk memo of the result cache learns (`migrate_fi.cache.WalkMemo`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import NamedTuple
+
+from migrate_fi.cache import Signature
+from migrate_fi.pipeline import RuleTests, flashinfer_own_file, matching, rule_tests
+from migrate_fi.reexports import FileImports, file_imports
+from migrate_fi.rule import RunOptions
+from migrate_fi.workers import SourceFile
+
+__all__ = ["Read", "Todo", "read_in_worker", "read_part"]
+
+
+class Todo(NamedTuple):
+    """A file to read, with what the walk memo remembers of it."""
+
+    path: str  # absolute
+    signature: Signature | None  # its stat, when the memo may keep what is learnt of it
+    matched: tuple[str, ...] | None  # the rules it matched, unchanged since (None: to test)
+
+
+@dataclass
+class Read:
+    """What reading some files found (`read_part`); `merge` adds another part's."""
+
+    candidates: list[SourceFile] = field(default_factory=list)  # a rule must see them
+    skipped: list[str] = field(default_factory=list)  # no rule must: never parsed
+    failed: list[tuple[str, str]] = field(default_factory=list)  # (path, why it cannot be read)
+    imports: dict[str, FileImports] = field(default_factory=dict)  # (see `read_part`)
+    ruled_out: list[tuple[str, Signature]] = field(default_factory=list)  # for the walk memo
+    matched: list[tuple[str, Signature, tuple[str, ...]]] = field(default_factory=list)  # (too)
+
+    def merge(self, other: Read) -> None:
+        self.candidates += other.candidates
+        self.skipped += other.skipped
+        self.failed += other.failed
+        self.imports.update(other.imports)
+        self.ruled_out += other.ruled_out
+        self.matched += other.matched
+
+
+def read_part(
+    todo: Iterable[Todo],
+    tests: RuleTests,
+    options: RunOptions,
+    every_import: bool = False,
+    ruled_out_imports: bool = False,
+) -> Read:
+    """Read each file of ``todo`` and test it against ``tests``. The words of the import
+    statements are kept for the files no rule must see once one that a rule must see was found
+    (in this part, or before it: ``ruled_out_imports``): a tree that uses FlashInfer has
+    re-exports, whose rounds ask them, and need not read the files again; with
+    ``every_import`` (`--changed-since`), for every file read."""
+    out = Read()
+    for path, signature, matched in todo:
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError as exc:
+            out.failed.append((path, f"cannot read: {exc.strerror}"))
+            continue
+        if every_import:
+            out.imports[path] = file_imports(data)
+        if matched is None:
+            matched = matching(tests, data, path, options)
+            if not matched and not flashinfer_own_file(path, data, tests, options):
+                out.skipped.append(path)
+                if signature is not None:
+                    out.ruled_out.append((path, signature))
+                uses = out.candidates or ruled_out_imports
+                if uses and path.endswith(".py") and path not in out.imports:
+                    out.imports[path] = file_imports(data)
+                continue
+            if signature is not None:
+                out.matched.append((path, signature, matched))
+        out.candidates.append(SourceFile(data, path, matched))
+    return out
+
+
+def read_in_worker(
+    todo: Sequence[Todo],
+    ids: tuple[str, ...],
+    options: RunOptions,
+    every_import: bool,
+    ruled_out_imports: bool,
+) -> Read:
+    """`read_part` in a worker process, with the rules' tests of the run worked out there."""
+    return read_part(todo, _tests(ids, options), options, every_import, ruled_out_imports)
+
+
+@lru_cache(maxsize=2)
+def _tests(ids: tuple[str, ...], options: RunOptions) -> RuleTests:
+    from migrate_fi.registry import all_rules
+
+    by_id = {c.id: c for c in all_rules()}
+    return rule_tests([by_id[i] for i in ids], options)
