@@ -11,10 +11,11 @@ with `ast.walk` as before.
 from __future__ import annotations
 
 import ast
+import bisect
 from collections.abc import Collection
 from typing import TypeVar
 
-__all__ = ["called_by", "of_type", "on_lines", "parents", "release", "walk"]
+__all__ = ["blocks", "called_by", "of_type", "on_lines", "parents", "release", "walk"]
 
 N = TypeVar("N", bound=ast.AST)
 
@@ -97,6 +98,7 @@ def called_by(tree: ast.AST) -> dict[int, ast.Call]:
 def on_lines(tree: ast.AST, lines: Collection[int]) -> list[ast.AST]:
     """The nodes of ``tree`` whose source spans one of ``lines`` (the subtrees that span none
     are not visited: in a large file, most of it)."""
+    ordered = sorted(lines)
     out: list[ast.AST] = []
     pending: list[ast.AST] = [tree]
     while pending:
@@ -104,8 +106,31 @@ def on_lines(tree: ast.AST, lines: Collection[int]) -> list[ast.AST]:
         first = getattr(node, "lineno", None)
         if first is not None:
             last = getattr(node, "end_lineno", None) or first
-            if not any(first <= n <= last for n in lines):
+            at = bisect.bisect_left(ordered, first)  # (the first of the lines from ``first``)
+            if at == len(ordered) or ordered[at] > last:
                 continue
         out.append(node)
         pending.extend(ast.iter_child_nodes(node))
     return out
+
+
+_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")  # (fields that hold statements)
+
+
+def blocks(tree: ast.Module) -> list[ast.AST]:
+    """Every node of ``tree`` that holds statements (a compound statement, an ``except``
+    clause, a ``case``), the module first; expressions, which hold none, are not visited."""
+    out: list[ast.AST] = [tree]
+    at = 0
+    while at < len(out):
+        node = out[at]
+        at += 1
+        for name in _BLOCKS:
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                out.extend(n for n in value if isinstance(n, ast.AST) and _holds_statements(n))
+    return out
+
+
+def _holds_statements(node: ast.AST) -> bool:
+    return any(isinstance(getattr(node, name, None), list) for name in _BLOCKS)

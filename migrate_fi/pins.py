@@ -878,7 +878,7 @@ def _tokens(text: str) -> Iterator[_Token]:
 def _docstring_lines(tree: ast.Module) -> set[int]:
     """The lines where docstrings (a body's first bare string) start."""
     out = set()
-    for node in nodes.walk(tree):
+    for node in nodes.blocks(tree):
         body = getattr(node, "body", None)
         if isinstance(body, list) and body:
             first = body[0]

@@ -443,3 +443,32 @@ def test_the_shared_walk_is_ast_walk() -> None:
     for path in sorted(Path(__file__).resolve().parent.parent.joinpath("migrate_fi").rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         assert [id(n) for n in nodes.walk(tree)] == [id(n) for n in ast.walk(tree)], path
+        nodes.release()
+
+
+def test_the_pruned_walks_find_what_a_whole_walk_finds() -> None:
+    """`nodes.on_lines` gives the nodes that span one of the lines (under parents that do),
+    `nodes.blocks` those that hold statements: what filtering a whole walk would give."""
+    from pathlib import Path
+
+    from migrate_fi import nodes
+
+    def spanning(node: ast.AST, lines: set[int]) -> list[ast.AST]:
+        first = getattr(node, "lineno", None)
+        if first is not None:
+            last = getattr(node, "end_lineno", None) or first
+            if not any(first <= x <= last for x in lines):
+                return []
+        return [node, *(m for c in ast.iter_child_nodes(node) for m in spanning(c, lines))]
+
+    for path in sorted(Path(__file__).resolve().parent.parent.joinpath("migrate_fi").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        last = len(path.read_text(encoding="utf-8").splitlines())
+        for lines in ({1}, {last}, set(range(3, last, 17)), {last + 5}):
+            expected = {id(n) for n in spanning(tree, lines)}
+            assert {id(n) for n in nodes.on_lines(tree, lines)} == expected, (path, lines)
+        holding = [
+            n for n in ast.walk(tree)
+            if any(isinstance(getattr(n, f, None), list) for f in nodes._BLOCKS)
+        ]  # fmt: skip
+        assert {id(n) for n in nodes.blocks(tree)} == {id(n) for n in holding}, path
