@@ -173,16 +173,16 @@ def _read(
         return read_part(todo, tests, options, every_import)
     parts = [todo[i : i + _PART] for i in range(0, len(todo), _PART)]
     found: dict[int, Read] = {}
-    uses = False  # whether a part read so far found a file a rule must see
     count = 0
 
+    # (the words of every file's imports: worked out in parts, here and in the workers, they
+    # cost less than reading again the files the rounds ask after)
     def here(i: int) -> Read:
-        return read_part(parts[i], tests, options, every_import, uses)
+        return read_part(parts[i], tests, options, every_import, ruled_out_imports=True)
 
     def done(i: int, part: Read) -> None:
-        nonlocal uses, count
+        nonlocal count
         found[i] = part
-        uses = uses or bool(part.candidates)
         count += len(parts[i])
         batch.tick(count, len(todo))
 
@@ -192,7 +192,7 @@ def _read(
     batch.share(
         range(len(parts)),
         read_in_worker,
-        lambda i: (parts[i], batch.ids, options, every_import, uses),
+        lambda i: (parts[i], batch.ids, options, every_import, True),
         here,
         done,
         failed,

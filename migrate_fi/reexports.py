@@ -266,6 +266,8 @@ def importers(
     asked = repr(sorted(aliases))
     walk = walk or WalkMemo()
     for path in others:
+        if not path.endswith(".py"):
+            continue  # (a dependency file, a Dockerfile: it imports nothing)
         signature = walk.signature(path)
         if walk.imports_none(path, signature, asked):
             continue  # unchanged since it was found not to import these
