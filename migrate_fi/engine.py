@@ -185,6 +185,8 @@ def _read(
         found[i] = part
         count += len(parts[i])
         batch.tick(count, len(todo))
+        if part.candidates:  # (files to analyse: the release data is loaded meanwhile)
+            batch.preloaded()
 
     def failed(i: int, exc: Exception) -> None:  # (a worker that died: read here)
         done(i, here(i))

@@ -132,7 +132,7 @@ class Batch:
         ``task(*arguments(t))``, ``task`` a module's function, as a worker is given it by name)
         and here (``here(t)``, the same work); ``done`` is given each result (in this process),
         ``failed`` each task whose worker died."""
-        pool = self._started()
+        pool = self._started(preload=False)  # (reading needs none of it)
         waiting = list(reversed(tasks))  # (taken from the end)
         _Share(pool, self._workers(), waiting, task, arguments, here, done, failed).run()
 
@@ -280,14 +280,20 @@ class Batch:
         for process in processes:
             process.terminate()
 
-    def _started(self) -> ProcessPoolExecutor:
-        """The workers, started (forked after the preload, which they share) if not yet."""
+    def preloaded(self) -> None:
+        """Do the preload here now, if not yet (a worker started before does its own)."""
+        self._preloaded()
+
+    def _started(self, preload: bool = True) -> ProcessPoolExecutor:
+        """The workers, started if not yet: forked after the preload, which they then share,
+        unless ``preload`` is False (each does its own when its first file needs it)."""
         if self._pool is not None:
             return self._pool
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        self._preloaded()
+        if preload:
+            self._preloaded()
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
         context = multiprocessing.get_context(method)
         self._pool = ProcessPoolExecutor(
