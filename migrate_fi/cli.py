@@ -118,8 +118,8 @@ def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
             "--jobs",
             type=click.IntRange(min=0),
             default=None,
-            help="Worker processes for parsing (default, or 0: one per CPU; 1 disables"
-            " parallelism).",
+            help="Worker processes that read and analyse files (default, or 0: one per CPU;"
+            " 1: none, everything in this process).",
         ),
         click.option(
             "--exit-zero",

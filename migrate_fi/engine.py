@@ -139,7 +139,7 @@ def run(
             imported.update(*(words.all() for words in found.imports.values()))
         walk.learn(found.ruled_out, found.matched)
         candidates = found.candidates
-        results.update(batch.process(candidates, {}, lambda: len(todo)))
+        results.update(batch.process(candidates, {}, len(todo)))
         exporters = imported_modules(left_out, imported, tests, options)
         # (analysed for their exports only: a check, whatever the mode, and not part of the result)
         with Batch(ids, options, Mode.CHECK.value, jobs, None, cache, preload) as aside:
@@ -185,8 +185,6 @@ def _read(
         found[i] = part
         count += len(parts[i])
         batch.tick(count, len(todo))
-        if part.candidates:  # (files to analyse: the release data is loaded meanwhile)
-            batch.preloaded()
 
     def failed(i: int, exc: Exception) -> None:  # (a worker that died: read here)
         done(i, here(i))

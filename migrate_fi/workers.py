@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Generic, NamedTuple, TypeVar
 
 from migrate_fi import depends
@@ -128,97 +128,73 @@ class Batch:
         done: Callable[[T, R], None],
         failed: Callable[[T, Exception], None],
     ) -> None:
-        """Do every task of ``tasks``, in that order, in the workers (started if not yet:
+        """Do every task of ``tasks`` in the workers (started if not yet:
         ``task(*arguments(t))``, ``task`` a module's function, as a worker is given it by name)
         and here (``here(t)``, the same work); ``done`` is given each result (in this process),
         ``failed`` each task whose worker died."""
         pool = self._started(preload=False)  # (reading needs none of it)
-        waiting = list(reversed(tasks))  # (taken from the end)
-        _Share(pool, self._workers(), waiting, task, arguments, here, done, failed).run()
+        waiting = list(tasks)  # (the workers take from the end, this process from the start)
+        share = _Share(pool, self.jobs, waiting, task, arguments, here, done, failed)
+        try:
+            share.run()
+        except BaseException:
+            self._stop(pool)
+            raise
 
     def process(
-        self,
-        files: Iterable[SourceFile],
-        aliases: Mapping[str, str],
-        walked: Callable[[], int] | None = None,
+        self, files: Sequence[SourceFile], aliases: Mapping[str, str], walked: int = 0
     ) -> dict[str, FileResult]:
-        """Every file's result: from the cache where it holds one, else analysed (and stored).
-
-        ``files`` may be the walk itself (a generator; ``walked``: how many files it has
-        walked so far): once the work waiting is worth worker processes (one fewer than
-        ``jobs``: this process is one), they start on it while the walk goes on here. Then
-        this process takes back what no worker has started and shares it with them, the
-        largest files first (`_Share`)."""
+        """Every file's result: from the cache where it holds one, else analysed (and stored):
+        here, or by the workers when the work is worth them (in a walk of ``walked`` files),
+        the largest files first, while this process waits (`_Share`): it holds what the run
+        has gathered, and its memory stays that."""
         out: dict[str, FileResult] = {}
         keys: dict[str, str] = {}
-        waiting: list[SourceFile] = []
-        waiting_bytes = 0
-        pool: ProcessPoolExecutor | None = None
-        sent: dict[Future[_Done], SourceFile] = {}  # handed to the workers during the walk
+        todo: list[SourceFile] = []
+        for f in files:
+            if self.cache is not None:
+                key = self.cache.key(
+                    f.data, display_path(f.path), f.path, module_identity(f.path), aliases,
+                    f.prefiltered,
+                )  # fmt: skip
+                found = self.cache.get(key)
+                if found is not None:
+                    out[f.path] = found
+                    continue
+                keys[f.path] = key
+            todo.append(f)
+        total = len(out) + len(todo)
+
+        def here(f: SourceFile) -> _Done:
+            self._preloaded()
+            return _work(*self._args(f, aliases))
+
+        def done(f: SourceFile, result: _Done) -> None:
+            out[f.path] = self._done(f.path, result, keys)
+            self._tick(len(out), total)
+
+        if not self._worth_workers(len(todo), sum(len(f.data) for f in todo), walked):
+            for f in todo:  # (too little work for workers: here)
+                done(f, here(f))
+            return out
+
+        def failed(f: SourceFile, exc: Exception) -> None:  # (e.g. a crash in a parser)
+            from migrate_fi.pipeline import failed
+
+            why = f"worker process failed ({type(exc).__name__}); untouched"
+            out[f.path] = failed(display_path(f.path), why)
+            self._tick(len(out), total)
+
+        pool = self._started()
+        todo.sort(key=lambda f: len(f.data))  # (the workers take the largest first)
+        share = _Share(
+            pool, self.jobs, todo, _work, lambda f: self._args(f, aliases), here, done, failed,
+            here_too=False,
+        )  # fmt: skip
         try:
-            for f in files:
-                if self.cache is not None:
-                    key = self.cache.key(
-                        f.data, display_path(f.path), f.path, module_identity(f.path), aliases,
-                        f.prefiltered,
-                    )  # fmt: skip
-                    found = self.cache.get(key)
-                    if found is not None:
-                        out[f.path] = found
-                        continue
-                    keys[f.path] = key
-                waiting.append(f)
-                waiting_bytes += len(f.data)
-                if pool is None and self._worth_workers(
-                    len(waiting), waiting_bytes, walked() if walked else 0
-                ):
-                    pool = self._started()
-                if pool is not None:  # (every file at once: the walk may find the next late)
-                    for w in waiting:
-                        sent[pool.submit(_work, *self._args(w, aliases))] = w
-                    waiting = []
-            total = len(out) + len(sent) + len(waiting)
-
-            def done(f: SourceFile, result: _Done) -> None:
-                out[f.path] = self._done(f.path, result, keys)
-                self._tick(len(out), total)
-
-            if pool is None:  # (too little work for workers: here)
-                if waiting:
-                    self._preloaded()
-                for f in waiting:
-                    done(f, _work(*self._args(f, aliases)))
-                return out
-
-            def failed(f: SourceFile, exc: Exception) -> None:  # (e.g. a crash in a parser)
-                from migrate_fi.pipeline import failed
-
-                why = f"worker process failed ({type(exc).__name__}); untouched"
-                out[f.path] = failed(display_path(f.path), why)
-                self._tick(len(out), total)
-
-            # what no worker has started is taken back (a worker's queue runs in order: the
-            # last are idle), and shared out again, the largest first
-            running: dict[Future[_Done], SourceFile] = {}
-            for future in reversed(sent):
-                if future.cancel():
-                    waiting.append(sent[future])
-                else:
-                    running[future] = sent[future]
-            waiting.sort(key=lambda f: len(f.data))  # (taken from the end)
-
-            def here(f: SourceFile) -> _Done:
-                self._preloaded()
-                return _work(*self._args(f, aliases))
-
-            share = _Share(
-                pool, self._workers(), waiting, _work, lambda f: self._args(f, aliases), here,
-                done, failed,
-            )  # fmt: skip
-            share.run(running)
+            share.run()
         except BaseException:
-            if pool is not None:
-                self._stop(pool)
+            self._stop(pool)
             raise
         return out
 
@@ -230,22 +206,15 @@ class Batch:
         """Say how far the run is (``done`` of ``total`` files)."""
         self._tick(done, total)
 
-    def _workers(self) -> int:
-        """Worker processes: one fewer than ``jobs``, this process being one of them."""
-        return max(1, self.jobs - 1)
-
     def _worth_workers(self, files: int, size: int, walked: int = 0) -> bool:
-        """Whether this much work waiting, found in a walk of ``walked`` files so far, is
-        worth worker processes."""
-        return (
-            self.jobs > 1
-            and files >= _PARALLEL_MIN_FILES
-            and (
-                self._pool is not None  # (started: using it again costs nothing)
-                or self.mode != "check"
-                or size >= _PARALLEL_MIN_BYTES
-                or walked >= _PARALLEL_MIN_WALK
-            )
+        """Whether ``files`` files of ``size`` bytes to analyse, found in a walk of ``walked``
+        files, are worth worker processes."""
+        if self.jobs <= 1 or not files:
+            return False
+        if self._pool is not None:
+            return True  # (started: using them again costs nothing, and this process no data)
+        return files >= _PARALLEL_MIN_FILES and (
+            self.mode != "check" or size >= _PARALLEL_MIN_BYTES or walked >= _PARALLEL_MIN_WALK
         )
 
     def _args(self, f: SourceFile, aliases: Mapping[str, str]) -> _WorkArgs:
@@ -280,10 +249,6 @@ class Batch:
         for process in processes:
             process.terminate()
 
-    def preloaded(self) -> None:
-        """Do the preload here now, if not yet (a worker started before does its own)."""
-        self._preloaded()
-
     def _started(self, preload: bool = True) -> ProcessPoolExecutor:
         """The workers, started if not yet: forked after the preload, which they then share,
         unless ``preload`` is False (each does its own when its first file needs it)."""
@@ -297,7 +262,7 @@ class Batch:
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
         context = multiprocessing.get_context(method)
         self._pool = ProcessPoolExecutor(
-            max_workers=self._workers(), mp_context=context, initializer=_worker_signals
+            max_workers=self.jobs, mp_context=context, initializer=_worker_signals
         )
         return self._pool
 
@@ -307,10 +272,12 @@ class Batch:
 
 
 class _Share(Generic[T, R]):
-    """Tasks shared between this process and the workers, until none is left: a worker that
-    finishes one is handed the next at once (from the pool's thread), and this process takes
-    the next whenever it is free, so no process waits while one is left, whatever each costs.
-    ``waiting`` is taken from its end; ``done`` and ``failed`` run here, in this process."""
+    """Tasks shared between the workers and this process, until none is left: a worker that
+    finishes one is handed the next at once (from the pool's thread), and this process (unless
+    ``here_too`` is False) takes the next whenever it is free, so no process waits while one is
+    left, whatever each costs. The workers take ``waiting`` from its end, this process from its
+    start. If the workers die, what they could not take is done here. ``done`` and ``failed``
+    run here, in this process."""
 
     def __init__(
         self,
@@ -322,33 +289,39 @@ class _Share(Generic[T, R]):
         here: Callable[[T], R],
         done: Callable[[T, R], None],
         failed: Callable[[T, Exception], None],
+        here_too: bool = True,
     ) -> None:
         import threading
 
         self.pool, self.workers, self.waiting = pool, workers, waiting
         self.task, self.arguments, self.here = task, arguments, here
         self.done, self.failed = done, failed
+        self.here_too = here_too  # (False: only what no worker can take, once the pool broke)
         self.lock = threading.Lock()  # (the pool's thread hands out tasks too)
         self.futures: dict[Future[R], T] = {}
 
-    def run(self, running: Mapping[Future[R], T] | None = None) -> None:
-        """Share ``waiting``, once the workers are through ``running`` (handed out before)."""
-        self.futures.update(running or {})
-        # (a task a worker has done hands nothing out: only one it is on, or is to do next)
-        busy = [future for future in self.futures if not future.done()]
-        for future in busy:
-            future.add_done_callback(self._hand_out)
-        for _ in range(self.workers - len(busy)):  # (idle workers)
+    def run(self) -> None:
+        for _ in range(self.workers):
             self._hand_out()
         while True:
-            with self.lock:
-                t = self.waiting.pop() if self.waiting else None
-            if t is None:
-                break
-            self.done(t, self.here(t))
-            self._collect(block=False)
-        while self._collect(block=True):
-            pass
+            if self.here_too:
+                with self.lock:
+                    t = self.waiting.pop(0) if self.waiting else None
+                if t is not None:
+                    self.done(t, self.here(t))
+                    self._collect(block=False)
+                    continue
+            with self.lock:  # (what is left, seen at once: a worker's next is handed out here)
+                pending, left = bool(self.futures), bool(self.waiting)
+            if pending:
+                self._collect(block=True)
+            elif not left:
+                return
+            else:  # (the pool has not handed the next out yet, or cannot: it is broken)
+                self._hand_out()
+                with self.lock:
+                    if not self.futures and self.waiting:
+                        self.here_too = True  # (the workers are gone: the rest, here)
 
     def _hand_out(self, _finished: Future[R] | None = None) -> None:
         """Give a worker the next task (called as one finishes one)."""
@@ -364,15 +337,14 @@ class _Share(Generic[T, R]):
             self.futures[future] = t
         future.add_done_callback(self._hand_out)
 
-    def _collect(self, block: bool) -> bool:
-        """Take the results the workers have finished (``block``: wait for one at least);
-        False when no worker has a task left."""
+    def _collect(self, block: bool) -> None:
+        """Take the results the workers have finished (``block``: wait for one at least)."""
         from concurrent.futures import FIRST_COMPLETED, wait
 
         with self.lock:
             pending = list(self.futures)
         if not pending:
-            return False
+            return
         if block:
             finished = wait(pending, return_when=FIRST_COMPLETED)[0]
         else:
@@ -386,4 +358,3 @@ class _Share(Generic[T, R]):
                 self.failed(t, exc)
             else:
                 self.done(t, result)
-        return True

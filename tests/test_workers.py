@@ -3,7 +3,6 @@ process gives, serve later rounds without starting again, and stop when the walk
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -33,39 +32,29 @@ def shown(results: dict) -> dict:
     return {p: [(d.line, d.code) for d in r.diagnostics] for p, r in results.items()}
 
 
-def test_workers_start_during_the_walk_and_give_one_process_s_results(tmp_path: Path) -> None:
+def test_workers_give_one_process_s_results_and_serve_later_rounds(tmp_path: Path) -> None:
     todo = files(tmp_path, 6)
     with Batch(IDS, OPTIONS, "diff", 1, None, None, None) as alone:
         expected = alone.process(todo, {})
-    started_at: list[int] = []
-
+        assert alone._pool is None
     with Batch(IDS, OPTIONS, "diff", 2, None, None, None) as batch:
-
-        def walk() -> Iterator[SourceFile]:
-            for i, f in enumerate(todo):
-                if batch._pool is not None and not started_at:
-                    started_at.append(i)
-                yield f
-
-        got = batch.process(walk(), {})
+        got = batch.process(todo, {})
         pool = batch._pool
         assert pool is not None
-        again = batch.process(todo[:4], {"x.y": "flashinfer.fp4_quantize"})  # a later round
-        assert batch._pool is pool  # the same workers
+        again = batch.process(todo[:1], {"x.y": "flashinfer.fp4_quantize"})  # a later round
+        assert batch._pool is pool  # the same workers, even for one file
     assert batch._pool is None  # stopped at the end
-    assert started_at == [4]  # four files waiting were worth workers; the walk went on
     assert shown(got) == shown(expected) and all(shown(again).values())
     assert {p: r.new_text for p, r in got.items()} == {p: r.new_text for p, r in expected.items()}
 
 
 def test_check_starts_workers_for_much_to_parse_or_a_long_walk(tmp_path: Path) -> None:
     """In check mode a few small files are parsed here (workers would cost more than they
-    save); workers start when much is waiting to be parsed, or the walk is long: they parse
-    on the cores it leaves idle."""
+    save); workers start when much is waiting to be parsed, or the walk was long."""
     todo = files(tmp_path, 6)
     for walked, expect in ((10, False), (workers._PARALLEL_MIN_WALK, True)):
         with Batch(IDS, OPTIONS, "check", 2, None, None, None) as batch:
-            batch.process(todo, {}, lambda: walked)  # noqa: B023 (used at once)
+            batch.process(todo, {}, walked)
             assert (batch._pool is not None) is expect, walked
     big = [f._replace(data=f.data + b"#" * workers._PARALLEL_MIN_BYTES) for f in todo[:4]]
     with Batch(IDS, OPTIONS, "check", 2, None, None, None) as batch:
@@ -73,16 +62,23 @@ def test_check_starts_workers_for_much_to_parse_or_a_long_walk(tmp_path: Path) -
         assert batch._pool is not None
 
 
-def test_a_walk_that_fails_stops_the_workers(tmp_path: Path) -> None:
+def test_an_interrupted_share_stops_the_workers(tmp_path: Path) -> None:
     todo = files(tmp_path, 5)
 
-    def walk() -> Iterator[SourceFile]:
-        yield from todo
-        raise OSError("the disk went away")
+    def done(f: SourceFile, result: object) -> None:
+        raise KeyboardInterrupt
 
     with Batch(IDS, OPTIONS, "diff", 2, None, None, None) as batch:
-        with pytest.raises(OSError, match="went away"):
-            batch.process(walk(), {})
+        with pytest.raises(KeyboardInterrupt):
+            args = (IDS, OPTIONS, "diff", (None, False), {})
+            batch.share(
+                todo,
+                workers._work,
+                lambda f: (f.data, f.path, *args, f.prefiltered),
+                lambda f: workers._work(f.data, f.path, *args, f.prefiltered),
+                done,
+                lambda f, exc: None,
+            )
         assert batch._pool is None
 
 
@@ -162,7 +158,7 @@ def test_a_large_tree_is_read_here_and_in_the_workers_alike(
     assert len(set(pids.read_text().split())) == 1
     pids.unlink()
     shared = run(2)
-    assert len(set(pids.read_text().split())) == 2  # this process and a worker read parts
+    assert len(set(pids.read_text().split())) == 3  # this process and two workers read parts
     assert shared == alone
     found = {path for path, _, sites in alone if sites}
     n = workers._PARALLEL_MIN_WALK + 200
