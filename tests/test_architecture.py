@@ -20,6 +20,7 @@ ENGINE_SIDE = {
     "migrate_fi.junit",
     "migrate_fi.migration",
     "migrate_fi.pipeline",
+    "migrate_fi.reading",
     "migrate_fi.record",
     "migrate_fi.reexports",
     "migrate_fi.registry",
