@@ -29,7 +29,8 @@ RANGE = ("--from", "0.6.10", "--to", "0.6.11")
 # name -> (bytes, what must happen: "migrated", "error", "unchanged")
 CASES: dict[str, tuple[bytes, str]] = {
     "good.py": (LEGACY.encode(), "migrated"),
-    "undecodable.py": (b"# flashinfer fp4_quantize\nx = '\xff\xfe'\n", "error"),
+    # (files a rule must read: they import FlashInfer; one that only names it is not decoded)
+    "undecodable.py": (b"from flashinfer import fp4_quantize\nx = '\xff\xfe'\n", "error"),
     "latin1.py": (
         b"# -*- coding: latin-1 -*-\n# caf\xe9\n" + LEGACY.encode("latin-1"),
         "migrated",
@@ -52,7 +53,8 @@ CASES: dict[str, tuple[bytes, str]] = {
     ),
     "python2.py": (b"from flashinfer import fp4_quantize\nprint 'hello'\n", "error"),
     "empty.py": (b"", "unchanged"),
-    "binary.py": (bytes(range(256)) * 4 + b"flashinfer fp4_quantize\x00", "error"),
+    "binary.py": (bytes(range(256)) * 4 + b"\nfrom flashinfer import fp4_quantize\x00", "error"),
+    "named_only.py": (b"# flashinfer fp4_quantize\nx = '\xff\xfe'\n", "unchanged"),
 }
 
 
