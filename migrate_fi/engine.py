@@ -21,7 +21,7 @@ from migrate_fi.pipeline import (
     failed,
     rule_tests,
 )
-from migrate_fi.reading import Read, Todo, read_in_worker, read_part
+from migrate_fi.reading import Read, Todo, read_in_worker, read_part, share_tests
 from migrate_fi.reexports import (
     MAX_ROUNDS,
     FileImports,
@@ -171,6 +171,7 @@ def _read(
     tree, in parts shared with the workers (`Batch.share`), else here (`migrate_fi.reading`)."""
     if not batch.worth_reading_in_workers(len(todo)):
         return read_part(todo, tests, options, every_import)
+    share_tests(tests, batch.ids, options)  # (before the workers are forked)
     parts = [todo[i : i + _PART] for i in range(0, len(todo), _PART)]
     found: dict[int, Read] = {}
     count = 0

@@ -115,6 +115,12 @@ class RuleTests:
     def __iter__(self) -> Iterator[tuple[type[Rule], Prefilter]]:
         return iter(self.pairs)
 
+    def build(self) -> None:
+        """Work out every rule's prefilter now (a lazy one waits for its first file)."""
+        for _, p in self.pairs:
+            if isinstance(p, LazyPrefilter):
+                p.build()
+
     def __len__(self) -> int:
         return len(self.pairs)
 

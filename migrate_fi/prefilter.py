@@ -166,6 +166,10 @@ class LazyPrefilter(Prefilter):
             self._built = self._make(self._run_triggers())
         return self._built
 
+    def build(self) -> None:
+        """Work the triggers out and build the prefilter now."""
+        self._prefilter()
+
     def names(self) -> set[bytes]:
         if self._built is not None:
             return self._built.names()

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import NamedTuple
 
 from migrate_fi.cache import Signature
@@ -22,7 +21,7 @@ from migrate_fi.reexports import FileImports, file_imports
 from migrate_fi.rule import RunOptions
 from migrate_fi.workers import SourceFile
 
-__all__ = ["Read", "Todo", "read_in_worker", "read_part"]
+__all__ = ["Read", "Todo", "read_in_worker", "read_part", "share_tests"]
 
 
 class Todo(NamedTuple):
@@ -98,11 +97,25 @@ def read_in_worker(
     every_import: bool,
     ruled_out_imports: bool,
 ) -> Read:
-    """`read_part` in a worker process, with the rules' tests of the run worked out there."""
-    return read_part(todo, _tests(ids, options), options, every_import, ruled_out_imports)
+    """`read_part` in a worker process, with the rules' tests of the run: those `share_tests`
+    gave before the worker was forked, else worked out there."""
+    tests = _shared.get((ids, options))
+    if tests is None:
+        tests = _shared[ids, options] = _tests(ids, options)
+    return read_part(todo, tests, options, every_import, ruled_out_imports)
 
 
-@lru_cache(maxsize=2)
+_shared: dict[tuple[tuple[str, ...], RunOptions], RuleTests] = {}
+
+
+def share_tests(tests: RuleTests, ids: tuple[str, ...], options: RunOptions) -> None:
+    """Give the workers forked from now on the rules' tests of this process for the run, built
+    (every rule's prefilter worked out here once, not again in each worker)."""
+    tests.build()
+    _shared.clear()
+    _shared[ids, options] = tests
+
+
 def _tests(ids: tuple[str, ...], options: RunOptions) -> RuleTests:
     from migrate_fi.registry import all_rules
 
