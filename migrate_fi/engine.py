@@ -2,9 +2,9 @@
 
 `run` discovers the files, reads each once and keeps those a rule's prefilter matches
 (`migrate_fi.reading`), analyses them (`migrate_fi.pipeline`), then drives the re-export rounds
-(`migrate_fi.reexports`). Where the work is worth it, reading and analysis are shared between
-this process and worker processes, one per core in all (`migrate_fi.workers`). What it returns
-is a `RunResult`; writing is `migrate_fi.sources.write_changes`.
+(`migrate_fi.reexports`). Where the work is worth it, worker processes (one per core) read
+with this process, then analyse while it waits (`migrate_fi.workers`). What it returns is a
+`RunResult`; writing is `migrate_fi.sources.write_changes`.
 """
 
 from __future__ import annotations

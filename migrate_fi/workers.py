@@ -1,7 +1,9 @@
 """Processing many files: serially, or in worker processes when there is enough work.
 
 Workers get plain data (bytes, the path, rule ids, the run's options) and return a
-`FileResult`; a worker that dies takes only its file down, reported as that file's error.
+`FileResult`; a worker that dies takes only the files it had down, each reported as that
+file's error. Tasks are shared out one at a time (`_Share`): a worker is handed its next as
+soon as it is done, whatever each costs; reading (`Batch.share`) is shared with this process.
 """
 
 from __future__ import annotations
@@ -28,8 +30,8 @@ _Done = tuple[FileResult, "depends.Notes | None"]  # a file's result, and what i
 __all__ = ["Batch", "SourceFile"]
 
 # Parse in worker processes only when there is enough work to pay for them: this much to
-# parse, or a walk this long (the workers parse while it goes on, on the cores it leaves idle;
-# a tree of a few files would pay 0.1 s for them)
+# parse, or a walk this long (a tree of a few files would pay 0.1 s for them); read in them a
+# walk this long
 _PARALLEL_MIN_FILES = 4
 _PARALLEL_MIN_BYTES = 1_000_000
 _PARALLEL_MIN_WALK = 500  # files walked
