@@ -43,7 +43,7 @@ from migrate_fi.rule import (
     require_api_data,
 )
 from migrate_fi.sources import remove_temporary
-from migrate_fi.workers import Batch, SourceFile
+from migrate_fi.workers import Batch, SourceFile, Work
 
 __all__ = ["run"]
 
@@ -190,14 +190,8 @@ def _read(
     def failed(i: int, exc: Exception) -> None:  # (a worker that died: read here)
         done(i, here(i))
 
-    batch.share(
-        range(len(parts)),
-        read_in_worker,
-        lambda i: (parts[i], batch.ids, options, every_import, True),
-        here,
-        done,
-        failed,
-    )
+    arguments = lambda i: (parts[i], batch.ids, options, every_import, True)  # noqa: E731
+    batch.share(range(len(parts)), Work(read_in_worker, arguments, here, done, failed))
     out = Read()
     for i in range(len(parts)):  # (in the order of the walk)
         out.merge(found[i])

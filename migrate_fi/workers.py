@@ -12,6 +12,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, NamedTuple, TypeVar
 
 from migrate_fi import depends
@@ -27,7 +28,7 @@ T = TypeVar("T")
 R = TypeVar("R")
 _Done = tuple[FileResult, "depends.Notes | None"]  # a file's result, and what its analysis read
 
-__all__ = ["Batch", "SourceFile"]
+__all__ = ["Batch", "SourceFile", "Work"]
 
 # Parse in worker processes only when there is enough work to pay for them: this much to
 # parse, or a walk this long (a tree of a few files would pay 0.1 s for them); read in them a
@@ -121,22 +122,12 @@ class Batch:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def share(
-        self,
-        tasks: Sequence[T],
-        task: Callable[..., R],
-        arguments: Callable[[T], tuple[object, ...]],
-        here: Callable[[T], R],
-        done: Callable[[T, R], None],
-        failed: Callable[[T, Exception], None],
-    ) -> None:
-        """Do every task of ``tasks`` in the workers (started if not yet:
-        ``task(*arguments(t))``, ``task`` a module's function, as a worker is given it by name)
-        and here (``here(t)``, the same work); ``done`` is given each result (in this process),
-        ``failed`` each task whose worker died."""
+    def share(self, tasks: Sequence[T], work: Work[T, R]) -> None:
+        """Do every task of ``tasks`` in the workers (started if not yet) and here: see
+        `Work`."""
         pool = self._started(preload=False)  # (reading needs none of it)
         waiting = list(tasks)  # (the workers take from the end, this process from the start)
-        share = _Share(pool, self.jobs, waiting, task, arguments, here, done, failed)
+        share = _Share(pool, self.jobs, waiting, work)
         try:
             share.run()
         except BaseException:
@@ -189,10 +180,8 @@ class Batch:
 
         pool = self._started()
         todo.sort(key=lambda f: len(f.data))  # (the workers take the largest first)
-        share = _Share(
-            pool, self.jobs, todo, _work, lambda f: self._args(f, aliases), here, done, failed,
-            here_too=False,
-        )  # fmt: skip
+        work = Work(_work, lambda f: self._args(f, aliases), here, done, failed)
+        share = _Share(pool, self.jobs, todo, work, here_too=False)
         try:
             share.run()
         except BaseException:
@@ -273,6 +262,19 @@ class Batch:
             self.progress(done, total)
 
 
+@dataclass(frozen=True)
+class Work(Generic[T, R]):
+    """What `Batch.share` does with each task ``t``: ``task(*arguments(t))`` in a worker
+    (``task`` a module's function: a worker is given it by name), or ``here(t)``, the same work,
+    in this process; then ``done(t, result)`` here, or ``failed(t, exc)`` where the worker died."""
+
+    task: Callable[..., R]
+    arguments: Callable[[T], tuple[object, ...]]
+    here: Callable[[T], R]
+    done: Callable[[T, R], None]
+    failed: Callable[[T, Exception], None]
+
+
 class _Share(Generic[T, R]):
     """Tasks shared between the workers and this process, until none is left: a worker that
     finishes one is handed the next at once (from the pool's thread), and this process (unless
@@ -286,18 +288,12 @@ class _Share(Generic[T, R]):
         pool: ProcessPoolExecutor,
         workers: int,
         waiting: list[T],
-        task: Callable[..., R],
-        arguments: Callable[[T], tuple[object, ...]],
-        here: Callable[[T], R],
-        done: Callable[[T, R], None],
-        failed: Callable[[T, Exception], None],
+        work: Work[T, R],
         here_too: bool = True,
     ) -> None:
         import threading
 
-        self.pool, self.workers, self.waiting = pool, workers, waiting
-        self.task, self.arguments, self.here = task, arguments, here
-        self.done, self.failed = done, failed
+        self.pool, self.workers, self.waiting, self.work = pool, workers, waiting, work
         self.here_too = here_too  # (False: only what no worker can take, once the pool broke)
         self.lock = threading.Lock()  # (the pool's thread hands out tasks too)
         self.futures: dict[Future[R], T] = {}
@@ -310,7 +306,7 @@ class _Share(Generic[T, R]):
                 with self.lock:
                     t = self.waiting.pop(0) if self.waiting else None
                 if t is not None:
-                    self.done(t, self.here(t))
+                    self.work.done(t, self.work.here(t))
                     self._collect(block=False)
                     continue
             with self.lock:  # (what is left, seen at once: a worker's next is handed out here)
@@ -332,7 +328,7 @@ class _Share(Generic[T, R]):
                 return
             t = self.waiting.pop()
             try:
-                future = self.pool.submit(self.task, *self.arguments(t))
+                future = self.pool.submit(self.work.task, *self.work.arguments(t))
             except RuntimeError:  # (shut down, or broken: a worker died; this process does it)
                 self.waiting.append(t)
                 return
@@ -357,6 +353,6 @@ class _Share(Generic[T, R]):
             try:
                 result = future.result()
             except Exception as exc:  # a worker that died
-                self.failed(t, exc)
+                self.work.failed(t, exc)
             else:
-                self.done(t, result)
+                self.work.done(t, result)

@@ -73,11 +73,13 @@ def test_an_interrupted_share_stops_the_workers(tmp_path: Path) -> None:
             args = (IDS, OPTIONS, "diff", (None, False), {})
             batch.share(
                 todo,
-                workers._work,
-                lambda f: (f.data, f.path, *args, f.prefiltered),
-                lambda f: workers._work(f.data, f.path, *args, f.prefiltered),
-                done,
-                lambda f, exc: None,
+                workers.Work(
+                    workers._work,
+                    lambda f: (f.data, f.path, *args, f.prefiltered),
+                    lambda f: workers._work(f.data, f.path, *args, f.prefiltered),
+                    done,
+                    lambda f, exc: None,
+                ),
             )
         assert batch._pool is None
 
