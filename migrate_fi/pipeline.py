@@ -55,6 +55,7 @@ __all__ = [
     "RuleTests",
     "failed",
     "matching",
+    "must_see",
     "prefilter_for",
     "process_source",
     "reads",
@@ -211,19 +212,29 @@ def matching(
     return tuple(out)
 
 
-def flashinfer_own_file(path: str, data: bytes, tests: RuleTests, options: RunOptions) -> bool:
-    """A file of FlashInfer's own tree that must be read although no prefilter matched: it
-    reaches the API through relative imports, or names its own definitions without their
-    module (`DirectDenseGemmKernel(...)` where it is defined; tested as if it named its module)."""
-    if not path.endswith(".py") or f"flashinfer{os.sep}" not in path:
-        return False  # (cheap: a module of the flashinfer package lies in a folder of that name)
-    module = module_identity(path)[0]
-    if module is None or not in_flashinfer(module):
-        return False
-    if b"from ." in data:
-        return True
+def must_see(
+    tests: RuleTests, data: bytes, path: str, options: RunOptions
+) -> tuple[str, ...] | None:
+    """The ids of the rules that must see the file (`matching`), or None when no rule must.
+
+    A module of FlashInfer's own tree is tested as if it named its module (it names its own
+    definitions without it: `DirectDenseGemmKernel(...)` where it is defined), and needs no
+    import to reach FlashInfer; it is seen even when no rule matches where it imports
+    relatively, for the rules that resolve names run on all of it (`process_source`)."""
+    module = _own_module(path)
+    if module is None:
+        return matching(tests, data, path, options) or None
     named = data + b"\n" + module.replace(".", " ").encode()
-    return bool(matching(tests, named, path, options, own_tree=True))
+    found = matching(tests, named, path, options, own_tree=True)
+    return found if found or b"from ." in data else None
+
+
+def _own_module(path: str) -> str | None:
+    """The module name of a Python file of FlashInfer's own tree; None for any other file."""
+    if not path.endswith(".py") or f"flashinfer{os.sep}" not in path:
+        return None  # (cheap: a module of the flashinfer package lies in a folder of that name)
+    module = module_identity(path)[0]
+    return module if in_flashinfer(module) else None
 
 
 def process_source(
@@ -317,8 +328,10 @@ def _process(
     rules = [c for c in rules if reads(c, path)]
     own_tree = is_python and in_flashinfer(module[0])
     if prefiltered is None:
-        prefiltered = matching(rule_tests(rules, options), data, path, options, own_tree)
-    wanted = [c for c in rules if own_tree or c.id in prefiltered]
+        prefiltered = must_see(rule_tests(rules, options), data, path, options) or ()
+    # (in FlashInfer's own tree, relative imports reach its API: every rule that resolves
+    # names reads every module)
+    wanted = [c for c in rules if c.id in prefiltered or (own_tree and c.reaches_by_import)]
     tree: ast.Module | None = None
     if is_python:
         try:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from migrate_fi.cache import Signature
-from migrate_fi.pipeline import RuleTests, flashinfer_own_file, matching, rule_tests
+from migrate_fi.pipeline import RuleTests, must_see, rule_tests
 from migrate_fi.reexports import FileImports, file_imports
 from migrate_fi.rule import RunOptions
 from migrate_fi.workers import SourceFile
@@ -75,8 +75,8 @@ def read_part(
         if every_import:
             out.imports[path] = file_imports(data)
         if matched is None:
-            matched = matching(tests, data, path, options)
-            if not matched and not flashinfer_own_file(path, data, tests, options):
+            matched = must_see(tests, data, path, options)
+            if matched is None:
                 out.skipped.append(path)
                 if signature is not None:
                     out.ruled_out.append((path, signature))

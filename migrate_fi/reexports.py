@@ -13,7 +13,7 @@ from typing import NamedTuple
 from migrate_fi import patterns
 from migrate_fi.cache import WalkMemo
 from migrate_fi.modules import module_identity
-from migrate_fi.pipeline import RuleTests, matching
+from migrate_fi.pipeline import RuleTests, must_see
 from migrate_fi.prefilter import TO_SPACES, identifiers
 from migrate_fi.resolver import ProjectAliases
 from migrate_fi.results import (
@@ -205,8 +205,8 @@ def imported_modules(
                 data = fh.read()
         except OSError:
             continue  # not a file this run checks: its own errors are not reported
-        matched = matching(tests, data, path, options)
-        if matched:
+        matched = must_see(tests, data, path, options)
+        if matched is not None:
             out.append(SourceFile(data, path, matched))
     return out
 

@@ -235,3 +235,26 @@ def test_rules_that_reach_flashinfer_by_import_leave_a_file_without_one_to_the_r
     )
     own = matching(tests, text, "/p/flashinfer/m.py", OPTIONS, own_tree=True)
     assert {"fp4_quantize_keywords", "positional_binding"} <= set(own)
+
+
+def test_a_module_of_flashinfer_s_own_tree_is_seen_as_naming_itself(tmp_path: Path) -> None:
+    """A module of FlashInfer's tree names its own definitions without its module, and reaches
+    the rest of the API through relative imports: it is tested as if it named its module,
+    needs no import of FlashInfer, and is seen where it imports relatively even when no rule
+    matches (the rules that resolve names then read all of it)."""
+    from migrate_fi.pipeline import must_see
+
+    package = tmp_path / "flashinfer" / "quantization"
+    package.mkdir(parents=True)
+    (tmp_path / "flashinfer" / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    tests = rule_tests(all_rules(), OPTIONS)
+    own = str(package / "fp4_quantization.py")
+    call = b"y = fp4_quantize(x, gs, 16, False, True, False, True)\n"
+    assert "fp4_quantize_keywords" in (must_see(tests, call, own, OPTIONS) or ())
+    relative = b"from .utils import helper\n\nhelper()\n"
+    assert must_see(tests, relative, own, OPTIONS) == ()  # (seen: relative imports)
+    assert must_see(tests, b"x = 1\n", own, OPTIONS) is None
+    elsewhere = str(tmp_path / "proj" / "m.py")
+    assert must_see(tests, call, elsewhere, OPTIONS) is None  # (no import of FlashInfer)
+    assert must_see(tests, relative, elsewhere, OPTIONS) is None
