@@ -311,7 +311,7 @@ def _execute(
         fix_details=settled.output_format == "sarif",
         pinned=span.pinned,
     )
-    progress = _progress_bar() if sys.stderr.isatty() else None
+    progress = _ProgressLine() if sys.stderr.isatty() else None
     config_excludes = config.get("exclude", ())
     try:
         result = run(
@@ -331,7 +331,7 @@ def _execute(
         raise Fatal(str(exc)) from None
     finally:
         if progress is not None:
-            click.echo("\r\033[K", nl=False, err=True)
+            progress.close()
     result.from_version, result.to_version = str(from_v), str(to_v)
     result.rules = [c.code for c in selection.rules]
     result.notices = [*span.notices, *selection.dropped, *span.problems, *result.notices]
@@ -343,17 +343,30 @@ def _execute(
     return result, settled, span
 
 
-def _progress_bar() -> Callable[[int, int], None]:
-    def show(done: int, total: int) -> None:
-        if total < 20:
-            return
-        width = 30
-        filled = width * done // total
-        click.echo(
-            f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} files", nl=False, err=True
-        )
+class _ProgressLine:
+    """How far a run is, on one line of stderr (a terminal): shown once the run has taken
+    ``delay`` seconds, redrawn at most every ``every`` seconds, erased at the end."""
 
-    return show
+    def __init__(self, delay: float = 2.0, every: float = 0.1) -> None:
+        import time
+
+        self._clock = time.monotonic
+        self._start = self._clock()
+        self._delay, self._every = delay, every
+        self._last = float("-inf")
+        self._shown = False
+
+    def __call__(self, read: int, total: int, parsed: int, sites: int) -> None:
+        now = self._clock()
+        if now - self._start < self._delay or now - self._last < self._every:
+            return
+        self._last, self._shown = now, True
+        line = f"{read:,} of {total:,} files read, {parsed:,} parsed, {sites:,} site(s) so far"
+        click.echo(f"\r\033[K{line}", nl=False, err=True)
+
+    def close(self) -> None:
+        if self._shown:
+            click.echo("\r\033[K", nl=False, err=True)
 
 
 def _finish(

@@ -10,7 +10,7 @@ with this process, then analyse while it waits (`migrate_fi.workers`). What it r
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 from migrate_fi.cache import ResultCache, WalkMemo
 from migrate_fi.discovery import discover, with_includes
@@ -43,7 +43,7 @@ from migrate_fi.rule import (
     require_api_data,
 )
 from migrate_fi.sources import remove_temporary
-from migrate_fi.workers import Batch, SourceFile, Work
+from migrate_fi.workers import Batch, Progress, SourceFile, Work
 
 __all__ = ["run"]
 
@@ -56,7 +56,7 @@ def run(
     exclude: Iterable[str] = (),
     jobs: int | None = None,
     respect_gitignore: bool = True,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
     excludes_at: Sequence[tuple[str, Sequence[str]]] = (),
     only: Collection[str] | None = None,
     use_cache: bool = False,
@@ -128,6 +128,8 @@ def run(
 
     preload = (lambda: preload_api_data(options)) if any(c.needs_api_data for c in rules) else None
     with Batch(ids, options, mode.value, jobs, progress, cache, preload) as batch:
+        known = len(results)  # (files ruled out unread, as unchanged since the last run)
+        batch.reading(known, known + len(todo))
         found = _read(batch, todo, tests, options, only is not None)
         for path, why in found.failed:
             results[path] = failed(display_path(path), why)
@@ -170,11 +172,12 @@ def _read(
     """Read the files of ``todo`` and test them against the rules' prefilters: on a large
     tree, in parts shared with the workers (`Batch.share`), else here (`migrate_fi.reading`)."""
     if not batch.worth_reading_in_workers(len(todo)):
-        return read_part(todo, tests, options, every_import)
+        whole = read_part(todo, tests, options, every_import)
+        batch.reading(len(todo))
+        return whole
     share_tests(tests, batch.ids, options)  # (before the workers are forked)
     parts = [todo[i : i + _PART] for i in range(0, len(todo), _PART)]
     found: dict[int, Read] = {}
-    count = 0
 
     # (the words of every file's imports: worked out in parts, here and in the workers, they
     # cost less than reading again the files the rounds ask after)
@@ -182,15 +185,15 @@ def _read(
         return read_part(parts[i], tests, options, every_import, ruled_out_imports=True)
 
     def done(i: int, part: Read) -> None:
-        nonlocal count
         found[i] = part
-        count += len(parts[i])
-        batch.tick(count, len(todo))
+        batch.reading(len(parts[i]))
 
     def failed(i: int, exc: Exception) -> None:  # (a worker that died: read here)
         done(i, here(i))
 
-    arguments = lambda i: (parts[i], batch.ids, options, every_import, True)  # noqa: E731
+    def arguments(i: int) -> tuple[object, ...]:  # (what `read_in_worker` is given)
+        return (parts[i], batch.ids, options, every_import, True)
+
     batch.share(range(len(parts)), Work(read_in_worker, arguments, here, done, failed))
     out = Read()
     for i in range(len(parts)):  # (in the order of the walk)

@@ -27,8 +27,10 @@ if TYPE_CHECKING:  # (concurrent.futures is imported only where workers start: i
 T = TypeVar("T")
 R = TypeVar("R")
 _Done = tuple[FileResult, "depends.Notes | None"]  # a file's result, and what its analysis read
+# what a run tells of how far it is: files read, files in all, files parsed, sites found
+Progress = Callable[[int, int, int, int], None]
 
-__all__ = ["Batch", "SourceFile", "Work"]
+__all__ = ["Batch", "Progress", "SourceFile", "Work"]
 
 # Parse in worker processes only when there is enough work to pay for them: this much to
 # parse, or a walk this long (a tree of a few files would pay 0.1 s for them); read in them a
@@ -99,13 +101,15 @@ class Batch:
         options: RunOptions,
         mode: str,
         jobs: int | None,
-        progress: Callable[[int, int], None] | None,
+        progress: Progress | None,
         cache: ResultCache | None = None,
         preload: Callable[[], None] | None = None,
     ) -> None:
         self.ids, self.options, self.mode = ids, options, mode
         self.jobs = jobs if jobs and jobs > 0 else (os.cpu_count() or 1)
         self.progress = progress
+        self._read = self._total = self._parsed = self._sites = 0  # (what progress is told)
+        self._found: dict[str, tuple[int, int]] = {}  # path -> (parsed, sites) counted
         self.cache = cache
         self.preload = preload  # what workers should share: done before they are forked
         self._pool: ProcessPoolExecutor | None = None  # started once, kept for later rounds
@@ -153,10 +157,10 @@ class Batch:
                 found = self.cache.get(key)
                 if found is not None:
                     out[f.path] = found
+                    self._analysed(f.path, found)
                     continue
                 keys[f.path] = key
             todo.append(f)
-        total = len(out) + len(todo)
 
         def here(f: SourceFile) -> _Done:
             self._preloaded()
@@ -164,7 +168,7 @@ class Batch:
 
         def done(f: SourceFile, result: _Done) -> None:
             out[f.path] = self._done(f.path, result, keys)
-            self._tick(len(out), total)
+            self._analysed(f.path, out[f.path])
 
         if not self._worth_workers(len(todo), sum(len(f.data) for f in todo), walked):
             for f in todo:  # (too little work for workers: here)
@@ -176,7 +180,7 @@ class Batch:
 
             why = f"worker process failed ({type(exc).__name__}); untouched"
             out[f.path] = failed(display_path(f.path), why)
-            self._tick(len(out), total)
+            self._analysed(f.path, out[f.path])
 
         pool = self._started()
         todo.sort(key=lambda f: len(f.data))  # (the workers take the largest first)
@@ -193,9 +197,12 @@ class Batch:
         """Whether reading ``files`` files is worth sharing with worker processes."""
         return self.jobs > 1 and files >= _PARALLEL_MIN_WALK
 
-    def tick(self, done: int, total: int) -> None:
-        """Say how far the run is (``done`` of ``total`` files)."""
-        self._tick(done, total)
+    def reading(self, read: int, total: int | None = None) -> None:
+        """Say how far the run is: ``read`` more files read (of ``total`` in all)."""
+        self._read += read
+        if total is not None:
+            self._total = total
+        self._say()
 
     def _worth_workers(self, files: int, size: int, walked: int = 0) -> bool:
         """Whether ``files`` files of ``size`` bytes to analyse, found in a walk of ``walked``
@@ -257,9 +264,19 @@ class Batch:
         )
         return self._pool
 
-    def _tick(self, done: int, total: int) -> None:
+    def _analysed(self, path: str, result: FileResult) -> None:
+        """Count a file's result (one analysed again in a round replaces its first)."""
+        parsed, sites = self._found.get(path, (0, 0))
+        self._parsed -= parsed
+        self._sites -= sites
+        self._found[path] = (int(result.parsed), len(result.diagnostics))
+        self._parsed += int(result.parsed)
+        self._sites += len(result.diagnostics)
+        self._say()
+
+    def _say(self) -> None:
         if self.progress is not None:
-            self.progress(done, total)
+            self.progress(self._read, self._total, self._parsed, self._sites)
 
 
 @dataclass(frozen=True)

@@ -150,7 +150,13 @@ def test_a_large_tree_is_read_here_and_in_the_workers_alike(
     rules = all_rules()
 
     def run(jobs: int) -> list[tuple[str, str, list[tuple[int, str]]]]:
-        result = engine.run([str(root)], rules, OPTIONS, Mode.CHECK, jobs=jobs)
+        told: list[tuple[int, ...]] = []
+        result = engine.run(
+            [str(root)], rules, OPTIONS, Mode.CHECK, jobs=jobs,
+            progress=lambda *counts: told.append(counts),
+        )  # fmt: skip
+        n = len(result.files)  # (progress told: every file read, every site found)
+        assert told[-1] == (n, n, result.parsed_count, len(result.diagnostics)), told[-3:]
         return [
             (f.path, f.status.value, [(d.line, d.code) for d in f.diagnostics])
             for f in result.files
