@@ -17,6 +17,8 @@ fresh process as a user runs it:
   parsed file, cold with `-j 1`; `diff`; `apply` on a fresh copy; LibCST's bare parse of the files
   `diff` changes;
 - files parsed, sites, peak memory (RSS) of `check` cold and warm.
+The ratios of `check` cold and warm to floor A are the medians of pairs, each run right after a
+floor A of its own (a burst of load on a shared machine moves them far less than seconds).
 Then the slope, intercept and correlation of `check` cold time against the size of the SGLang
 copies. With --save-baseline the findings and patches are kept; later runs say whether theirs are
 byte-identical (the speed work must not change a finding).
@@ -252,19 +254,28 @@ def run_corpus(
         {str(root / d["path"]) for d in data["diagnostics"] if d["path"].endswith(".py")}
     )
 
-    floor_a = median(repeat, lambda: floor(root))
-
     def cold(*extra: str) -> tuple[float, int]:
         shutil.rmtree(results, ignore_errors=True)
         t, mem, _ = measure([*MIGRATE_FI, "check", *common, *extra, "."], root, env)
         return t, mem
 
-    colds = [cold() for _ in range(repeat)]
+    # (each `check` right after a floor A: the ratios are the medians of those pairs, which a
+    # burst of load on a shared machine moves far less than seconds measured apart)
+    floors, colds = [], []
+    for _ in range(repeat):
+        floors.append(floor(root))
+        colds.append(cold())
+    floor_a = statistics.median(floors)
     cold_t = statistics.median(t for t, _ in colds)
+    cold_x = statistics.median(t / f for (t, _), f in zip(colds, floors, strict=True))
     cold_mem = max(m for _, m in colds)
     j1 = statistics.median(cold("-j", "1")[0] for _ in range(repeat))
     cold()  # fill the cache
-    warms = [measure([*MIGRATE_FI, "check", *common, "."], root, env) for _ in range(repeat)]
+    warms, warm_x = [], []
+    for _ in range(repeat):
+        f = floor(root)
+        warms.append(measure([*MIGRATE_FI, "check", *common, "."], root, env))
+        warm_x.append(warms[-1][0] / f)
     warm_t = statistics.median(t for t, _, _ in warms)
     warm_mem = max(m for _, m, _ in warms)
     touched = reported[0] if reported else None
@@ -310,6 +321,7 @@ def run_corpus(
     return {
         "name": name, "files": len(py), "mb": mb, "parsed": parsed, "sites": sites,
         "floor_a": floor_a, "cold": cold_t, "j1": j1, "warm": warm_t,
+        "cold_x": cold_x, "warm_x": statistics.median(warm_x),
         "touch": touch_t, "diff": diff_t, "apply": apply_t, "libcst": cst_t,
         "cold_mem": cold_mem, "warm_mem": warm_mem, "identical": identical,
     }  # fmt: skip
@@ -317,7 +329,7 @@ def run_corpus(
 
 def print_row(row: dict[str, Any]) -> None:
     print(
-        f"{row['name']}: check cold {row['cold']:.2f} s = {row['cold'] / row['floor_a']:.2f}x"
+        f"{row['name']}: check cold {row['cold']:.2f} s = {row['cold_x']:.2f}x"
         f" floor A ({row['floor_a']:.2f} s), warm {row['warm']:.2f} s",
         flush=True,
     )
@@ -335,8 +347,8 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         cst_ratio = f"{apply_t / cst:.2f}" if cst else "-"
         print(
             f"| {r['name']} | {r['files']} | {r['mb']:.1f} | {r['parsed']} | {r['sites']}"
-            f" | {a:.2f} | {r['cold']:.2f} ({r['cold'] / a:.2f}) | {r['j1']:.2f}"
-            f" | {r['warm']:.2f} ({r['warm'] / a:.2f}) | {r['touch']:.2f}"
+            f" | {a:.2f} | {r['cold']:.2f} ({r['cold_x']:.2f}) | {r['j1']:.2f}"
+            f" | {r['warm']:.2f} ({r['warm_x']:.2f}) | {r['touch']:.2f}"
             f" | {r['diff']:.2f} ({r['diff'] / apply_t:.2f}) | {apply_t:.2f} ({cst_ratio})"
             f" | {r['cold_mem']} / {r['warm_mem']} | {r['identical']} |"
         )
