@@ -117,9 +117,10 @@ class RuleTests:
         return iter(self.pairs)
 
     def build(self) -> None:
-        """Work out every rule's prefilter now (a lazy one waits for its first file)."""
-        for _, p in self.pairs:
-            if isinstance(p, LazyPrefilter):
+        """Work out now the prefilter of every rule that reads Python files (a lazy one waits
+        for its first file; a rule that reads only dependency files still does: few files)."""
+        for c, p in self.pairs:
+            if isinstance(p, LazyPrefilter) and ".py" in c.suffixes:
                 p.build()
 
     def __len__(self) -> int:

@@ -110,7 +110,7 @@ _shared: dict[tuple[tuple[str, ...], RunOptions], RuleTests] = {}
 
 def share_tests(tests: RuleTests, ids: tuple[str, ...], options: RunOptions) -> None:
     """Give the workers forked from now on the rules' tests of this process for the run, built
-    (every rule's prefilter worked out here once, not again in each worker)."""
+    (the prefilters every Python file asks worked out here once, not again in each worker)."""
     tests.build()
     _shared.clear()
     _shared[ids, options] = tests
