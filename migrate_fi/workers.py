@@ -242,10 +242,15 @@ class Batch:
     def _stop(self, pool: ProcessPoolExecutor) -> None:
         """Interrupted: stop now, not after the queue drains (workers only read files)."""
         processes = list((getattr(pool, "_processes", None) or {}).values())
+        manager = getattr(pool, "_executor_manager_thread", None)
         pool.shutdown(wait=False, cancel_futures=True)
         self._pool = None
         for process in processes:
             process.terminate()
+        # (the pool's thread ends once its processes are gone: joined, it is not left behind to
+        # take a signal meant for this thread while it writes)
+        if manager is not None:
+            manager.join(timeout=5)
 
     def _started(self, preload: bool = True) -> ProcessPoolExecutor:
         """The workers, started if not yet: forked after the preload, which they then share,

@@ -63,7 +63,12 @@ def test_check_starts_workers_for_much_to_parse_or_a_long_walk(tmp_path: Path) -
 
 
 def test_an_interrupted_share_stops_the_workers(tmp_path: Path) -> None:
+    """Interrupted, the workers are stopped at once, and the pool's thread is gone with them
+    (left behind, it could take a signal meant for this process while `apply` writes)."""
+    import threading
+
     todo = files(tmp_path, 5)
+    threads = set(threading.enumerate())
 
     def done(f: SourceFile, result: object) -> None:
         raise KeyboardInterrupt
@@ -82,6 +87,7 @@ def test_an_interrupted_share_stops_the_workers(tmp_path: Path) -> None:
                 ),
             )
         assert batch._pool is None
+        assert set(threading.enumerate()) <= threads
 
 
 def test_a_file_s_tree_is_freed_when_it_is_done(tmp_path: Path) -> None:
