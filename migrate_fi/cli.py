@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -343,6 +345,41 @@ def _execute(
     return result, settled, span
 
 
+@dataclass
+class _Writes:
+    """What apply's writes rewrote, once they are done, and the record of them."""
+
+    written: list[str] = field(default_factory=list)
+    record: str | None = None
+
+
+_WRITES: ContextVar[_Writes] = ContextVar("migrate_fi_writes")
+
+
+def _tells_writes(command: Callable[..., None]) -> Callable[..., None]:
+    """A command that writes (`_write_and_record`): interrupted after its writes (printing what
+    is left, verify, the report), it still says what they rewrote."""
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> None:
+        told = _Writes()
+        token = _WRITES.set(told)
+        try:
+            command(*args, **kwargs)
+        except KeyboardInterrupt as exc:
+            if isinstance(exc, ApplyInterrupted) or not told.written:
+                raise
+            raise ApplyInterrupted(_signal_name(exc), told.written, told.record) from None
+        finally:
+            _WRITES.reset(token)
+
+    return run
+
+
+def _signal_name(exc: KeyboardInterrupt) -> str:
+    return "SIGTERM" if isinstance(exc, Terminated) else "SIGINT (Ctrl-C)"
+
+
 class _ProgressLine:
     """How far a run is, on one line of stderr (a terminal): shown once the run has taken
     ``delay`` seconds, redrawn at most every ``every`` seconds, erased at the end."""
@@ -472,6 +509,7 @@ def diff(**kwargs: Any) -> None:
     is_flag=True,
     help="Rewrite files even where git has uncommitted changes under the given paths.",
 )
+@_tells_writes
 def apply(allow_dirty: bool, **kwargs: Any) -> None:
     """Rewrite the files in place.
 
@@ -576,6 +614,7 @@ def _can_verify() -> str | None:
     help="Where to write the PR description (default: .migrate-fi/report.md in the project).",
 )
 @click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True)
+@_tells_writes
 def upgrade(
     paths: tuple[str, ...],
     from_version: str | None,
@@ -680,18 +719,21 @@ def upgrade(
 
 def _write_and_record(result: RunResult, span: MigrationRange) -> None:
     """apply's writes: code first, pin and version files last (an apply stopped halfway leaves
-    the old pins), and the record of where the migration stands, interrupted or not."""
+    the old pins), and the record of where the migration stands, interrupted or not. What the
+    writes did is kept for the rest of the command (`_tells_writes`)."""
     from migrate_fi.project import is_pin_file
-    from migrate_fi.sources import write_changes
+    from migrate_fi.sources import signals_deferred, write_changes
 
     try:
         write_changes(result, last=is_pin_file)
     except KeyboardInterrupt as exc:
-        signal_name = "SIGTERM" if isinstance(exc, Terminated) else "SIGINT (Ctrl-C)"
-        record = _record_apply(span, result, interrupted=signal_name)
-        raise ApplyInterrupted(signal_name, list(result.written), record) from None
-    if result.written or span.record is not None:
-        _record_apply(span, result)
+        record = _record_apply(span, result, interrupted=_signal_name(exc))
+        raise ApplyInterrupted(_signal_name(exc), list(result.written), record) from None
+    told = _WRITES.get(None)
+    with signals_deferred():  # (the files are written: their record is written too)
+        record = _record_apply(span, result) if result.written or span.record else None
+        if told is not None:
+            told.written, told.record = list(result.written), record
 
 
 def _record_apply(

@@ -202,6 +202,32 @@ def test_interrupted_apply_message_names_the_signal_and_every_file(
     assert sum(1 for line in shown if line.startswith("  rewritten: ")) == 27
 
 
+@pytest.mark.parametrize("command", ["apply", "upgrade"])
+def test_an_interruption_after_the_writes_still_names_every_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """A signal that comes once every file is written (while the sites left are printed, or
+    verify runs) is not "no file was written": the message lists what the writes did, and the
+    record was written whole."""
+    import migrate_fi.cli as cli_module
+    from migrate_fi.cli import Terminated
+
+    monkeypatch.chdir(tmp_path)
+    _project(tmp_path, files=5)
+
+    def late(*args: object, **kwargs: object) -> None:
+        raise Terminated()
+
+    # (apply prints what is left after writing; upgrade runs verify after writing)
+    monkeypatch.setattr(cli_module, "_finish" if command == "apply" else "_can_verify", late)
+    args = ["apply", "--to", "0.6.11", "."] if command == "apply" else ["upgrade", "--to", "0.6.11"]
+    with pytest.raises(click.Abort) as aborted:
+        CliRunner().invoke(cli, args, catch_exceptions=False, standalone_mode=False)
+    text = "\n".join(interruption_lines(aborted.value))
+    assert "interrupted (SIGTERM): 7 file(s) were rewritten" in text, text
+    assert read_record(str(tmp_path)) is not None
+
+
 # ------------------------------------------------------------------ git
 
 
