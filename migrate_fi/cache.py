@@ -114,26 +114,16 @@ class WalkMemo:
         self._matched = matched or {}  # files the prefilter passed: the rules it matched
         self.changed = False
         self._now = time.time_ns()
-        self._stat: dict[str, Signature | None] = {}  # (asked by the walk, then by the rounds)
 
     def signature(self, path: str) -> Signature | None:
-        """The file's stat, when it is settled (and this memo remembers anything), as first
-        asked in this run."""
+        """The file's stat, when it is settled (and this memo remembers anything), as the run
+        first asked it (`depends.stat`)."""
         if not self.enabled:
             return None
-        try:
-            return self._stat[path]
-        except KeyError:
-            pass
-        try:
-            st = os.stat(path)
-        except OSError:
-            found = None
-        else:
-            settled = depends.settled(st, self._now)
-            found = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns) if settled else None
-        self._stat[path] = found
-        return found
+        st = depends.stat(path)
+        if st is None or not depends.settled(st, self._now):
+            return None
+        return tuple(st)  # type: ignore[return-value]
 
     def ruled_out(self, path: str, signature: Signature | None) -> bool:
         return signature is not None and self._out.get(path) == signature

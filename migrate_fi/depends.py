@@ -14,8 +14,20 @@ import importlib
 import os
 import time
 from collections.abc import Callable
+from typing import NamedTuple
 
-__all__ = ["Notes", "finish", "note", "note_unbounded", "recompute", "settled", "start"]
+__all__ = [
+    "Notes",
+    "Stat",
+    "finish",
+    "forget_stats",
+    "note",
+    "note_unbounded",
+    "recompute",
+    "settled",
+    "start",
+    "stat",
+]
 
 Notes = tuple[tuple[str, str, str], ...]  # (kind, argument, value)
 
@@ -37,10 +49,46 @@ _unbounded = False
 _RECENT_NS = 2_000_000_000
 
 
-def settled(stat: os.stat_result, now_ns: int | None = None) -> bool:
+def settled(stat: os.stat_result | Stat, now_ns: int | None = None) -> bool:
     """Whether ``stat`` is old enough to stand for its file's content."""
     now = time.time_ns() if now_ns is None else now_ns
     return max(stat.st_mtime_ns, stat.st_ctime_ns) < now - _RECENT_NS
+
+
+class Stat(NamedTuple):
+    """What a run keeps of a file's stat (`stat`)."""
+
+    st_size: int
+    st_mtime_ns: int
+    st_ino: int
+    st_ctime_ns: int
+
+
+_stats: dict[str, Stat | None] = {}  # this run's (`stat`)
+
+
+def stat(path: str) -> Stat | None:
+    """The file's stat (None where it cannot be had), asked of the file system once in a run:
+    the walk, the checks of a cached result's dependencies and the search for a function's
+    callers ask the same files. A file changed meanwhile is seen as the run first saw it (the
+    next run sees the change)."""
+    try:
+        return _stats[path]
+    except KeyError:
+        pass
+    try:
+        st = os.stat(path)
+    except OSError:
+        found = None
+    else:
+        found = Stat(st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+    _stats[path] = found
+    return found
+
+
+def forget_stats() -> None:
+    """A run begins, or ends: every file is asked again."""
+    _stats.clear()
 
 
 def start() -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Collection, Iterable, Sequence
 
+from migrate_fi import depends
 from migrate_fi.cache import ResultCache, WalkMemo
 from migrate_fi.discovery import discover, with_includes
 from migrate_fi.modules import display_path
@@ -77,7 +78,27 @@ def run(
     Raises `migrate_fi.discovery.DiscoveryError` for a path that does not exist, and
     `migrate_fi.rule.RuleSetupError` when a rule cannot run for these options.
     """
-    mode = Mode(mode)
+    depends.forget_stats()  # (a run asks each file's stat once; an earlier run's are stale)
+    try:
+        return _run(paths, rules, options, Mode(mode), exclude, jobs, respect_gitignore,
+                    progress, excludes_at, only, use_cache)  # fmt: skip
+    finally:
+        depends.forget_stats()
+
+
+def _run(
+    paths: Iterable[str],
+    rules: Sequence[type[Rule]],
+    options: RunOptions,
+    mode: Mode,
+    exclude: Iterable[str],
+    jobs: int | None,
+    respect_gitignore: bool,
+    progress: Progress | None,
+    excludes_at: Sequence[tuple[str, Sequence[str]]],
+    only: Collection[str] | None,
+    use_cache: bool,
+) -> RunResult:
     paths = with_includes(list(paths))  # (-r other.txt of a requirements file given)
     suffixes = tuple(sorted({s for c in rules for s in c.suffixes})) or (".py",)
     patterns = sorted({p for c in rules for p in c.file_patterns})

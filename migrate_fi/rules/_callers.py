@@ -378,9 +378,8 @@ def tree_signature(root: str) -> str:
     h = hashlib.blake2b(digest_size=16)
     now = time.time_ns()
     for path in _python_files(root) or ("(too many files)",):
-        try:
-            st = os.stat(path)
-        except OSError:
+        st = depends.stat(path)  # (the walk asked most of them)
+        if st is None:
             h.update(f"{path}\0-\0".encode())
             continue
         if not depends.settled(st, now):
