@@ -271,6 +271,8 @@ class Batch:
 
     def _analysed(self, path: str, result: FileResult) -> None:
         """Count a file's result (one analysed again in a round replaces its first)."""
+        if self.progress is None:
+            return
         parsed, sites = self._found.get(path, (0, 0))
         self._parsed -= parsed
         self._sites -= sites
