@@ -96,16 +96,30 @@ class Prefilter:
         def once(value: _T) -> _T:
             return shared.setdefault(value, value)  # type: ignore[return-value]
 
+        encoded: dict[str, bytes] = {}  # (each word encoded and tested once)
+        sets: dict[tuple[str, ...], frozenset[bytes]] = {}
+        checked: set[bytes] = set()  # (the last parts found to be identifiers)
+
+        def word(part: str) -> bytes:
+            found = encoded.get(part)
+            if found is None:
+                found = encoded[part] = part.encode()
+            return found
+
         for t in triggers:
             if isinstance(t, str) or len(t) == 1:
                 name = (t if isinstance(t, str) else t[0]).encode()
                 (self.plain if _is_identifier(name) else self.literal).add(name)
-            else:
-                context, name = once(t[0].encode()), once(t[-1].encode())
-                if not _is_identifier(name):
+                continue
+            context, last, middle = word(t[0]), word(t[-1]), t[1:-1]
+            if last not in checked:
+                if not _is_identifier(last):
                     raise ValueError(f"a trigger's last part must be an identifier: {t!r}")
-                others = once(frozenset(once(p.encode()) for p in t[1:-1]))
-                self.by_context.setdefault(context, {}).setdefault(name, []).append(others)
+                checked.add(last)
+            others = sets.get(middle)
+            if others is None:
+                others = sets[middle] = once(frozenset(word(p) for p in middle))
+            self.by_context.setdefault(context, {}).setdefault(last, []).append(others)
 
     def names(self) -> set[bytes]:
         """The last identifier of every trigger (what an alias of a migrated API is named)."""

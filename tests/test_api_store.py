@@ -189,3 +189,87 @@ def test_data_that_is_not_gzip_is_value_error() -> None:
     for junk in (b"junk", data[:-9] + b"\0" * 9, data[: len(data) // 2], b""):
         with pytest.raises(ValueError):
             store._decode(store._Text(junk), _unreadable)
+
+
+def _without_empty_key(version: str = "9.9.9") -> dict[str, Any]:
+    record = _record(version)
+    del record["defs"][""]  # (a key the offsets file cannot hold: it has none then)
+    record["defs"].update(
+        {f"flashinfer.m{i:03}.f": {"k": "f", "pad": "x" * 600} for i in range(300)}
+    )
+    return record
+
+
+def test_a_record_is_loaded_through_its_offsets_file_to_the_same_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`write_release` writes where the pieces and entries lie beside the record; loading reads
+    them instead of the whole text (only the first line is decompressed), to the same record."""
+    folder = tmp_path / "data"
+    written = store.write_release(_without_empty_key(), str(folder))
+    assert Path(store.offsets_file(written)).is_file()
+    raw = Path(written).read_bytes()
+    via = store._from_offsets(raw, written, _unreadable)
+    assert via is not None
+    assert len(via["defs"]._text._kept) == 1  # (the first line's piece, nothing else)
+    assert _plain(via) == _without_empty_key()
+    scanned = store._decode(store._Text(raw), _unreadable)
+    assert via["defs"]._at == scanned["defs"]._at and via["modules"]._at == scanned["modules"]._at
+    monkeypatch.setattr(store, "_file_of", lambda version: written)
+    assert _plain(load_release("9.9.9")) == _without_empty_key()
+    # a key that escapes characters, or an empty one: no offsets file, the text is read
+    assert store.encode_offsets(raw, store._decode(encode_release(_record()), _unreadable)) is None
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        lambda off, raw: b"junk",
+        lambda off, raw: off[: len(off) // 2],
+        lambda off, raw: gzip.compress(gzip.decompress(off).replace(b"offsets 1", b"offsets 9")),
+        lambda off, raw: gzip.compress(gzip.decompress(off).rsplit(b"\n", 1)[0]),
+    ],
+    ids=["not gzip", "cut short", "another format", "a line missing"],
+)
+def test_an_offsets_file_that_is_damaged_is_not_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spoil: Any
+) -> None:
+    written = store.write_release(_without_empty_key(), str(tmp_path))
+    offsets = Path(store.offsets_file(written))
+    offsets.write_bytes(spoil(offsets.read_bytes(), Path(written).read_bytes()))
+    assert store._from_offsets(Path(written).read_bytes(), written, _unreadable) is None
+    monkeypatch.setattr(store, "_file_of", lambda version: written)
+    assert _plain(load_release("9.9.9")) == _without_empty_key()  # (the text is read)
+
+
+def test_an_offsets_file_of_another_record_is_not_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A record written again (another release's data under its name, by hand or by an older
+    migrate-fi) leaves an offsets file that names another size and CRC: it is ignored."""
+    written = store.write_release(_without_empty_key(), str(tmp_path))
+    stale = Path(store.offsets_file(written)).read_bytes()
+    other = _without_empty_key()
+    other["defs"]["flashinfer.core.f"]["sig"] = [["y", "A", None]]
+    store.write_release(other, str(tmp_path))
+    Path(store.offsets_file(written)).write_bytes(stale)
+    assert store._from_offsets(Path(written).read_bytes(), written, _unreadable) is None
+    monkeypatch.setattr(store, "_file_of", lambda version: written)
+    assert load_release("9.9.9")["defs"]["flashinfer.core.f"]["sig"] == [["y", "A", None]]
+
+
+def test_every_bundled_record_has_offsets_that_read_it_as_its_text_does() -> None:
+    """The offsets files shipped beside the bundled data match their records (`write_release`
+    writes them; a record replaced by hand needs `store.write_offsets`)."""
+    records = sorted(Path(store.DATA_DIR).glob("*.json.gz"))
+    assert records
+    for path in records:
+        raw = path.read_bytes()
+        via = store._from_offsets(raw, str(path), _unreadable)
+        assert via is not None, f"{path.name}: no offsets file matches it"
+        scanned = store._decode(store._Text(raw), _unreadable)
+        for name in ("defs", "modules"):
+            assert list(via[name]._at.items()) == list(scanned[name]._at.items()), path.name
+        assert {k: v for k, v in via.items() if k not in ("defs", "modules")} == {
+            k: v for k, v in scanned.items() if k not in ("defs", "modules")
+        }

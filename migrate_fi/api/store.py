@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import functools
 import gc
 import json
 import os
@@ -45,17 +46,20 @@ __all__ = [
     "Section",
     "available_releases",
     "compress_release",
+    "encode_offsets",
     "encode_release",
     "forget",
     "load_release",
     "missing_data",
     "newest_release",
+    "offsets_file",
     "on_forget",
     "origin",
     "register",
     "user_data_dir",
     "user_releases",
     "write_json",
+    "write_offsets",
     "write_release",
 ]
 
@@ -256,7 +260,8 @@ def load_release(version: str) -> dict[str, Any]:
     try:
         with open(path, "rb") as fh:
             raw = fh.read()
-        record = _decode(_Text(raw), lambda why: _unreadable(version, path, why))
+        unreadable = functools.partial(_unreadable, version, path)
+        record = _from_offsets(raw, path, unreadable) or _decode(_Text(raw), unreadable)
     except (OSError, EOFError, ValueError) as exc:
         raise _unreadable(version, path, str(exc)) from None
     finally:
@@ -318,12 +323,18 @@ class _Text:
 
     __slots__ = ("_current", "_ends", "_high", "_kept", "_low", "_raw", "_starts")
 
-    def __init__(self, raw: bytes | memoryview, plain: bytes | None = None) -> None:
-        """``plain``: the text itself (``raw`` is not read)."""
+    def __init__(
+        self,
+        raw: bytes | memoryview,
+        plain: bytes | None = None,
+        pieces: tuple[list[int], list[int]] | None = None,
+    ) -> None:
+        """``plain``: the text itself (``raw`` is not read); ``pieces``: where they end in
+        ``raw`` and start in the text, known (`pieces` need not read ``raw`` to learn it)."""
         self._raw = raw
         # where each piece ends in ``raw`` (it starts where the one before ends)
-        self._ends: list[int] = []
-        self._starts: list[int] = []  # where each piece starts in the text
+        self._ends: list[int] = pieces[0] if pieces else []
+        self._starts: list[int] = pieces[1] if pieces else []  # where each starts in the text
         self._kept: dict[int, bytes] = {}
         self._current, self._low, self._high = b"", 0, 0  # the piece last read, and its span
         if plain is not None:
@@ -476,6 +487,88 @@ def _decode(text: _Text | bytes, unreadable: Callable[[str], DataError]) -> dict
     return record
 
 
+# A record's offsets (`write_offsets`): beside ``<version>.json.gz``, ``<version>.offsets.gz``
+# says where its pieces and its entries lie, so that loading it decompresses only the first
+# line (0.7.4: 15 ms, not the 40 ms of reading its 10 MB of text to find them). It names the
+# record's size and CRC-32: an offsets file that does not match its record is not used.
+_OFFSETS = b"migrate-fi offsets 1"
+
+
+def offsets_file(path: str) -> str:
+    """The offsets file of the record at ``path``."""
+    return path.removesuffix(".json.gz") + ".offsets.gz"
+
+
+def encode_offsets(raw: bytes, record: Mapping[str, Any]) -> bytes | None:
+    """The offsets of a record (``raw``: its compressed bytes, ``record``: what `_decode` read
+    from them); None when they cannot be written down (a record of another layout)."""
+    import gzip
+    import zlib
+
+    sections = [record.get(name) for name in _LAZY]
+    texts = {id(s._text) for s in sections if isinstance(s, Section)}
+    if len(texts) != 1 or not all(isinstance(s, Section) for s in sections):
+        return None
+    text = sections[0]._text  # type: ignore[union-attr]
+    lines = [
+        b"%s %d %d" % (_OFFSETS, len(raw), zlib.crc32(raw)),
+        b" ".join(b"%d" % n for n in text._ends),
+        b" ".join(b"%d" % n for n in text._starts),
+    ]
+    for section in sections:
+        assert isinstance(section, Section)
+        keys = list(section._at)
+        if any(not k or "\t" in k or "\n" in k for k in keys):
+            return None  # (keys are written between tabs)
+        lines.append("\t".join(keys).encode())
+        lines.append(b" ".join(b"%d" % n for n in section._at.values()))
+    return gzip.compress(b"\n".join(lines), compresslevel=9, mtime=0)
+
+
+def write_offsets(path: str) -> str | None:
+    """Write the offsets file of the record at ``path`` (None when it has none to write)."""
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    found = encode_offsets(raw, _decode(_Text(raw), lambda why: DataError(why)))
+    if found is None:
+        return None
+    _replace(offsets_file(path), found)
+    return offsets_file(path)
+
+
+def _from_offsets(
+    raw: bytes, path: str, unreadable: Callable[[str], DataError]
+) -> dict[str, Any] | None:
+    """The record, read through its offsets file; None when it has none that matches it."""
+    import zlib
+
+    try:
+        with open(offsets_file(path), "rb") as fh:
+            lines = zlib.decompress(fh.read(), wbits=31).split(b"\n")
+        magic, size, crc = lines[0].rsplit(b" ", 2)
+        if magic != _OFFSETS or int(size) != len(raw) or int(crc) != zlib.crc32(raw):
+            return None
+        ends, starts = [int(n) for n in lines[1].split()], [int(n) for n in lines[2].split()]
+        if len(lines) != 3 + 2 * len(_LAZY) or len(ends) != len(starts) or not ends:
+            return None
+        if ends[-1] != len(raw) or starts[0] != 0:
+            return None
+        text = _Text(raw, pieces=(ends, starts))
+        record = json.loads(text.line(0) + b"}")
+        if not isinstance(record, dict):
+            return None
+        for i, name in enumerate(_LAZY):
+            keys, at = lines[3 + 2 * i], lines[4 + 2 * i].split()
+            names = keys.decode().split("\t") if keys else []
+            if len(names) != len(at):
+                return None
+            record[name] = Section(text, dict(zip(names, map(int, at), strict=True)), unreadable)
+    except (OSError, ValueError, zlib.error):  # (none, or not one this migrate-fi wrote)
+        return None
+    _share_targets(record)
+    return record
+
+
 def _share_targets(record: dict[str, Any]) -> None:
     """Make the targets of ``exports`` the same strings as the keys of ``defs`` they name
     (0.7.4: 11,600 exports, 1.4 MB of strings held twice)."""
@@ -556,6 +649,7 @@ def write_release(record: dict[str, Any], folder: str = DATA_DIR) -> str:
     version = record["provenance"]["version"]
     path = _file(version, folder)
     _replace(path, compress_release(encode_release({"format": FORMAT, **record})))
+    write_offsets(path)
     _releases_in.cache_clear()
     _union.cache_clear()
     _manifest_usable.cache_clear()

@@ -97,7 +97,7 @@ def path_words(path: object) -> tuple[str, ...]:
     """The prefilter trigger of a public path: every part of it is in a file that reaches it,
     however the file imports it (``flashinfer.Wrapper().run`` names ``Wrapper`` and ``run``)."""
     # (interned: a run holds thousands of these, made of a few hundred words)
-    return tuple(sys.intern(part) for part in str(path).replace("()", "").split("."))
+    return tuple(map(sys.intern, str(path).replace("()", "").split(".")))
 
 
 def flashinfer_calls(ctx: FileContext, api: Api) -> Iterator[tuple[CalleeCall, str]]:

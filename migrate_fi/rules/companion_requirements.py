@@ -7,7 +7,6 @@ import re
 from functools import lru_cache
 from typing import TYPE_CHECKING, ClassVar
 
-from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from migrate_fi import depends, patterns
@@ -24,8 +23,9 @@ from migrate_fi.project import pin_files, project_root
 from migrate_fi.results import FixSafety
 from migrate_fi.rule import FileContext, Rule, RuleOption, RunOptions
 
-if TYPE_CHECKING:  # (imported where requirements are read: it costs start-up)
+if TYPE_CHECKING:  # (imported where requirements are read: they cost start-up)
     from packaging.requirements import Requirement
+    from packaging.specifiers import SpecifierSet
 
 
 @lru_cache(maxsize=32)  # asked of every file the prefilter passes: parsed once per run
@@ -52,6 +52,12 @@ def _required(target: str, extras: frozenset[str] | None = frozenset()) -> dict[
         found = out.get(name)
         out[name] = req.specifier if found is None else found & req.specifier
     return out
+
+
+def _specifier(text: str) -> SpecifierSet:
+    from packaging.specifiers import SpecifierSet
+
+    return SpecifierSet(text)
 
 
 def _evaluates(req: Requirement, extra: str) -> bool:
@@ -246,7 +252,7 @@ class CompanionRequirements(Rule):
                     not move
                     and ref.operator in (">=", "~=")
                     and lowest is not None
-                    and SpecifierSet(f"{ref.operator}{ref.version}").contains(
+                    and _specifier(f"{ref.operator}{ref.version}").contains(
                         lowest, prereleases=True
                     )
                 ):
@@ -270,7 +276,7 @@ class CompanionRequirements(Rule):
             elif (
                 ref.operator in ("<", "<=")
                 and lowest is not None
-                and not SpecifierSet(f"{ref.operator}{ref.version}").contains(
+                and not _specifier(f"{ref.operator}{ref.version}").contains(
                     lowest, prereleases=True
                 )
             ):

@@ -7,7 +7,6 @@ import re
 from dataclasses import dataclass
 from typing import ClassVar
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from migrate_fi import patterns
@@ -231,6 +230,8 @@ class FlashinferPins(Rule):
             ]
         if ref.operator == "@":
             return self._direct_reference(ref, version)
+        from packaging.specifiers import InvalidSpecifier, SpecifierSet  # (costs start-up)
+
         if ref.operator in ("<", "<="):
             allowed = SpecifierSet(f"{ref.operator}{ref.version}", prereleases=True)
             if target in allowed:
