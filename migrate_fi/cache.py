@@ -33,7 +33,7 @@ from functools import cache
 from typing import TypeVar
 
 from migrate_fi import __version__, depends
-from migrate_fi.results import FileResult
+from migrate_fi.results import FileResult, RunResult
 from migrate_fi.rule import RunOptions
 from migrate_fi.userdirs import user_folder
 
@@ -187,6 +187,10 @@ class ResultCache:
         # warm run, not one file per result), and those this run uses (kept for the next)
         self._pack: dict[str, _Entry] = {}
         self._used: dict[str, _Entry] = {}
+        # what the results of this run consulted outside their files, and whether every one
+        # of them came from, or went to, the cache (else the run is not replayed: `replay`)
+        self._notes: set[tuple[str, str, str]] = set()
+        self.replayable = True
 
     def key(
         self,
@@ -264,12 +268,42 @@ class ResultCache:
                 return None
         self.hits += 1
         self._used[key] = entry
+        self._notes.update(notes)
         return result
 
     def put(self, key: str, notes: depends.Notes, result: FileResult) -> None:
         if self._write(key, (notes, result)):
             self.stored += 1
             self._used[key] = (notes, result)
+            self._notes.update(notes)
+        else:
+            self.replayable = False
+
+    def replay(self, tree: bytes) -> RunResult | None:
+        """The result of the last run with these options, when it ran over the same tree
+        (``tree``: the digest of every file's path and stat, `WalkMemo.signature`, and of what
+        else the walk found) and what its results consulted outside their files is unchanged:
+        a run over a tree where nothing changed is this one read."""
+        try:
+            with open(self._file(self._replay_key()), "rb") as fh:
+                digest, notes, result = pickle.load(fh)
+        except Exception:  # missing, damaged, another migrate-fi's: the run is made
+            return None
+        if digest != tree or not isinstance(result, RunResult):
+            return None
+        for kind, argument, value in notes:
+            if depends.recompute(kind, argument) != value:
+                return None
+        return result
+
+    def save_replay(self, tree: bytes, result: RunResult) -> None:
+        """Keep ``result`` for `replay`, when every result of the run came from the cache or
+        went to it (an error, or an analysis that searched the whole project, is made again)."""
+        if self.replayable and not result.errors:
+            self._write(self._replay_key(), (tree, tuple(sorted(self._notes)), result))
+
+    def _replay_key(self) -> str:
+        return hashlib.blake2b(self._run + b"\0replay", digest_size=20).hexdigest()
 
     def _write(self, key: str, value: object) -> bool:
         path = self._file(key)

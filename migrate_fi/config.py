@@ -26,12 +26,10 @@ import os
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+if TYPE_CHECKING:
+    from types import ModuleType
 
 __all__ = [
     "Config",
@@ -41,6 +39,16 @@ __all__ = [
     "rule_options",
     "tomllib",
 ]
+
+
+def tomllib() -> ModuleType:
+    """The TOML parser (imported when a TOML file is first read: it costs start-up)."""
+    if sys.version_info >= (3, 11):
+        import tomllib as found
+    else:  # pragma: no cover
+        import tomli as found
+    return found
+
 
 TABLE = "migrate-fi"
 _CHOICES = {
@@ -80,12 +88,13 @@ class Config:
 
 
 def _read_toml(path: str) -> dict[str, Any]:
+    toml = tomllib()
     try:
         with open(path, "rb") as fh:
-            return tomllib.load(fh)
+            return toml.load(fh)  # type: ignore[no-any-return]
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
-    except tomllib.TOMLDecodeError as exc:
+    except toml.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from None
 
 

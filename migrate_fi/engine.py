@@ -9,13 +9,14 @@ with this process, then analyse while it waits (`migrate_fi.workers`). What it r
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Collection, Iterable, Sequence
 
 from migrate_fi import depends
 from migrate_fi.cache import ResultCache, WalkMemo
 from migrate_fi.discovery import discover, with_includes
-from migrate_fi.modules import display_path
+from migrate_fi.modules import display_path, enclosing_packages
 from migrate_fi.pipeline import (
     Mode,
     RuleTests,
@@ -108,8 +109,6 @@ def _run(
         c.prepare(options)
     ids = tuple(c.id for c in rules)
     cache = ResultCache(ids, options) if use_cache and mode is Mode.CHECK else None
-    tests = rule_tests(rules, options, cache)  # built once, before the walk
-    walk = cache.walk() if cache is not None else WalkMemo()  # what the last run ruled out
     results: dict[str, FileResult] = {}
     others: list[str] = []  # files the prefilter ruled out (they may still import an alias)
     stale: list[str] = []
@@ -124,18 +123,29 @@ def _run(
         )
 
     links: list[str] = []
+    walked = list(
+        discover(
+            paths,
+            suffixes,
+            exclude,
+            respect_gitignore,
+            excludes_at,
+            patterns,
+            unreadable,
+            stale.append,
+            links.append,
+        )
+    )
+    tree = None  # the digest of what the walk found, when the run may be replayed
+    if cache is not None and only is None and not results:
+        tree = _tree_digest(walked, stale, links, WalkMemo({}))
+        replayed = cache.replay(tree) if tree is not None else None
+        if replayed is not None:
+            return replayed  # (nothing changed since the last run: its result)
+    tests = rule_tests(rules, options, cache)  # built once, before the files are read
+    walk = cache.walk() if cache is not None else WalkMemo()  # what the last run ruled out
     todo: list[Todo] = []  # the files to read
-    for abspath in discover(
-        paths,
-        suffixes,
-        exclude,
-        respect_gitignore,
-        excludes_at,
-        patterns,
-        unreadable,
-        stale.append,
-        links.append,
-    ):
+    for abspath in walked:
         if only is not None and os.path.realpath(abspath) not in only:
             if abspath.endswith(".py"):
                 left_out.append(abspath)
@@ -181,7 +191,28 @@ def _run(
             f"{len(links)} symbolic link(s) skipped ({_shown(links)}): migrate-fi never reads or writes"
             " through a link; give the file it leads to, if it is the project's"
         )
+    if cache is not None and tree is not None:
+        cache.save_replay(tree, result)
     return result
+
+
+def _tree_digest(
+    paths: Sequence[str], stale: Sequence[str], links: Sequence[str], walk: WalkMemo
+) -> bytes | None:
+    """What a run's result depends on in the tree, but for what its analyses note
+    (`migrate_fi.depends`): every file's path and stat, the packages that enclose each folder
+    (they name the modules), the stale and linked files, and the current folder (it is how
+    the paths are shown). None when a file changed too recently for its stat to say so."""
+    seen = []
+    for path in paths:
+        signature = walk.signature(path)
+        if signature is None:
+            return None
+        seen.append(f"{path}\0{signature}\0")
+    folders = sorted({os.path.dirname(path) for path in paths})
+    packages = [f"{folder}\0{enclosing_packages(folder)}\0" for folder in folders]
+    text = "".join([os.getcwd(), "\0", *seen, *packages, repr((list(stale), list(links)))])
+    return hashlib.blake2b(text.encode("utf-8", "surrogateescape"), digest_size=20).digest()
 
 
 _PART = 64  # files read in one part (what a worker is given at a time)

@@ -5,7 +5,13 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 
-__all__ = ["display_path", "in_flashinfer", "module_identity", "module_name_for_path"]
+__all__ = [
+    "display_path",
+    "enclosing_packages",
+    "in_flashinfer",
+    "module_identity",
+    "module_name_for_path",
+]
 
 
 def display_path(path: str) -> str:
@@ -60,6 +66,12 @@ def _package_parts(folder: str) -> tuple[str, ...]:
     if parent == folder:
         return (os.path.basename(folder),)
     return (*_package_parts(parent), os.path.basename(folder))
+
+
+def enclosing_packages(folder: str) -> tuple[str, ...]:
+    """Names of the packages (folders with `__init__.py`) enclosing ``folder``, outermost first
+    (what the module names of its files are made of)."""
+    return _package_parts(folder)
 
 
 def module_identity(path: str) -> tuple[str | None, bool]:

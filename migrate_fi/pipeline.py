@@ -422,7 +422,7 @@ def _check_still_valid(path: str, old: str, new: str, rule: str) -> None:
 
     from migrate_fi.config import tomllib
 
-    loaders = {".toml": tomllib.loads, ".json": json.loads}
+    loaders = {".toml": tomllib().loads, ".json": json.loads}
     load = loaders.get(os.path.splitext(path)[1])
     if load is None:
         return

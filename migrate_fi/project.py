@@ -142,9 +142,10 @@ def search_pins(paths: Iterable[str]) -> PinSearch:
             continue
         text = data.decode("utf-8", errors="replace")
         if filename.endswith(".toml"):
+            toml = tomllib()
             try:
-                tomllib.loads(text)
-            except tomllib.TOMLDecodeError as exc:
+                toml.loads(text)
+            except toml.TOMLDecodeError as exc:
                 out.problems.append(
                     f"{_shown(filename)}: not valid TOML ({exc}); its pins were read line by line"
                 )

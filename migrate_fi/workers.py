@@ -230,8 +230,11 @@ class Batch:
     def _done(self, path: str, done: _Done, keys: Mapping[str, str]) -> FileResult:
         result, notes = done
         # (an error is said again, never reused)
-        if self.cache is not None and notes is not None and path in keys and result.error is None:
-            self.cache.put(keys[path], notes, result)
+        if self.cache is not None and path in keys:
+            if notes is not None and result.error is None:
+                self.cache.put(keys[path], notes, result)
+            else:
+                self.cache.replayable = False  # (made again by the next run, not replayed)
         return result
 
     def _preloaded(self) -> None:

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -197,3 +198,113 @@ def test_a_warm_run_takes_the_entries_it_used_from_one_file(tmp_path: Path) -> N
     warm.get(keys[2])
     warm.save_walk(WalkMemo({}, {}))
     assert os.stat(walk_file).st_mtime_ns == before
+
+
+LEGACY = (
+    "from flashinfer import fp4_quantize\n\n\n"
+    "def q(x, gs):\n"
+    "    return fp4_quantize(x, gs[:1], 16, False, True, False, True)\n"
+)
+
+
+@pytest.fixture
+def replaying(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """`engine.run` with the cache in ``tmp_path/cache``, files settled as soon as written;
+    yields the list of runs that were made (not replayed), by their number."""
+    from migrate_fi import depends, engine
+
+    monkeypatch.setattr(depends, "_RECENT_NS", 0)
+    monkeypatch.setenv("MIGRATE_FI_CACHE_DIR", str(tmp_path / "cache"))
+    made: list[int] = []
+    tests = engine.rule_tests
+    monkeypatch.setattr(engine, "rule_tests", lambda *a: made.append(1) or tests(*a))
+    yield made
+
+
+def _run(root: Path) -> object:
+    from migrate_fi import engine
+    from migrate_fi.pipeline import Mode
+    from migrate_fi.registry import select
+    from migrate_fi.rule import RunOptions
+    from migrate_fi.versions import parse_version
+
+    versions = parse_version("0.6.10"), parse_version("0.6.11")
+    rules = select(*versions).rules
+    result = engine.run([str(root)], rules, RunOptions(*versions), Mode.CHECK, use_cache=True)
+    return [(f.path, f.status, f.diagnostics, f.error) for f in result.files], result.notices
+
+
+def test_a_run_over_a_tree_where_nothing_changed_is_the_last_one_read(
+    tmp_path: Path, replaying: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The whole result is kept with the digest of the walk (every file's path and stat, the
+    packages around each folder, the current folder): the same tree, the same result, without
+    reading a file; any change, and the run is made again."""
+    root = tmp_path / "proj"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "a.py").write_text(LEGACY)
+    (root / "pkg" / "b.py").write_text("x = 1\n")
+    monkeypatch.chdir(tmp_path)
+    first = _run(root)
+    assert len(replaying) == 1 and first[0][0][2]  # (a.py's finding)
+    assert _run(root) == first and len(replaying) == 1  # replayed
+
+    (root / "pkg" / "b.py").write_text(LEGACY)  # an edit
+    second = _run(root)
+    assert len(replaying) == 2 and second != first
+    assert _run(root) == second and len(replaying) == 2
+
+    (root / "pkg" / "__init__.py").write_text("")  # its files are modules of a package now
+    third = _run(root)
+    assert len(replaying) == 3 and _run(root) == third and len(replaying) == 3
+
+    monkeypatch.chdir(root)  # the paths are shown from elsewhere
+    shown = _run(root)
+    assert len(replaying) == 4 and shown != third
+    (root / "pkg" / "a.py").unlink()  # a file gone
+    assert _run(root) != shown and len(replaying) == 5
+
+
+def test_a_run_with_a_file_that_cannot_be_read_is_never_replayed(
+    tmp_path: Path, replaying: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An error is said again by every run, never taken from the last one."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "a.py").write_text(LEGACY + "x = (\n")  # (it cannot be parsed)
+    monkeypatch.chdir(tmp_path)
+    first = _run(root)
+    assert first[0][0][3] is not None
+    assert _run(root) == first and len(replaying) == 2
+
+
+def test_a_replay_holds_while_what_its_results_read_outside_their_files_holds(
+    tmp_path: Path,
+) -> None:
+    from migrate_fi import depends
+    from migrate_fi.cache import ResultCache
+    from migrate_fi.results import FileResult, RunResult, Status
+    from migrate_fi.rule import RunOptions
+    from migrate_fi.rules import _layout
+    from migrate_fi.versions import parse_version
+
+    (tmp_path / ".git").mkdir()
+    source = tmp_path / "test_graphs.py"
+    source.write_text("")
+    options = RunOptions(parse_version("0.6.10"), parse_version("0.6.11"))
+    store = ResultCache(("x",), options, folder=str(tmp_path / "cache"))
+    key = store.key(b"", "test_graphs.py", str(source), (None, False), {}, ("x",))
+    depends.start()
+    _layout.line_length(str(source))
+    store.put(key, depends.finish() or (), FileResult("test_graphs.py", Status.UNCHANGED))
+    result = RunResult(files=[FileResult("test_graphs.py", Status.UNCHANGED)])
+    store.save_replay(b"tree", result)
+    assert store.replay(b"tree") == result
+    assert store.replay(b"another tree") is None
+    (tmp_path / "pyproject.toml").write_text("[tool.ruff]\nline-length = 60\n")
+    _layout._for_folder.cache_clear()  # (a new run is a new process)
+    assert store.replay(b"tree") is None
+    fresh = ResultCache(("x",), options, folder=str(tmp_path / "other"))
+    fresh.replayable = False  # (a result it neither took from the cache nor stored)
+    fresh.save_replay(b"tree", result)
+    assert fresh.replay(b"tree") is None

@@ -109,6 +109,7 @@ def load_value_changes() -> tuple[ValueChange, ...]:
     """Every value change of every release there is a file for, oldest release first."""
     from migrate_fi.config import tomllib
 
+    toml = tomllib()
     out: list[ValueChange] = []
     for release, path in _files().items():
         try:
@@ -119,10 +120,10 @@ def load_value_changes() -> tuple[ValueChange, ...]:
             ) from None
         try:
             with open(path, "rb") as fh:
-                data = tomllib.load(fh)
+                data = toml.load(fh)
         except OSError as exc:
             raise ValueDataError(f"{path}: cannot be read ({exc.strerror})") from None
-        except tomllib.TOMLDecodeError as exc:
+        except toml.TOMLDecodeError as exc:
             raise ValueDataError(f"{path}: not valid TOML ({exc})") from None
         unknown = set(data) - {"change"}
         if unknown:

@@ -11,16 +11,10 @@ from __future__ import annotations
 
 import ast
 import os
-import sys
 from functools import lru_cache
 from typing import Any
 
 from migrate_fi import depends
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 __all__ = ["DEFAULT_LINE_LENGTH", "line_length", "line_length_text", "overflows", "quote_like"]
 
@@ -30,10 +24,13 @@ _ROOTS = ("pyproject.toml", ".git", ".hg")
 
 
 def _toml(path: str) -> dict[str, Any] | None:
+    from migrate_fi.config import tomllib
+
+    toml = tomllib()
     try:
         with open(path, "rb") as handle:
-            return tomllib.load(handle)
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+            return toml.load(handle)  # type: ignore[no-any-return]
+    except (OSError, toml.TOMLDecodeError, UnicodeDecodeError):
         return None
 
 
