@@ -10,6 +10,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -76,8 +77,8 @@ def test_an_edit_and_a_new_file_are_seen(tmp_path: Path) -> None:
     assert [d["path"] for d in third["diagnostics"]] == ["b.py", "c.py"]
 
 
-def test_an_entry_holds_while_what_it_read_outside_the_file_holds(tmp_path: Path) -> None:
-    """The line length a fix was wrapped to (FI005) is noted; another one is a miss."""
+def _entry_noting_the_line_length(tmp_path: Path) -> tuple[Any, str, Path]:
+    """A cache holding one file's result, which noted the project's line length (88)."""
     from migrate_fi import depends
     from migrate_fi.cache import ResultCache
     from migrate_fi.results import FileResult, Status
@@ -96,6 +97,14 @@ def test_an_entry_holds_while_what_it_read_outside_the_file_holds(tmp_path: Path
     notes = depends.finish()
     assert notes == (("line-length", str(source), "88"),)
     store.put(key, notes, FileResult("test_graphs.py", Status.UNCHANGED))
+    return store, key, source
+
+
+def test_an_entry_holds_while_what_it_read_outside_the_file_holds(tmp_path: Path) -> None:
+    """The line length a fix was wrapped to (FI005) is noted; another one is a miss."""
+    from migrate_fi.rules import _layout
+
+    store, key, source = _entry_noting_the_line_length(tmp_path)
     assert store.get(key) is not None
     (tmp_path / "pyproject.toml").write_text("[tool.ruff]\nline-length = 60\n")
     _layout._for_folder.cache_clear()  # (a new run is a new process)
@@ -281,22 +290,13 @@ def test_a_run_with_a_file_that_cannot_be_read_is_never_replayed(
 def test_a_replay_holds_while_what_its_results_read_outside_their_files_holds(
     tmp_path: Path,
 ) -> None:
-    from migrate_fi import depends
     from migrate_fi.cache import ResultCache
     from migrate_fi.results import FileResult, RunResult, Status
     from migrate_fi.rule import RunOptions
     from migrate_fi.rules import _layout
     from migrate_fi.versions import parse_version
 
-    (tmp_path / ".git").mkdir()
-    source = tmp_path / "test_graphs.py"
-    source.write_text("")
-    options = RunOptions(parse_version("0.6.10"), parse_version("0.6.11"))
-    store = ResultCache(("x",), options, folder=str(tmp_path / "cache"))
-    key = store.key(b"", "test_graphs.py", str(source), (None, False), {}, ("x",))
-    depends.start()
-    _layout.line_length(str(source))
-    store.put(key, depends.finish() or (), FileResult("test_graphs.py", Status.UNCHANGED))
+    store, _, _ = _entry_noting_the_line_length(tmp_path)
     result = RunResult(files=[FileResult("test_graphs.py", Status.UNCHANGED)])
     store.save_replay(b"tree", result)
     assert store.replay(b"tree") == result
@@ -304,6 +304,7 @@ def test_a_replay_holds_while_what_its_results_read_outside_their_files_holds(
     (tmp_path / "pyproject.toml").write_text("[tool.ruff]\nline-length = 60\n")
     _layout._for_folder.cache_clear()  # (a new run is a new process)
     assert store.replay(b"tree") is None
+    options = RunOptions(parse_version("0.6.10"), parse_version("0.6.11"))
     fresh = ResultCache(("x",), options, folder=str(tmp_path / "other"))
     fresh.replayable = False  # (a result it neither took from the cache nor stored)
     fresh.save_replay(b"tree", result)
