@@ -219,6 +219,9 @@ def test_a_record_is_loaded_through_its_offsets_file_to_the_same_record(
     assert _plain(load_release("9.9.9")) == _without_empty_key()
     # a key that escapes characters, or an empty one: no offsets file, the text is read
     assert store.encode_offsets(raw, store._decode(encode_release(_record()), _unreadable)) is None
+    store.write_release(_record(), str(folder))  # (and the earlier record's is removed)
+    assert not Path(store.offsets_file(written)).exists()
+    assert _plain(load_release.__wrapped__("9.9.9")) == _record()
 
 
 @pytest.mark.parametrize(

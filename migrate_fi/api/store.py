@@ -525,12 +525,17 @@ def encode_offsets(raw: bytes, record: Mapping[str, Any]) -> bytes | None:
     return gzip.compress(b"\n".join(lines), compresslevel=9, mtime=0)
 
 
-def write_offsets(path: str) -> str | None:
-    """Write the offsets file of the record at ``path`` (None when it has none to write)."""
-    with open(path, "rb") as fh:
-        raw = fh.read()
+def write_offsets(path: str, raw: bytes | None = None) -> str | None:
+    """Write the offsets file of the record at ``path`` (``raw``: its bytes, when the caller
+    has them); None when it has none to write, and an offsets file of an earlier record there
+    is removed."""
+    if raw is None:
+        with open(path, "rb") as fh:
+            raw = fh.read()
     found = encode_offsets(raw, _decode(_Text(raw), lambda why: DataError(why)))
     if found is None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(offsets_file(path))
         return None
     _replace(offsets_file(path), found)
     return offsets_file(path)
@@ -648,8 +653,9 @@ def write_release(record: dict[str, Any], folder: str = DATA_DIR) -> str:
     os.makedirs(folder, exist_ok=True)
     version = record["provenance"]["version"]
     path = _file(version, folder)
-    _replace(path, compress_release(encode_release({"format": FORMAT, **record})))
-    write_offsets(path)
+    raw = compress_release(encode_release({"format": FORMAT, **record}))
+    _replace(path, raw)
+    write_offsets(path, raw)
     _releases_in.cache_clear()
     _union.cache_clear()
     _manifest_usable.cache_clear()
