@@ -158,7 +158,8 @@ def _run(
         todo.append(Todo(abspath, signature, walk.matched(abspath, signature)))
 
     preload = (lambda: preload_api_data(options)) if any(c.needs_api_data for c in rules) else None
-    with Batch(ids, options, mode.value, jobs, progress, cache, preload) as batch:
+    first = frozenset(c.id for c in rules if c.searches_project)
+    with Batch(ids, options, mode.value, jobs, progress, cache, preload, first) as batch:
         known = len(results)  # (files ruled out unread, as unchanged since the last run)
         batch.reading(known, known + len(todo))
         found = _read(batch, todo, tests, options, only is not None)
@@ -175,7 +176,7 @@ def _run(
         results.update(batch.process(candidates, {}, len(todo)))
         exporters = imported_modules(left_out, imported, tests, options)
         # (analysed for their exports only: a check, whatever the mode, and not part of the result)
-        with Batch(ids, options, Mode.CHECK.value, jobs, None, cache, preload) as aside:
+        with Batch(ids, options, Mode.CHECK.value, jobs, None, cache, preload, first) as aside:
             beside = aside.process(exporters, {})
         _reexport_rounds(batch, results, beside, candidates, others, walk, tests, read)
     if cache is not None:

@@ -125,9 +125,20 @@ def _relevant_alias(target: str, names: set[bytes]) -> bool:
 
 def import_words(data: bytes) -> set[bytes]:
     """The words of a file's import statements (module names and the names imported)."""
+    return _scanned(data)[0]
+
+
+# (the two ways a module is imported by call: each says "import" where it is named)
+_BY_CALL = (b"import_module", b"importorskip")
+
+
+def _scanned(data: bytes) -> tuple[set[bytes], bool]:
+    """`import_words`, and whether the file names a way of importing a module by call."""
     # (each statement is matched where a line holding "import" starts, or after a `;` on it:
-    # searching the whole file for statement starts took ten times longer)
+    # searching the whole file for statement starts took ten times longer; every "import" of
+    # the file is seen by the search or lies in a statement it matched)
     statements: list[bytes] = []
+    by_call = False
     pos = 0
     while (at := data.find(b"import", pos)) >= 0:
         start = data.rfind(b"\n", 0, at) + 1
@@ -140,11 +151,14 @@ def import_words(data: bytes) -> set[bytes]:
                 break
             start = semicolon + 1
         if found is None:
+            by_call = by_call or data.startswith(_BY_CALL, at)
             pos = at + len(b"import")
             continue
         statements.append(found.group(0))
         pos = max(found.end(), at + 1)
-    return set(b" ".join(statements).translate(TO_SPACES).split())  # (the ASCII words)
+    text = b" ".join(statements)
+    by_call = by_call or any(way in text for way in _BY_CALL)
+    return set(text.translate(TO_SPACES).split()), by_call  # (the ASCII words)
 
 
 class FileImports(NamedTuple):
@@ -182,8 +196,8 @@ class Words:
 def file_imports(data: bytes) -> FileImports:
     """The words of the file's import statements, and whether it imports modules by call
     (`importlib.import_module`, `pytest.importorskip`)."""
-    words = b" %s " % b" ".join(import_words(data))
-    return FileImports(words, b"import_module" in data or b"importorskip" in data)
+    words, by_call = _scanned(data)
+    return FileImports(b" %s " % b" ".join(words), by_call)
 
 
 def imported_modules(

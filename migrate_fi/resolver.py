@@ -67,6 +67,9 @@ def _is_importer_call(value: ast.expr) -> bool:
     )
 
 
+_OWN = frozenset({"def", "class"})  # bindings named ``<this module>.<name>``
+
+
 def _arms(expr: ast.expr) -> list[ast.expr]:
     """The values a conditional expression may give, literal Nones left out (``x if c else
     None`` is x or nothing usable); any other expression is its own one arm."""
@@ -217,8 +220,8 @@ class NameResolver:
             return {}
         out = {}
         for name, bindings in self.module_scope.bindings.items():
-            if all(b.qualname is None and b.alias_of is None for b in bindings):
-                continue  # (defs, parameters, other values: nothing with a qualified name)
+            if all(b.what in _OWN or (b.qualname is None and b.alias_of is None) for b in bindings):
+                continue  # (its own defs and classes, other values: nothing of FlashInfer's)
             quals = self._resolve_name(name, self.module_scope, frozenset())
             targets = {c.qualname for c in quals}
             if len(targets) == 1:

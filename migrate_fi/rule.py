@@ -411,6 +411,10 @@ class Rule:
     # re-export rounds run it again where one reaches the file): the engine parses a file for it
     # only where the first two may be (`migrate_fi.prefilter.reaches_flashinfer`).
     reaches_by_import: ClassVar[bool] = False
+    # Its analysis of a file may read every file of the project (who calls a function:
+    # `migrate_fi.rules._callers`): the engine analyses the files it must see before the
+    # others, so that the longest analyses do not start last while the other workers wait.
+    searches_project: ClassVar[bool] = False
     # It reads the release data of --from and --to: the engine checks, once per run, that both
     # are bundled (a clear error otherwise) and loads them before the workers start.
     needs_api_data: ClassVar[bool] = False

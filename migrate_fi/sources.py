@@ -18,16 +18,22 @@ import stat
 import tokenize
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from migrate_fi import patterns
-from migrate_fi.results import FileError, RunResult
+from migrate_fi.results import FileError, FileResult, RunResult
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 __all__ = [
     "TEMPORARY_SUFFIX",
     "DecodedSource",
+    "PreparedWrite",
     "SourceError",
     "decode_source",
     "is_temporary",
+    "prepare_write",
     "remove_temporary",
     "signals_deferred",
     "source_lines",
@@ -104,6 +110,48 @@ def write_atomically(path: str, new: bytes, expected_old: bytes) -> None:
     The temporary file lives in the same folder, so `os.replace` never crosses file systems.
     Symbolic links are written through (the link stays a link).
     """
+    # Ctrl-C and SIGTERM wait until the file is whole again, old or new: raised between the
+    # temporary file's creation and its rename or removal, they would leave it behind
+    with signals_deferred():
+        prepare_write(path, new, expected_old).commit()
+
+
+@dataclass(frozen=True)
+class PreparedWrite:
+    """A file's new content, written and flushed to disk beside it (`prepare_write`), waiting
+    to replace it (`commit`) or to be removed (`discard`)."""
+
+    path: str  # as given
+    real: str  # the file it replaces (a link's target)
+    temporary: str
+    seen: tuple[int, int, int]  # (size, modification time, inode) when its content was checked
+
+    def commit(self) -> None:
+        """Put the new content in place: unless the file changed since it was checked."""
+        try:
+            st = os.stat(self.real)
+        except OSError as exc:
+            self.discard()
+            raise SourceError(f"cannot stat: {exc.strerror}") from None
+        if (st.st_size, st.st_mtime_ns, st.st_ino) != self.seen:
+            self.discard()
+            raise SourceError("file changed on disk while it was being migrated; not rewritten")
+        try:
+            os.replace(self.temporary, self.real)
+        except OSError as exc:
+            self.discard()
+            raise SourceError(f"cannot write: {exc.strerror}") from None
+
+    def discard(self) -> None:
+        with contextlib.suppress(OSError):
+            os.unlink(self.temporary)
+
+
+def prepare_write(path: str, new: bytes, expected_old: bytes) -> PreparedWrite:
+    """Check that ``path`` still holds ``expected_old`` and may be written, and write ``new``
+    to a temporary file beside it, flushed to disk, with the file's mode (and owner, where
+    allowed). Call with signals deferred: the temporary file is the caller's to commit or
+    discard."""
     real = os.path.realpath(path)
     try:
         st = os.stat(real)
@@ -118,10 +166,8 @@ def write_atomically(path: str, new: bytes, expected_old: bytes) -> None:
         raise SourceError(f"cannot read: {exc.strerror}") from None
     if current != expected_old:
         raise SourceError("file changed on disk while it was being migrated; not rewritten")
-    # Ctrl-C and SIGTERM wait until the file is whole again, old or new: raised between the
-    # temporary file's creation and the `try` below, they would leave it behind
-    with signals_deferred():
-        _replace(real, new, st)
+    tmp = _written_beside(real, new, st)
+    return PreparedWrite(path, real, tmp, (st.st_size, st.st_mtime_ns, st.st_ino))
 
 
 @contextlib.contextmanager
@@ -137,7 +183,8 @@ def signals_deferred() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
-def _replace(real: str, new: bytes, st: os.stat_result) -> None:
+def _written_beside(real: str, new: bytes, st: os.stat_result) -> str:
+    """A temporary file beside ``real`` holding ``new``, on disk, with ``st``'s mode and owner."""
     folder = os.path.dirname(real) or "."
     try:
         import tempfile  # (here: it costs start-up)
@@ -157,7 +204,6 @@ def _replace(real: str, new: bytes, st: os.stat_result) -> None:
             # where we may not give the file away, it keeps our ownership
             with contextlib.suppress(OSError):
                 os.chown(tmp, st.st_uid, st.st_gid)
-        os.replace(tmp, real)
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
@@ -166,6 +212,7 @@ def _replace(real: str, new: bytes, st: os.stat_result) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    return tmp
 
 
 def write_new_file(path: str, data: bytes) -> None:
@@ -196,20 +243,86 @@ def remove_temporary(paths: list[str]) -> list[str]:
     return removed
 
 
+_WRITERS = 8  # threads that write and flush the temporary files of an apply of many files
+_WINDOW = 32  # files prepared at once (the temporary files that exist at a time)
+
+
 def write_changes(result: RunResult, last: Callable[[str], bool] | None = None) -> None:
     """`apply`: write every changed file atomically; record what was written or why not.
     ``last``: files to write after all others (pin and version files: a run stopped halfway
-    leaves the old pins, so the next run still migrates from the old version)."""
+    leaves the old pins, so the next run still migrates from the old version).
+
+    Each file's new content is first written and flushed to disk beside it, a window of files
+    at a time, by threads when there are several (flushing is mostly waiting for the disk,
+    which takes several at once); then the files are replaced one by one, in order. An
+    interruption lands between two replacements; the temporary files not used are removed."""
     changed = result.changed
     if last is not None:
         changed = sorted(changed, key=lambda f: last(f.path))  # stable: path order within each
-    for f in changed:
-        assert f.new_bytes is not None and f.old_bytes is not None
-        # (an interruption lands between files: a file written is a file listed as written)
-        with signals_deferred():
+    pool = None
+    try:
+        for start in range(0, len(changed), _WINDOW):
+            window = changed[start : start + _WINDOW]
+            pending: dict[int, PreparedWrite] = {}  # the temporary files not used yet
             try:
-                write_atomically(f.path, f.new_bytes, f.old_bytes)
-            except SourceError as exc:
-                result.write_errors.append(FileError(f.path, str(exc)))
-            else:
-                result.written.append(f.path)
+                # (threads started while Ctrl-C and SIGTERM are blocked keep them blocked: a
+                # signal waits for this thread, and lands between two files)
+                with signals_deferred():
+                    if pool is None and len(changed) > 1:
+                        from concurrent.futures import ThreadPoolExecutor
+
+                        pool = ThreadPoolExecutor(min(_WRITERS, len(changed)))
+                    ready = _prepare_all(window, pool)
+                    pending = {i: r for i, r in enumerate(ready) if isinstance(r, PreparedWrite)}
+                for i, f in enumerate(window):
+                    with signals_deferred():  # (a file written is a file listed as written)
+                        outcome = ready[i]
+                        if isinstance(outcome, PreparedWrite):
+                            del pending[i]
+                            try:
+                                outcome.commit()
+                            except SourceError as exc:
+                                outcome = exc
+                        if isinstance(outcome, SourceError):
+                            result.write_errors.append(FileError(f.path, str(outcome)))
+                        else:
+                            result.written.append(f.path)
+            finally:
+                for left in pending.values():
+                    left.discard()
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
+
+
+def _prepare_all(
+    window: list[FileResult], pool: ThreadPoolExecutor | None
+) -> list[PreparedWrite | SourceError]:
+    """Each file's prepared write, or why it cannot be written; on an unexpected error, the
+    temporary files made are removed before it is raised."""
+    out: list[PreparedWrite | SourceError] = []
+    try:
+        if pool is None:
+            for f in window:
+                out.append(_prepared(f))
+        else:
+            futures = [pool.submit(_prepared, f) for f in window]
+            for future in futures:
+                future.exception()  # (every one done before any is looked at)
+            out += (future.result() for future in futures if future.exception() is None)
+            for future in futures:
+                future.result()  # (raises the first error)
+    except BaseException:
+        for made in out:
+            if isinstance(made, PreparedWrite):
+                made.discard()
+        raise
+    return out
+
+
+def _prepared(f: FileResult) -> PreparedWrite | SourceError:
+    assert f.new_bytes is not None and f.old_bytes is not None
+    try:
+        return prepare_write(f.path, f.new_bytes, f.old_bytes)
+    except SourceError as exc:
+        return exc

@@ -104,8 +104,10 @@ class Batch:
         progress: Progress | None,
         cache: ResultCache | None = None,
         preload: Callable[[], None] | None = None,
+        first: frozenset[str] = frozenset(),
     ) -> None:
         self.ids, self.options, self.mode = ids, options, mode
+        self.first = first  # the rules whose files are analysed first (`Rule.searches_project`)
         self.jobs = jobs if jobs and jobs > 0 else (os.cpu_count() or 1)
         self.progress = progress
         self._read = self._total = self._parsed = self._sites = 0  # (what progress is told)
@@ -183,7 +185,9 @@ class Batch:
             self._analysed(f.path, out[f.path])
 
         pool = self._started()
-        todo.sort(key=lambda f: len(f.data))  # (the workers take the largest first)
+        # (the workers take the end first: the files of a rule that searches the project, then
+        # the largest)
+        todo.sort(key=lambda f: (not self.first.isdisjoint(f.prefiltered), len(f.data)))
         work = Work(_work, lambda f: self._args(f, aliases), here, done, failed)
         share = _Share(pool, self.jobs, todo, work, here_too=False)
         try:

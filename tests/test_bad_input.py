@@ -242,15 +242,15 @@ def test_a_file_changed_between_read_and_write_is_not_overwritten(
 
     for name in ("a.py", "b.py"):
         (tmp_path / name).write_text(LEGACY)
-    real_write = sources.write_atomically
+    real_commit = sources.PreparedWrite.commit
 
-    def edit_then_write(path: str, new: bytes, old: bytes) -> None:
-        if path.endswith("a.py"):
-            with open(path, "ab") as fh:
+    def edit_then_commit(self: sources.PreparedWrite) -> None:
+        if self.path.endswith("a.py"):  # (edited after its new content was made ready)
+            with open(self.path, "ab") as fh:
                 fh.write(b"# edited meanwhile\n")
-        real_write(path, new, old)
+        real_commit(self)
 
-    monkeypatch.setattr(sources, "write_atomically", edit_then_write)
+    monkeypatch.setattr(sources.PreparedWrite, "commit", edit_then_commit)
     monkeypatch.chdir(tmp_path)
     r = CliRunner().invoke(cli, ["apply", "--allow-dirty", "-j", "1", *RANGE, "."])
     assert r.exception is None or isinstance(r.exception, SystemExit)

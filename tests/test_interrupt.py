@@ -90,7 +90,15 @@ def test_a_signal_ends_the_run_within_a_second(tmp_path: Path, sig: int, command
     files = TRIAL_FILES if command == "apply" else 8 * FILES
     make_tree(tmp_path, files)
     proc = start(tmp_path, command)
-    time.sleep(1.0)  # start-up is done: discovery, analysis in the workers, or writes
+    if command == "apply":  # (once it writes: the first file of the path order is new)
+        first = tmp_path / "pkg0" / "m0.py"
+        deadline = time.monotonic() + 30
+        while first.read_text() != MIGRATED.format(n=0) and time.monotonic() < deadline:
+            if proc.poll() is not None:
+                break
+            time.sleep(0.002)
+    else:
+        time.sleep(1.0)  # start-up is done: discovery, analysis in the workers
     sent = time.monotonic()
     proc.send_signal(sig)
     _out, err = proc.communicate(timeout=10)

@@ -92,22 +92,21 @@ def test_apply_that_leaves_nothing_records_a_finished_migration(demo: Path) -> N
     assert invoke("check", "--select", "FI006", ".").exit_code == 0
 
 
-REAL_WRITE = sources.write_atomically
+REAL_COMMIT = sources.PreparedWrite.commit
 
 
 def _interrupt_after(monkeypatch: pytest.MonkeyPatch, stop: str) -> list[str]:
     """Send this process SIGTERM (handled as the command line handles it) while apply writes
     the file whose name ends with ``stop``; returns the list of written paths."""
-    real = sources.write_atomically
     written: list[str] = []
 
-    def write(path: str, new: bytes, old: bytes) -> None:
-        real(path, new, old)
-        written.append(path)
-        if path.endswith(stop):
+    def commit(self: sources.PreparedWrite) -> None:
+        REAL_COMMIT(self)
+        written.append(self.path)
+        if self.path.endswith(stop):
             os.kill(os.getpid(), signal.SIGTERM)  # held until the file is written and recorded
 
-    monkeypatch.setattr(sources, "write_atomically", write)
+    monkeypatch.setattr(sources.PreparedWrite, "commit", commit)
     signal.signal(signal.SIGTERM, _terminate)
     return written
 
@@ -154,7 +153,7 @@ def test_an_apply_stopped_after_its_first_pin_write_leaves_every_site_found(
     record = read_record(str(tmp_path))
     assert record is not None and record.in_progress and record.interrupted == "SIGTERM"
     assert len(record.written) == 31  # the whole list, not the first 20
-    monkeypatch.setattr(sources, "write_atomically", REAL_WRITE)
+    monkeypatch.setattr(sources.PreparedWrite, "commit", REAL_COMMIT)
     after = invoke("check", "--to", "0.6.11", ".")
     assert after.exit_code == 1, after.output
     # what was not written is still found: the other pin
@@ -175,7 +174,7 @@ def test_an_apply_stopped_before_any_pin_keeps_the_old_pins(
     _project(tmp_path)
     _interrupt_after(monkeypatch, "m04.py")
     _stopped_apply("--to", "0.6.11", ".")
-    monkeypatch.setattr(sources, "write_atomically", REAL_WRITE)
+    monkeypatch.setattr(sources.PreparedWrite, "commit", REAL_COMMIT)
     assert "0.6.10" in (tmp_path / "pyproject.toml").read_text()
     after = invoke("check", "--to", "0.6.11", ".")
     found = sites(after.stdout)

@@ -231,3 +231,24 @@ def test_a_files_import_words_answer_few_or_many_words_asked() -> None:
         assert (words.spaced is None) == (len(asked) > _FEW_WORDS)
         assert found.among(words) == {b"quant"}
         assert not found.among(Words([b"uant", *asked[3:]]))
+
+
+@pytest.mark.parametrize(
+    ("data", "by_call"),
+    [
+        (b"import importlib\nm = importlib.import_module('pkg.quant')\n", True),
+        (b"from importlib import import_module\n", True),
+        (b"import os; from importlib import import_module as load\n", True),
+        (b"import pytest\nfi = pytest.importorskip('flashinfer')\n", True),
+        (b"x = 1  # importorskip is how the tests skip\n", True),  # (a superset: it is a test)
+        (b"import importlib\nimport os\n", False),
+        (b"from a import important_module\nimports = 1\n", False),
+    ],
+)
+def test_a_file_that_imports_modules_by_call_is_told_from_the_scan(
+    data: bytes, by_call: bool
+) -> None:
+    """Whether a file names `importlib.import_module` or `pytest.importorskip` (its imports
+    are then in strings, and the rounds read it whatever its import statements name): told
+    from the same scan as its import words, in a statement or anywhere else."""
+    assert file_imports(data).dynamic is by_call

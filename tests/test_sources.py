@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from migrate_fi.sources import SourceError, decode_source, write_atomically
+from migrate_fi.results import FileResult, RunResult, Status
+from migrate_fi.sources import (
+    PreparedWrite,
+    SourceError,
+    decode_source,
+    write_atomically,
+    write_changes,
+)
 
 
 def test_refuses_a_file_changed_since_it_was_read(tmp_path: Path) -> None:
@@ -95,3 +102,71 @@ def test_a_signal_during_a_write_waits_until_the_file_is_whole(
         signal.signal(signal.SIGTERM, previous)
     assert f.read_bytes() == b"x = 2\n"
     assert os.listdir(tmp_path) == ["m.py"]
+
+
+def _changes(root: Path, count: int) -> RunResult:
+    """``count`` files m000.py... holding ``x = 1``, each to become ``x = 2``."""
+    files = []
+    for i in range(count):
+        f = root / f"m{i:03}.py"
+        f.write_bytes(b"x = 1\n")
+        files.append(FileResult(str(f), Status.CHANGED, old_bytes=b"x = 1\n", new_bytes=b"x = 2\n"))
+    return RunResult(files=files)
+
+
+def test_many_files_are_written_in_order_and_each_failure_is_its_own(tmp_path: Path) -> None:
+    """More files than one window (`sources._WINDOW`) of threads: every writable file is
+    written, listed in the order given; a read-only file and one edited after its new content
+    was made ready are refused, each with its reason; no temporary file is left."""
+    result = _changes(tmp_path, 75)
+    (tmp_path / "m010.py").chmod(0o444)
+    edited = tmp_path / "m040.py"
+    real_commit = PreparedWrite.commit
+
+    def commit(self: PreparedWrite) -> None:
+        if self.path == str(edited):
+            edited.write_bytes(b"x = 1  # edited\n")
+        real_commit(self)
+
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(PreparedWrite, "commit", commit)
+            write_changes(result)
+    finally:
+        (tmp_path / "m010.py").chmod(0o644)
+    refused = {os.path.basename(e.path): e.reason for e in result.write_errors}
+    assert refused == {
+        "m010.py": "file is read-only; not rewritten (make it writable to migrate it)",
+        "m040.py": "file changed on disk while it was being migrated; not rewritten",
+    }
+    assert result.written == [f.path for f in result.files if os.path.basename(f.path)
+                              not in refused]  # fmt: skip
+    for f in result.files:
+        expected = {"m010.py": b"x = 1\n", "m040.py": b"x = 1  # edited\n"}
+        assert Path(f.path).read_bytes() == expected.get(os.path.basename(f.path), b"x = 2\n")
+    assert sorted(os.listdir(tmp_path)) == [f"m{i:03}.py" for i in range(75)]
+
+
+def test_an_interruption_between_files_leaves_the_rest_old_and_no_debris(
+    tmp_path: Path,
+) -> None:
+    """Ctrl-C after the 40th file of 75 (in the second window): 40 files are new and listed,
+    the others are old, and the temporary files made ready for them are removed."""
+    result = _changes(tmp_path, 75)
+    real_commit = PreparedWrite.commit
+    done: list[str] = []
+
+    def commit(self: PreparedWrite) -> None:
+        real_commit(self)
+        done.append(self.path)
+        if len(done) == 40:
+            raise KeyboardInterrupt
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(PreparedWrite, "commit", commit)
+        with pytest.raises(KeyboardInterrupt):
+            write_changes(result)
+    assert result.written == done[:39]  # (the 40th was written, then interrupted: not listed)
+    contents = [Path(f.path).read_bytes() for f in result.files]
+    assert contents == [b"x = 2\n"] * 40 + [b"x = 1\n"] * 35
+    assert sorted(os.listdir(tmp_path)) == [f"m{i:03}.py" for i in range(75)]

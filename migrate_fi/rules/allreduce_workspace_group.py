@@ -127,6 +127,7 @@ class AllreduceWorkspaceGroup(Rule):
 
     needs_api_data = True
     reaches_by_import = True
+    searches_project = True  # (what callers pass: `_callers.arguments`)
 
     def find(self, ctx: FileContext) -> None:
         from migrate_fi.api.differ import api_for

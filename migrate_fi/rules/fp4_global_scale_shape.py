@@ -603,6 +603,7 @@ class Fp4GlobalScaleShape(Rule):
     triggers = (("flashinfer", "fp4_quantize"), ("flashinfer", "nvfp4_quantize"))
     concerns = frozenset(SCALES)
     reaches_by_import = True
+    searches_project = True  # (what callers pass: `_callers.arguments`)
 
     def find(self, ctx: FileContext) -> None:
         old_api, params = _targets(str(ctx.options.from_version), self.introduced_in)
