@@ -23,6 +23,7 @@ __all__ = [
     "forget_stats",
     "note",
     "note_unbounded",
+    "read_bytes",
     "recompute",
     "settled",
     "start",
@@ -84,6 +85,21 @@ def stat(path: str) -> Stat | None:
         found = Stat(st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
     _stats[path] = found
     return found
+
+
+def read_bytes(path: str) -> bytes:
+    """A file's bytes (raises `OSError`): an open, its size and a read to the end, without
+    the buffered reader builtin `open` builds (a third of the cost of reading a small file;
+    a run reads every file of the tree, most of them once)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        size = os.fstat(fd).st_size
+        chunks = [os.read(fd, size + 1)]  # (one more: a file that grew is read to its end)
+        while chunks[-1]:
+            chunks.append(os.read(fd, max(size, 1 << 16)))
+        return chunks[0] if len(chunks) == 2 else b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def forget_stats() -> None:

@@ -48,11 +48,23 @@ def reaches_flashinfer(data: bytes) -> bool:
     """Whether a file outside FlashInfer's tree may bind a name to FlashInfer's own without the
     project's re-exports: an import statement of it, or a module imported by call (the resolver
     follows `importlib.import_module` and `pytest.importorskip`)."""
-    return (
-        b"import_module" in data
-        or b"importorskip" in data
-        or _IMPORTS_FLASHINFER.search(data) is not None
-    )
+    if b"import_module" in data or b"importorskip" in data:
+        return True
+    # (the statement is searched for only on the lines that say "flashinfer": a match ends with
+    # the word and lies within one logical line, the physical lines ended by a backslash
+    # joined; the whole file searched took five times longer on the files that name FlashInfer)
+    at = data.find(b"flashinfer")
+    while at >= 0:
+        start = data.rfind(b"\n", 0, at) + 1
+        while start >= 2 and data[start - 2 : start - 1] in (b"\\", b"\r"):
+            backslash = start - 2 if data[start - 2] == 0x5C else start - 3  # (then LF or CRLF)
+            if backslash < 0 or data[backslash] != 0x5C:
+                break
+            start = data.rfind(b"\n", 0, backslash) + 1
+        if _IMPORTS_FLASHINFER.search(data, start, at + len(b"flashinfer") + 1) is not None:
+            return True  # (one byte past the word: `\b` sees what follows it)
+        at = data.find(b"flashinfer", at + len(b"flashinfer"))
+    return False
 
 
 def _is_identifier(name: bytes) -> bool:

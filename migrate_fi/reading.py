@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from migrate_fi import depends
 from migrate_fi.cache import Signature
 from migrate_fi.pipeline import RuleTests, must_see, rule_tests
 from migrate_fi.reexports import FileImports, file_imports
@@ -67,8 +68,7 @@ def read_part(
     out = Read()
     for path, signature, matched in todo:
         try:
-            with open(path, "rb") as fh:
-                data = fh.read()
+            data = depends.read_bytes(path)
         except OSError as exc:
             out.failed.append((path, f"cannot read: {exc.strerror}"))
             continue

@@ -10,7 +10,7 @@ from collections.abc import Set as AbstractSet
 from functools import lru_cache
 from typing import NamedTuple
 
-from migrate_fi import patterns
+from migrate_fi import depends, patterns
 from migrate_fi.cache import WalkMemo
 from migrate_fi.modules import module_identity
 from migrate_fi.pipeline import RuleTests, must_see
@@ -215,8 +215,7 @@ def imported_modules(
         if module is None or module.rsplit(".", 1)[-1].encode() not in imported:
             continue
         try:
-            with open(path, "rb") as fh:
-                data = fh.read()
+            data = depends.read_bytes(path)
         except OSError:
             continue  # not a file this run checks: its own errors are not reported
         matched = must_see(tests, data, path, options)
@@ -289,8 +288,7 @@ def importers(
             walk.note_imports_none(path, signature, asked)
             continue
         try:
-            with open(path, "rb") as fh:
-                data = fh.read()
+            data = depends.read_bytes(path)
         except OSError:
             continue  # reported in the first pass
         if imports_one(path, data):

@@ -187,6 +187,9 @@ def test_the_gate_leaves_the_answer_as_every_rule_would_give_it(path: str) -> No
         "try: import flashinfer\nexcept ImportError: flashinfer = None\n",
         "from \\\n    flashinfer import rmsnorm\n",
         "import os, \\\n    flashinfer\n",
+        "import os, \\\r\n    torch, \\\r\n    flashinfer\r\n",
+        "x = 1; import flashinfer.jit as j\n",
+        "# flashinfer is optional\nimport flashinfer\n",
         "fi = importlib.import_module('flashinfer')\n",
         "fi = pytest.importorskip('flashinfer')\n",
     ],
@@ -258,3 +261,26 @@ def test_a_module_of_flashinfer_s_own_tree_is_seen_as_naming_itself(tmp_path: Pa
     elsewhere = str(tmp_path / "proj" / "m.py")
     assert must_see(tests, call, elsewhere, OPTIONS) is None  # (no import of FlashInfer)
     assert must_see(tests, relative, elsewhere, OPTIONS) is None
+
+
+def test_the_search_on_the_lines_naming_flashinfer_finds_what_a_whole_file_search_does() -> None:
+    """`reaches_flashinfer` searches for the import statement only on the logical lines that
+    say "flashinfer" (the physical lines a backslash joins included): the same answer as the
+    pattern searched over the whole file, on every combination of these pieces."""
+    import itertools
+
+    from migrate_fi.prefilter import _IMPORTS_FLASHINFER, reaches_flashinfer
+
+    pieces = [
+        b"import os, \\\n", b"import os, \\\r\n", b"from \\\n", b"    ", b"flashinfer",
+        b" import x\n", b"_utils\n", b"\r\n", b"\n", b"x = 1; ", b"import ", b"# \\\n",
+        b"flashinfer.comm as c\n", b'"flashinfer"\n',
+    ]  # fmt: skip
+    seen = 0
+    for n in (1, 2, 3, 4):
+        for combo in itertools.product(pieces, repeat=n):
+            data = b"".join(combo)
+            whole = _IMPORTS_FLASHINFER.search(data) is not None
+            assert reaches_flashinfer(data) is whole, data
+            seen += 1
+    assert seen > 40_000

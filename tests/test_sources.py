@@ -170,3 +170,18 @@ def test_an_interruption_between_files_leaves_the_rest_old_and_no_debris(
     contents = [Path(f.path).read_bytes() for f in result.files]
     assert contents == [b"x = 2\n"] * 40 + [b"x = 1\n"] * 35
     assert sorted(os.listdir(tmp_path)) == [f"m{i:03}.py" for i in range(75)]
+
+
+@pytest.mark.parametrize("size", [0, 1, 65_535, 65_536, 300_001])
+def test_read_bytes_reads_the_whole_file(tmp_path: Path, size: int) -> None:
+    """The same bytes as `open(...).read()`, empty and larger than one read included."""
+    from migrate_fi.depends import read_bytes
+
+    f = tmp_path / "m.py"
+    data = bytes(range(256)) * (size // 256) + b"x" * (size % 256)
+    f.write_bytes(data)
+    assert read_bytes(str(f)) == data
+    with pytest.raises(OSError):
+        read_bytes(str(tmp_path / "missing.py"))
+    with pytest.raises(OSError):
+        read_bytes(str(tmp_path))  # a folder

@@ -400,8 +400,7 @@ def _read(path: str) -> bytes | None:
     if path in _kept:
         return _kept[path]
     try:
-        with open(path, "rb") as handle:
-            data: bytes | None = handle.read()
+        data: bytes | None = depends.read_bytes(path)
     except OSError:
         data = None
     size = len(data or b"")
