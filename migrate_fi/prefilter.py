@@ -19,6 +19,7 @@ __all__ = [
     "Prefilter",
     "Triggers",
     "identifiers",
+    "names_one_of",
     "reaches_flashinfer",
 ]
 
@@ -74,6 +75,22 @@ def _is_identifier(name: bytes) -> bool:
 def identifiers(data: bytes) -> set[bytes]:
     """The ASCII identifiers of ``data`` (the last file's are kept: every test asks them)."""
     return _identifiers(data)
+
+
+def names_one_of(data: bytes, names: Iterable[bytes]) -> bool:
+    """Whether one of ``names`` (ASCII identifiers) is an identifier of ``data``: an
+    occurrence with no identifier byte on either side (`identifiers` without collecting them
+    all: a few names in a large file)."""
+    for name in names:
+        at = data.find(name)
+        while at >= 0:
+            end = at + len(name)
+            if (at == 0 or data[at - 1] not in _IDENTIFIER_BYTES) and (
+                end == len(data) or data[end] not in _IDENTIFIER_BYTES
+            ):
+                return True
+            at = data.find(name, at + 1)
+    return False
 
 
 def _identifiers(data: bytes) -> set[bytes]:

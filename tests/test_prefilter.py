@@ -284,3 +284,20 @@ def test_the_search_on_the_lines_naming_flashinfer_finds_what_a_whole_file_searc
             assert reaches_flashinfer(data) is whole, data
             seen += 1
     assert seen > 40_000
+
+
+def test_a_name_found_as_a_whole_identifier_is_what_the_identifiers_say() -> None:
+    """`names_one_of` (occurrences with no identifier byte beside them) answers as the set of
+    a file's identifiers does, at the file's edges, inside longer words and across lines."""
+    import random
+
+    from migrate_fi.prefilter import identifiers, names_one_of
+
+    rng = random.Random(21)
+    alphabet = b"ab_1 .(\n\xc3"
+    for _ in range(20_000):
+        data = bytes(rng.choice(alphabet) for _ in range(rng.randrange(12)))
+        names = {b"a", b"ab", b"b_1", b"_"}
+        assert names_one_of(data, names) is not identifiers(data).isdisjoint(names), data
+    assert names_one_of(b"from m import q\nq(x)", [b"q"])
+    assert not names_one_of(b"qq = sq(q_)", [b"q"])
