@@ -199,11 +199,12 @@ def _dies_in_a_worker(data: bytes, path: str, *args: object) -> object:
 def test_a_worker_that_dies_takes_only_the_files_it_had(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A worker killed on a file: that file, and whatever the worker had been given, are
-    reported as failed; this process does the rest, and the run goes on."""
+    """A worker killed on a file: that file, and whatever the workers had been given (small
+    files go in groups: `workers._GROUP_FILES`), are reported as failed; this process does the
+    rest, and the run goes on."""
     import os
 
-    todo = files(tmp_path, 8)
+    todo = files(tmp_path, 3 * workers._GROUP_FILES)
     _PARENT[:] = [os.getpid()]
     monkeypatch.setattr(workers, "_work", _dies_in_a_worker)
     with Batch(IDS, OPTIONS, "diff", 2, None, None, None) as batch:
@@ -214,3 +215,17 @@ def test_a_worker_that_dies_takes_only_the_files_it_had(
     for path in died:
         assert "worker process failed (BrokenProcessPool)" in got[path].error.reason  # type: ignore[union-attr]
     assert all(r.new_text for p, r in got.items() if p not in died)
+
+
+def test_small_files_go_to_the_workers_in_groups_and_large_ones_alone() -> None:
+    """A task per small file cost this process as much as the file's analysis: consecutive
+    small files are grouped (up to `_GROUP_FILES` files or `_GROUP_BYTES` bytes), a large
+    file is alone, and a file to analyse first never shares a group with one that is not; the
+    order the workers take them in is kept."""
+    small = [SourceFile(b"x" * 100, f"/s{i}.py", ()) for i in range(40)]
+    large = [SourceFile(b"x" * workers._GROUP_BYTES, f"/l{i}.py", ()) for i in range(2)]
+    searching = [SourceFile(b"x" * 10, f"/f{i}.py", ("first",)) for i in range(3)]
+    todo = [*small, *large, *searching]
+    groups = workers._groups(todo, lambda f: bool(f.prefiltered))
+    assert [f for g in groups for f in g] == todo
+    assert [len(g) for g in groups] == [16, 16, 8, 1, 1, 3]
