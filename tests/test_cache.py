@@ -163,17 +163,28 @@ def test_a_damaged_entry_is_a_miss(tmp_path: Path) -> None:
 
 
 def test_the_cache_is_bounded(tmp_path: Path) -> None:
-    from migrate_fi.cache import ResultCache
+    """A run keeps its entries in one file with its walk; those a later run with the same
+    options leaves out get a file each; the folder is kept under the bound, oldest out."""
+    from migrate_fi.cache import ResultCache, WalkMemo
     from migrate_fi.results import FileResult, Status
     from migrate_fi.rule import RunOptions
     from migrate_fi.versions import parse_version
 
-    store = ResultCache(("x",), RunOptions(parse_version("0.6.10"), parse_version("0.6.11")),
-                        folder=str(tmp_path))  # fmt: skip
+    options = RunOptions(parse_version("0.6.10"), parse_version("0.6.11"))
+    store = ResultCache(("x",), options, folder=str(tmp_path))
+    store.walk()
     for i in range(30):
         key = store.key(f"{i}".encode(), f"f{i}.py", f"/f{i}.py", (None, False), {}, ("x",))
         store.put(key, (), FileResult(f"f{i}.py", Status.UNCHANGED))
-    store.prune(limit=10)
+    store.save_walk(WalkMemo({}, {}))
+    assert entries(tmp_path) == 1  # (the run's entries, with its walk)
+    later = ResultCache(("x",), options, folder=str(tmp_path))  # (a run that uses none of them)
+    later.walk()
+    later.put(later.key(b"new", "g.py", "/g.py", (None, False), {}, ("x",)), (),
+              FileResult("g.py", Status.UNCHANGED))  # fmt: skip
+    later.save_walk(WalkMemo({}, {}))
+    assert entries(tmp_path) == 31  # (each left out entry in a file of its own, and the walk)
+    later.prune(limit=10)
     assert entries(tmp_path) == 10
 
 
@@ -309,3 +320,34 @@ def test_a_replay_holds_while_what_its_results_read_outside_their_files_holds(
     fresh.replayable = False  # (a result it neither took from the cache nor stored)
     fresh.save_replay(b"tree", result)
     assert fresh.replay(b"tree") is None
+
+
+def test_an_entry_a_later_run_leaves_out_is_still_found(tmp_path: Path) -> None:
+    """A run over part of the tree (or after an edit) keeps only what it used with its walk;
+    the entries of the run before that it left out get a file each, and the next run over the
+    whole tree finds them: no result is analysed again for having been left out once."""
+    from migrate_fi.cache import ResultCache, WalkMemo
+    from migrate_fi.results import FileResult, Status
+    from migrate_fi.rule import RunOptions
+    from migrate_fi.versions import parse_version
+
+    options = RunOptions(parse_version("0.6.10"), parse_version("0.6.11"))
+
+    def run(use: list[str], new: list[str]) -> ResultCache:
+        store = ResultCache(("x",), options, folder=str(tmp_path))
+        store.walk()
+        for name in use:
+            assert store.get(keys[name]) is not None, name
+        for name in new:
+            store.put(keys[name], (), FileResult(f"{name}.py", Status.UNCHANGED))
+        store.save_walk(WalkMemo({}, {}))
+        return store
+
+    probe = ResultCache(("x",), options, folder=str(tmp_path))
+    keys = {
+        n: probe.key(n.encode(), f"{n}.py", f"/{n}.py", (None, False), {}, ("x",)) for n in "abc"
+    }
+    run([], ["a", "b"])  # the whole tree, cold
+    run(["a"], ["c"])  # part of it, with a new file: b is left out
+    whole = run(["a", "b", "c"], [])
+    assert whole.hits == 3
