@@ -57,11 +57,8 @@ def reaches_flashinfer(data: bytes) -> bool:
     at = data.find(b"flashinfer")
     while at >= 0:
         start = data.rfind(b"\n", 0, at) + 1
-        while start >= 2 and data[start - 2 : start - 1] in (b"\\", b"\r"):
-            backslash = start - 2 if data[start - 2] == 0x5C else start - 3  # (then LF or CRLF)
-            if backslash < 0 or data[backslash] != 0x5C:
-                break
-            start = data.rfind(b"\n", 0, backslash) + 1
+        while start and data.endswith((b"\\", b"\\\r"), 0, start - 1):  # (continued line)
+            start = data.rfind(b"\n", 0, start - 1) + 1
         if _IMPORTS_FLASHINFER.search(data, start, at + len(b"flashinfer") + 1) is not None:
             return True  # (one byte past the word: `\b` sees what follows it)
         at = data.find(b"flashinfer", at + len(b"flashinfer"))

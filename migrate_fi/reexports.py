@@ -5,7 +5,6 @@ those aliases, until no new export appears (`migrate_fi.engine.run` drives the r
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from functools import lru_cache
@@ -175,13 +174,6 @@ class FileImports(NamedTuple):
             return asked.words.intersection(self.words.split())
         return {w for spaced, w in asked.spaced if spaced in self.words}
 
-    def names_any(self, asked: Words) -> bool:
-        """Whether its import statements name one of the ``asked`` words (`among`, not empty):
-        one search, what most of a tree's files answer."""
-        if asked.pattern is None:
-            return not asked.words.isdisjoint(self.words.split())
-        return asked.pattern.search(self.words) is not None
-
     def all(self) -> set[bytes]:
         return set(self.words.split())
 
@@ -193,15 +185,12 @@ class Words:
     """Words (ASCII identifiers) asked of many files' import words (`FileImports.among`): a
     substring test each, when they are few; else the file's words are split and looked up."""
 
-    __slots__ = ("pattern", "spaced", "words")
+    __slots__ = ("spaced", "words")
 
     def __init__(self, words: Iterable[bytes]) -> None:
         self.words = frozenset(words)
         few = len(self.words) <= _FEW_WORDS
         self.spaced = [(b" %s " % w, w) for w in self.words] if few else None
-        # (a few words, each between spaces: one search for any of them)
-        alternatives = b"|".join(re.escape(w) for w in sorted(self.words))
-        self.pattern = re.compile(b" (?:%s) " % alternatives) if few and self.words else None
 
 
 def file_imports(data: bytes) -> FileImports:
@@ -269,9 +258,9 @@ def importers(
         if found.dynamic:  # modules named in strings: no import statement to read
             possible: set[bytes] = set(modules_of)
         else:
-            if not found.names_any(every_module):
-                return False
             imported = found.among(every_module)
+            if not imported:
+                return False
             possible = set().union(*(names_of[m] for m in imported))
         # (an imported name is written as an identifier; non-ASCII names as they are)
         ascii_names = {n for n in possible if n.isascii()}
@@ -284,7 +273,7 @@ def importers(
     def may_import(path: str) -> bool:
         """What the words kept from an earlier round say (True: the file must be read)."""
         found = known.get(path)
-        return found is None or found.dynamic or found.names_any(every_module)
+        return found is None or found.dynamic or bool(found.among(every_module))
 
     out = [f for f in candidates if imports_one(f.path, f.data)]
     asked = repr(sorted(aliases))

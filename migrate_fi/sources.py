@@ -263,7 +263,8 @@ def write_changes(result: RunResult, last: Callable[[str], bool] | None = None) 
     try:
         for start in range(0, len(changed), _WINDOW):
             window = changed[start : start + _WINDOW]
-            pending: dict[int, PreparedWrite] = {}  # the temporary files not used yet
+            ready: list[PreparedWrite | SourceError] = []
+            used = 0  # (the temporary files of ``ready`` from here on are not used yet)
             try:
                 # (threads started while Ctrl-C and SIGTERM are blocked keep them blocked: a
                 # signal waits for this thread, and lands between two files)
@@ -273,12 +274,10 @@ def write_changes(result: RunResult, last: Callable[[str], bool] | None = None) 
 
                         pool = ThreadPoolExecutor(min(_WRITERS, len(changed)))
                     ready = _prepare_all(window, pool)
-                    pending = {i: r for i, r in enumerate(ready) if isinstance(r, PreparedWrite)}
-                for i, f in enumerate(window):
+                for f, outcome in zip(window, ready, strict=True):
                     with signals_deferred():  # (a file written is a file listed as written)
-                        outcome = ready[i]
+                        used += 1
                         if isinstance(outcome, PreparedWrite):
-                            del pending[i]
                             try:
                                 outcome.commit()
                             except SourceError as exc:
@@ -288,8 +287,9 @@ def write_changes(result: RunResult, last: Callable[[str], bool] | None = None) 
                         else:
                             result.written.append(f.path)
             finally:
-                for left in pending.values():
-                    left.discard()
+                for left in ready[used:]:
+                    if isinstance(left, PreparedWrite):
+                        left.discard()
     finally:
         if pool is not None:
             pool.shutdown(wait=True)
@@ -306,9 +306,10 @@ def _prepare_all(
             for f in window:
                 out.append(_prepared(f))
         else:
+            from concurrent.futures import wait
+
             futures = [pool.submit(_prepared, f) for f in window]
-            for future in futures:
-                future.exception()  # (every one done before any is looked at)
+            wait(futures)  # (every one done before any is looked at)
             out += (future.result() for future in futures if future.exception() is None)
             for future in futures:
                 future.result()  # (raises the first error)
