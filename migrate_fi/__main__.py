@@ -1,4 +1,6 @@
-"""`python -m migrate_fi`: the command line, never importing the analysed project's modules."""
+"""The `migrate-fi` command (`python -m migrate_fi`, and the installed script): a `check` that
+nothing changed since its last run is answered from its record (`migrate_fi.warm`), before
+click and the rules are even imported; anything else is the command line (`migrate_fi.cli`)."""
 
 from __future__ import annotations
 
@@ -14,9 +16,25 @@ def _drop_current_folder() -> None:
     sys.path[:] = [p for p in sys.path if p and os.path.realpath(p) != here] or sys.path[:0]
 
 
-_drop_current_folder()
+def main() -> None:
+    from migrate_fi import warm
 
-from migrate_fi.cli import main  # noqa: E402
+    command = warm.Command.current(sys.argv[1:])
+    if command.eligible():
+        try:
+            code = warm.replay(command.argv, command)
+        except KeyboardInterrupt as exc:  # (said as any interrupted run says it)
+            from migrate_fi.cli import _interrupted
+
+            _interrupted(exc)
+        if code is not None:
+            sys.exit(code)
+        warm.begin(command)
+    from migrate_fi.cli import main as run
+
+    run()
+
 
 if __name__ == "__main__":
+    _drop_current_folder()
     main()

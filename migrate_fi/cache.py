@@ -29,16 +29,15 @@ import enum
 import hashlib
 import os
 import pickle
-import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
-from functools import cache
 from typing import TypeVar
 
-from migrate_fi import __version__, depends
+from migrate_fi import depends
 from migrate_fi.results import FileResult, RunResult
 from migrate_fi.rule import RunOptions
 from migrate_fi.userdirs import user_folder
+from migrate_fi.warm import fingerprint, write_at_once
 
 __all__ = ["MAX_ENTRIES", "ResultCache", "WalkMemo", "cache_dir"]
 
@@ -50,27 +49,6 @@ _FORMAT = 2  # 2: `Lookups.skipped`
 
 def cache_dir() -> str:
     return user_folder("cache", CACHE_ENV, "results")
-
-
-@cache
-def _code_fingerprint() -> bytes:
-    """migrate-fi's own code and bundled data, and the user's API data and value-change files:
-    what every result depends on (a stat of each file; an edited rule or a new release changes
-    it)."""
-    from migrate_fi.api.store import user_data_dir
-
-    package = os.path.dirname(os.path.abspath(__file__))
-    h = hashlib.blake2b(f"{_FORMAT}:{__version__}:{sys.version}".encode(), digest_size=20)
-    for top in (package, user_data_dir()):
-        for folder, dirs, files in os.walk(top):
-            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-            for name in sorted(files):
-                if name.endswith((".py", ".json", ".json.gz", ".toml")):  # (.toml: value maps)
-                    path = os.path.join(folder, name)
-                    with contextlib.suppress(OSError):
-                        st = os.stat(path)
-                        h.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
-    return h.digest()
 
 
 def _canonical(value: object) -> object:
@@ -183,7 +161,7 @@ class ResultCache:
 
     def __init__(self, ids: tuple[str, ...], options: RunOptions, folder: str | None = None):
         self.folder = folder or cache_dir()
-        self._run = _code_fingerprint() + repr(_canonical((ids, options))).encode()
+        self._run = fingerprint() + repr(_canonical((ids, options))).encode()
         self.hits = self.stored = 0
         self._aliases: tuple[Mapping[str, str], bytes] | None = None
         # the entries the last run with these options used, kept with its walk (one read for a
@@ -300,7 +278,12 @@ class ResultCache:
         for kind, argument, value in notes:
             if depends.recompute(kind, argument) != value:
                 return None
+        self._notes.update(notes)  # (what a replay of this run checks too: `migrate_fi.warm`)
         return result
+
+    def notes(self) -> tuple[tuple[str, str, str], ...]:
+        """What this run's results consulted outside their files (`migrate_fi.depends`)."""
+        return tuple(sorted(self._notes))
 
     def save_replay(self, tree: bytes, result: RunResult) -> None:
         """Keep ``result`` for `replay`, when every result of the run came from the cache or
@@ -312,23 +295,7 @@ class ResultCache:
         return hashlib.blake2b(self._run + b"\0replay", digest_size=20).hexdigest()
 
     def _write(self, key: str, value: object) -> bool:
-        path = self._file(key)
-        try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            import tempfile  # (here: it costs start-up)
-
-            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
-            try:
-                with os.fdopen(fd, "wb") as fh:
-                    pickle.dump(value, fh, protocol=4)
-                os.replace(tmp, path)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
-                raise
-        except OSError:
-            return False  # a cache that cannot be written only costs time
-        return True
+        return write_at_once(self._file(key), pickle.dumps(value, protocol=4))
 
     def prune(self, limit: int = MAX_ENTRIES) -> None:
         """Keep at most ``limit`` entries, the newest."""

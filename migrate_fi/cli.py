@@ -284,6 +284,7 @@ def _given(cli_value: str | None, config: Config, key: str) -> str | None:
 def _execute(
     common: _Common, mode: str, use_cache: bool = False
 ) -> tuple[RunResult, _Settled, MigrationRange]:
+    from migrate_fi import warm
     from migrate_fi.discovery import DiscoveryError
     from migrate_fi.engine import run
     from migrate_fi.pipeline import Mode
@@ -328,6 +329,7 @@ def _execute(
             excludes_at=[(config.folder, config_excludes)] if config_excludes else [],
             only=only,
             use_cache=use_cache and os.environ.get("MIGRATE_FI_NO_CACHE") != "1",
+            recording=warm.recording() if use_cache else None,
         )
     except (DiscoveryError, RuleSetupError) as exc:
         raise Fatal(str(exc)) from None
@@ -414,6 +416,7 @@ def _finish(
     found: bool,
     listed: Any = None,
 ) -> None:
+    from migrate_fi import warm
     from migrate_fi.reporting import render, summary
 
     extra: dict[str, object] = {
@@ -424,18 +427,20 @@ def _finish(
     }
     fmt = settled.output_format
     report, errors = render(result, fmt, command, listed, extra)
-    stream_report_to_stderr = command == "diff" and fmt == "text"
-    if report:
-        click.echo(report, nl=False, err=stream_report_to_stderr)
-    if errors:
-        click.echo(errors, nl=False, err=True)
+    out, err = ("", report) if command == "diff" and fmt == "text" else (report, "")
+    err += errors
     if fmt == "text":
-        for notice in result.notices:
-            click.echo(f"migrate-fi: note: {notice}", err=True)
-        click.echo(summary(result, command), nl=False, err=True)
-    if result.errors:
-        sys.exit(2)
-    sys.exit(1 if found and not common.exit_zero else 0)
+        err += "".join(f"migrate-fi: note: {notice}\n" for notice in result.notices)
+        err += summary(result, command)
+    code = 2 if result.errors else 1 if found and not common.exit_zero else 0
+    if out:
+        click.echo(out, nl=False)
+    if err:
+        click.echo(err, nl=False, err=True)
+    recording = warm.recording()
+    if recording is not None and command == "check":
+        recording.save(out, err, code)
+    sys.exit(code)
 
 
 def _common(kwargs: dict[str, Any]) -> _Common:

@@ -28,6 +28,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from migrate_fi.depends import watch
+
 if TYPE_CHECKING:
     from types import ModuleType
 
@@ -104,6 +106,7 @@ def find_config(paths: Iterable[str]) -> str | None:
     folder = os.path.abspath(first if os.path.isdir(first) else os.path.dirname(first) or ".")
     while True:
         candidate = os.path.join(folder, "pyproject.toml")
+        watch(candidate)  # (a run replayed relies on it: `migrate_fi.warm`)
         if os.path.isfile(candidate):
             try:
                 with open(candidate, "rb") as fh:

@@ -10,15 +10,23 @@ each value before reusing it.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import NamedTuple
+
+try:  # (hashlib would load OpenSSL first: more than a replay of a whole run costs)
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover - an interpreter built without it
+    from hashlib import blake2b
 
 __all__ = [
     "Notes",
     "Stat",
+    "blake2b",
+    "covered",
     "finish",
     "forget_stats",
     "note",
@@ -28,6 +36,8 @@ __all__ = [
     "settled",
     "start",
     "stat",
+    "watch",
+    "watched_by",
 ]
 
 Notes = tuple[tuple[str, str, str], ...]  # (kind, argument, value)
@@ -35,13 +45,14 @@ Notes = tuple[tuple[str, str, str], ...]  # (kind, argument, value)
 # kind -> "module:function" that recomputes the value from the argument
 _RECOMPUTE = {
     "line-length": "migrate_fi.rules._layout:line_length_text",
-    "tree": "migrate_fi.rules._callers:tree_signature",  # every file a search may read
+    "tree": "migrate_fi.discovery:tree_signature",  # every file a search for callers may read
     # the extras of flashinfer-python a project's pin files install (FI007)
     "flashinfer-extras": "migrate_fi.rules.companion_requirements:project_extras_text",
 }
 
 _notes: set[tuple[str, str, str]] = set()
 _unbounded = False
+_covered = 0  # > 0: inside `covered`
 
 
 # File systems stamp times in ticks of a few milliseconds: a file rewritten at the same size
@@ -107,6 +118,38 @@ def forget_stats() -> None:
     _stats.clear()
 
 
+@contextlib.contextmanager
+def covered() -> Iterator[None]:
+    """What the process reads inside is accounted for otherwise: by the notes of an analysis
+    and their recomputation, or by a walk that `migrate_fi.warm` makes again. A recording of
+    what a run read (`migrate_fi.warm.Recording`) leaves it out."""
+    global _covered
+    _covered += 1
+    try:
+        yield
+    finally:
+        _covered -= 1
+
+
+def is_covered() -> bool:
+    return _covered > 0
+
+
+_watcher: Callable[[str], None] | None = None
+
+
+def watch(path: str) -> None:
+    """The run relies on what ``path`` is, or on its absence (a file it looked for and, not
+    finding it, did not open): told to the recording of the run, if any (`migrate_fi.warm`)."""
+    if _watcher is not None and not _covered:
+        _watcher(path)
+
+
+def watched_by(watcher: Callable[[str], None] | None) -> None:
+    global _watcher
+    _watcher = watcher
+
+
 def start() -> None:
     global _unbounded
     _notes.clear()
@@ -137,6 +180,7 @@ def recompute(kind: str, argument: str) -> str | None:
     module, _, name = target.partition(":")
     fn: Callable[[str], str] = getattr(importlib.import_module(module), name)
     try:
-        return fn(argument)
+        with covered():
+            return fn(argument)
     except Exception:  # a dependency that cannot be recomputed is not met
         return None

@@ -12,17 +12,28 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from migrate_fi import patterns
-from migrate_fi.sources import is_temporary
+from migrate_fi import depends, patterns
 
 if TYPE_CHECKING:  # (pathspec is imported where a .gitignore is read: it costs start-up)
     import pathspec
 
-__all__ = ["SKIPPED_DIRS", "DiscoveryError", "discover", "find_upward", "with_includes"]
+__all__ = [
+    "SEARCH_LIMIT",
+    "SKIPPED_DIRS",
+    "TEMPORARY_SUFFIX",
+    "DiscoveryError",
+    "discover",
+    "find_upward",
+    "is_temporary",
+    "python_files",
+    "tree_signature",
+    "with_includes",
+]
 
 SKIPPED_DIRS = frozenset(
     {
@@ -55,10 +66,18 @@ class DiscoveryError(Exception):
     pass
 
 
-@dataclass(frozen=True)
+TEMPORARY_SUFFIX = ".migrate-fi.tmp"
+
+
+def is_temporary(name: str) -> bool:
+    """A temporary file of ours (`.<name>.<random>.migrate-fi.tmp`), left if a run was killed."""
+    return name.startswith(".") and name.endswith(TEMPORARY_SUFFIX)
+
+
 class _Ignore:
-    base: str  # folder the patterns are relative to
-    spec: pathspec.GitIgnoreSpec
+    def __init__(self, base: str, spec: pathspec.GitIgnoreSpec) -> None:
+        self.base = base  # the folder the patterns are relative to
+        self.spec = spec
 
     def matches(self, path: str, is_dir: bool) -> bool:
         rel = os.path.relpath(path, self.base)
@@ -119,12 +138,17 @@ def find_upward(folder: str, markers: Iterable[str]) -> str | None:
     markers = tuple(markers)
     current = os.path.abspath(folder)
     while True:
-        if any(os.path.exists(os.path.join(current, m)) for m in markers):
+        if any(_exists(os.path.join(current, m)) for m in markers):
             return current
         parent = os.path.dirname(current)
         if parent == current:
             return None
         current = parent
+
+
+def _exists(path: str) -> bool:
+    depends.watch(path)  # (a run replayed relies on it: `migrate_fi.warm`)
+    return os.path.exists(path)
 
 
 def _repo_root(folder: str) -> str | None:
@@ -264,6 +288,39 @@ def _walk(
         if any(ig.matches(path, True) for ig in ignores):
             continue
         yield from _walk(path, wanted, ignores, user, respect_gitignore, failed, temporary, link)
+
+
+SEARCH_LIMIT = 20_000  # a search root with more files is not searched (callers: unknown)
+
+
+@lru_cache(maxsize=16)
+def python_files(root: str) -> tuple[str, ...]:
+    """The Python files a search for the callers of a function reads under ``root``: every
+    folder but hidden ones and `SKIPPED_DIRS`, .gitignore or not (empty: over `SEARCH_LIMIT`)."""
+    found: list[str] = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS and not d.startswith("."))
+        found += [os.path.join(folder, f) for f in sorted(files) if f.endswith(".py")]
+        if len(found) > SEARCH_LIMIT:
+            return ()
+    return tuple(found)
+
+
+@lru_cache(maxsize=16)
+def tree_signature(root: str) -> str:
+    """A digest of the size, modification time and inode of every file `python_files` finds
+    under ``root`` (what `migrate_fi.depends` recomputes for a result that searched them)."""
+    h = depends.blake2b(digest_size=16)
+    now = time.time_ns()
+    for path in python_files(root) or ("(too many files)",):
+        st = depends.stat(path)  # (the walk asked most of them)
+        if st is None:
+            h.update(f"{path}\0-\0".encode())
+            continue
+        if not depends.settled(st, now):
+            return f"changed just now: {time.time_ns()}"  # never the same: not reused
+        h.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}\0".encode())
+    return h.hexdigest()
 
 
 _INCLUDE = patterns.compile(

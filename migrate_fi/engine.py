@@ -9,14 +9,13 @@ with this process, then analyse while it waits (`migrate_fi.workers`). What it r
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Collection, Iterable, Sequence
 
 from migrate_fi import depends
 from migrate_fi.cache import ResultCache, WalkMemo
 from migrate_fi.discovery import discover, with_includes
-from migrate_fi.modules import display_path, enclosing_packages
+from migrate_fi.modules import display_path
 from migrate_fi.pipeline import (
     Mode,
     RuleTests,
@@ -45,6 +44,7 @@ from migrate_fi.rule import (
     require_api_data,
 )
 from migrate_fi.sources import remove_temporary
+from migrate_fi.warm import Recording, Walk, tree_digest
 from migrate_fi.workers import Batch, Progress, SourceFile, Work
 
 __all__ = ["run"]
@@ -62,10 +62,13 @@ def run(
     excludes_at: Sequence[tuple[str, Sequence[str]]] = (),
     only: Collection[str] | None = None,
     use_cache: bool = False,
+    recording: Recording | None = None,
 ) -> RunResult:
     """Discover files under ``paths`` and run ``rules`` over them (see the module docstring).
 
     ``use_cache``: in check mode, reuse the results of files analysed before (`migrate_fi.cache`).
+    ``recording``: what the command reads, learnt for `migrate_fi.warm`: told how the run
+    walked, when its result may be replayed.
 
     Cross-module re-exports: a project module that binds a FlashInfer name at module level
     (``from flashinfer import fp4_quantize as q``) exports it; after the first pass, files that
@@ -82,7 +85,7 @@ def run(
     depends.forget_stats()  # (a run asks each file's stat once; an earlier run's are stale)
     try:
         return _run(paths, rules, options, Mode(mode), exclude, jobs, respect_gitignore,
-                    progress, excludes_at, only, use_cache)  # fmt: skip
+                    progress, excludes_at, only, use_cache, recording)  # fmt: skip
     finally:
         depends.forget_stats()
 
@@ -99,6 +102,7 @@ def _run(
     excludes_at: Sequence[tuple[str, Sequence[str]]],
     only: Collection[str] | None,
     use_cache: bool,
+    recording: Recording | None,
 ) -> RunResult:
     paths = with_includes(list(paths))  # (-r other.txt of a requirements file given)
     suffixes = tuple(sorted({s for c in rules for s in c.suffixes})) or (".py",)
@@ -123,25 +127,20 @@ def _run(
         )
 
     links: list[str] = []
-    walked = list(
-        discover(
-            paths,
-            suffixes,
-            exclude,
-            respect_gitignore,
-            excludes_at,
-            patterns,
-            unreadable,
-            stale.append,
-            links.append,
-        )
-    )
+    at = [(base, list(globs)) for base, globs in excludes_at]
+    walking: Walk = (paths, suffixes, list(exclude), respect_gitignore, at, patterns)
+    with depends.covered():  # (`migrate_fi.warm.replay` walks again)
+        walked = list(discover(*walking, unreadable, stale.append, links.append))
+    if recording is not None:
+        recording.walked(walking, walked)
     tree = None  # the digest of what the walk found, when the run may be replayed
     if cache is not None and only is None and not results:
-        tree = _tree_digest(walked, stale, links, WalkMemo({}))
+        tree = tree_digest(walked, stale, links)
         replayed = cache.replay(tree) if tree is not None else None
-        if replayed is not None:
-            return replayed  # (nothing changed since the last run: its result)
+        if replayed is not None:  # (nothing changed since the last run: its result)
+            if recording is not None and tree is not None:
+                recording.ran(tree, cache.notes())
+            return replayed
     tests = rule_tests(rules, options, cache)  # built once, before the files are read
     walk = cache.walk() if cache is not None else WalkMemo()  # what the last run ruled out
     todo: list[Todo] = []  # the files to read
@@ -194,26 +193,9 @@ def _run(
         )
     if cache is not None and tree is not None:
         cache.save_replay(tree, result)
+        if recording is not None and cache.replayable and not result.errors:
+            recording.ran(tree, cache.notes())
     return result
-
-
-def _tree_digest(
-    paths: Sequence[str], stale: Sequence[str], links: Sequence[str], walk: WalkMemo
-) -> bytes | None:
-    """What a run's result depends on in the tree, but for what its analyses note
-    (`migrate_fi.depends`): every file's path and stat, the packages that enclose each folder
-    (they name the modules), the stale and linked files, and the current folder (it is how
-    the paths are shown). None when a file changed too recently for its stat to say so."""
-    seen = []
-    for path in paths:
-        signature = walk.signature(path)
-        if signature is None:
-            return None
-        seen.append(f"{path}\0{signature}\0")
-    folders = sorted({os.path.dirname(path) for path in paths})
-    packages = [f"{folder}\0{enclosing_packages(folder)}\0" for folder in folders]
-    text = "".join([os.getcwd(), "\0", *seen, *packages, repr((list(stale), list(links)))])
-    return hashlib.blake2b(text.encode("utf-8", "surrogateescape"), digest_size=20).digest()
 
 
 _PART = 64  # files read in one part (what a worker is given at a time)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from migrate_fi import __version__
+from migrate_fi.depends import watch
 from migrate_fi.sources import SourceError, write_atomically, write_new_file
 
 __all__ = [
@@ -153,6 +154,7 @@ def _store(root: str, record: ApplyRecord) -> str:
 def read_record(root: str) -> ApplyRecord | None:
     """The last apply's record, None when there is none; `RecordError` when it is damaged."""
     path = _record_path(root)
+    watch(path)  # (a run replayed relies on it: `migrate_fi.warm`)
     if not os.path.exists(path):
         return None
     try:

@@ -21,18 +21,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from migrate_fi import patterns
+from migrate_fi.discovery import TEMPORARY_SUFFIX
 from migrate_fi.results import FileError, FileResult, RunResult
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
 __all__ = [
-    "TEMPORARY_SUFFIX",
     "DecodedSource",
     "PreparedWrite",
     "SourceError",
     "decode_source",
-    "is_temporary",
     "prepare_write",
     "remove_temporary",
     "signals_deferred",
@@ -49,14 +48,6 @@ def source_lines(text: str) -> list[str]:
     """The lines of ``text`` with their endings, split as Python's parser counts lines: at CR,
     LF and CRLF only (`str.splitlines` also splits at form feeds and Unicode separators)."""
     return _LINE.findall(text)
-
-
-TEMPORARY_SUFFIX = ".migrate-fi.tmp"
-
-
-def is_temporary(name: str) -> bool:
-    """A temporary file of ours (`.<name>.<random>.migrate-fi.tmp`), left if a run was killed."""
-    return name.startswith(".") and name.endswith(TEMPORARY_SUFFIX)
 
 
 class SourceError(Exception):

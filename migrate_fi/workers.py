@@ -73,7 +73,10 @@ def _work(
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
     rules = [by_id[i] for i in rule_ids]
     depends.start()
-    result = process_source(data, path, rules, options, Mode(mode), module, aliases, prefiltered)
+    with depends.covered():  # (what it reads beside the file: noted)
+        result = process_source(
+            data, path, rules, options, Mode(mode), module, aliases, prefiltered
+        )
     return result, depends.finish()
 
 

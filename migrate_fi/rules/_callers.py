@@ -15,14 +15,12 @@ file lists are cached per process, so a rule pays for each searched file once pe
 from __future__ import annotations
 
 import ast
-import hashlib
 import os
-import time
 from dataclasses import dataclass
 from functools import lru_cache
 
 from migrate_fi import depends, nodes
-from migrate_fi.discovery import SKIPPED_DIRS, find_upward
+from migrate_fi.discovery import find_upward, python_files, tree_signature
 from migrate_fi.modules import display_path, module_identity
 from migrate_fi.resolver import NameResolver
 from migrate_fi.scopes import Scope
@@ -44,7 +42,6 @@ _KEEPING = frozenset(
         "staticmethod",
     }
 )
-_MAX_FILES = 20_000  # a search root larger than this is not searched (callers: unknown)
 
 
 @dataclass(frozen=True)
@@ -360,34 +357,6 @@ def _search_root(path: str) -> str:
     return find_upward(top, (".git",)) or top
 
 
-@lru_cache(maxsize=16)
-def _python_files(root: str) -> tuple[str, ...]:
-    found: list[str] = []
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS and not d.startswith("."))
-        found += [os.path.join(folder, f) for f in sorted(files) if f.endswith(".py")]
-        if len(found) > _MAX_FILES:
-            return ()
-    return tuple(found)
-
-
-@lru_cache(maxsize=16)
-def tree_signature(root: str) -> str:
-    """A digest of the size, modification time and inode of every file `_mentioning` searches
-    under ``root`` (what `migrate_fi.depends` recomputes for a cached result)."""
-    h = hashlib.blake2b(digest_size=16)
-    now = time.time_ns()
-    for path in _python_files(root) or ("(too many files)",):
-        st = depends.stat(path)  # (the walk asked most of them)
-        if st is None:
-            h.update(f"{path}\0-\0".encode())
-            continue
-        if not depends.settled(st, now):
-            return f"changed just now: {time.time_ns()}"  # never the same: not reused
-        h.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}\0".encode())
-    return h.hexdigest()
-
-
 _READ_BUDGET = 32 << 20  # bytes of searched files kept (a search reads every file of its root)
 _kept: dict[str, bytes | None] = {}  # path -> its bytes (None: unreadable), oldest first
 _kept_bytes = 0
@@ -415,7 +384,7 @@ def _read(path: str) -> bytes | None:
 def _mentioning(root: str, words: tuple[bytes, ...]) -> list[str]:
     # any file of the project may add a caller: a result holds while no file changed
     depends.note("tree", root, tree_signature(root))
-    return [p for p in _python_files(root) if any(w in (_read(p) or b"") for w in words)]
+    return [p for p in python_files(root) if any(w in (_read(p) or b"") for w in words)]
 
 
 @lru_cache(maxsize=256)

@@ -1,0 +1,395 @@
+"""A warm `check`: what the last run of the same command printed, when nothing it read changed.
+
+`check` runs again and again over trees that did not change (pre-commit, CI reruns). The result
+cache (`migrate_fi.cache`) spares the analyses, but such a run still imports click, the engine and
+the rules and settles its options before it can even ask: on a tree of 2,000 files, most of its
+time. The entry point asks this module first (`replay`), before any of that is imported.
+
+- The key is the command: migrate-fi's code and data (`fingerprint`), the arguments, the current
+  folder, the whole environment, and whether and how stdout and stderr print (`Command`).
+- A `check` that may be replayed records what it read (`begin`): every file the process opened
+  and every folder it listed (Python's audit events, so that every reader is seen, those added
+  later too), the folder of each, every folder above the current one and above the paths given
+  (a configuration and a project's markers are looked for there), and the paths whose absence
+  it relied on (`watch`). Once it has printed, the entry keeps their stats, the walk's
+  arguments and digest (`tree_digest`), what its analyses consulted outside their files
+  (`migrate_fi.depends`), and what it printed, with its exit status (`Recording.save`).
+- `replay` finds the entry, stats what the run read, walks the tree again as the run did and
+  compares the digest, recomputes what the analyses consulted, and prints the same output.
+
+Anything else (another argument, a changed or new file, a file changed too recently for its
+stat to say so, an entry that cannot be read) and the command runs as usual: it may still be
+replayed from the result cache, which is keyed on the options, not on the command line. A run
+that reported an error, started a program, read a file it cannot stat, or printed what click
+would have altered (an escape sequence, a stream not in UTF-8) is not stored. This module and
+what `replay` imports stay small: that is its whole point.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import marshal
+import os
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple
+
+from migrate_fi import __version__, depends
+from migrate_fi.depends import blake2b
+from migrate_fi.userdirs import user_folder
+
+__all__ = [
+    "Command",
+    "Recording",
+    "Walk",
+    "begin",
+    "fingerprint",
+    "recording",
+    "replay",
+    "tree_digest",
+    "write_at_once",
+]
+
+_FORMAT = 1
+_CACHE_ENV = "MIGRATE_FI_CACHE_DIR"  # (`migrate_fi.cache`'s folder: its entries live beside)
+_Stat = (
+    tuple[int, int, int, int] | None
+)  # size, modification time, inode, change time; None: absent
+# how a run walked (`migrate_fi.discovery.discover`'s arguments): paths, suffixes, --exclude,
+# whether .gitignore counts, the configuration's excludes with their folder, file patterns
+Walk = tuple[list[str], tuple[str, ...], list[str], bool, list[tuple[str, list[str]]], list[str]]
+
+_fingerprint: bytes | None = None
+
+
+def fingerprint() -> bytes:
+    """migrate-fi's own code and bundled data, and the user's API data and value-change files:
+    what every result depends on (a stat of each file; an edited rule or a new release changes
+    it)."""
+    global _fingerprint
+    if _fingerprint is None:
+        package = os.path.dirname(os.path.abspath(__file__))
+        data = user_folder("data", "MIGRATE_FI_DATA_DIR", "api")  # (`api.store.user_data_dir`)
+        h = blake2b(f"{_FORMAT}:{__version__}:{sys.version}".encode(), digest_size=20)
+        for top in (package, data):
+            for folder, dirs, files in os.walk(top):
+                dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+                for name in sorted(files):
+                    if name.endswith((".py", ".json", ".json.gz", ".toml")):  # (.toml: values)
+                        path = os.path.join(folder, name)
+                        try:
+                            st = os.stat(path)
+                        except OSError:
+                            continue
+                        h.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+        _fingerprint = h.digest()
+    return _fingerprint
+
+
+def tree_digest(paths: Sequence[str], stale: Sequence[str], links: Sequence[str]) -> bytes | None:
+    """What a run's result depends on in the tree, but for what its analyses note
+    (`migrate_fi.depends`): every file's path and stat, the packages that enclose each folder
+    (they name the modules), the stale and linked files, and the current folder (it is how
+    the paths are shown). None when a file changed too recently for its stat to say so."""
+    from migrate_fi.modules import enclosing_packages
+
+    now = time.time_ns()
+    seen = []
+    for path in paths:
+        st = depends.stat(path)
+        if st is None or not depends.settled(st, now):
+            return None
+        seen.append(f"{path}\0{tuple(st)}\0")
+    folders = sorted({os.path.dirname(path) for path in paths})
+    packages = [f"{folder}\0{enclosing_packages(folder)}\0" for folder in folders]
+    text = "".join([os.getcwd(), "\0", *seen, *packages, repr((list(stale), list(links)))])
+    return blake2b(text.encode("utf-8", "surrogateescape"), digest_size=20).digest()
+
+
+class Command(NamedTuple):
+    """What the output of a command depends on besides the files it reads."""
+
+    argv: tuple[str, ...]
+    cwd: str
+    environ: tuple[tuple[str, str], ...]
+    streams: tuple[object, ...]  # stdout's and stderr's: a terminal?, encoding, errors
+
+    @classmethod
+    def current(cls, argv: Sequence[str]) -> Command:
+        streams: list[object] = []
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                tty = stream.isatty()
+            except (AttributeError, ValueError):  # (closed, or no stream at all)
+                tty = None
+            streams += [tty, getattr(stream, "encoding", None), getattr(stream, "errors", None)]
+        return cls(tuple(argv), os.getcwd(), tuple(sorted(os.environ.items())), tuple(streams))
+
+    def eligible(self) -> bool:
+        """A `check` that reads the result cache (the only command replayed)."""
+        return (
+            bool(self.argv)
+            and self.argv[0] == "check"
+            and not {"--no-cache", "--changed-since", "-h", "--help"} & set(self.argv)
+            and not any(a.startswith("--changed-since=") for a in self.argv)
+            and dict(self.environ).get("MIGRATE_FI_NO_CACHE") != "1"
+        )
+
+    def entry(self) -> str:
+        """The file of this command's entry."""
+        h = blake2b(fingerprint(), digest_size=20)
+        h.update(repr((_FORMAT, self)).encode("utf-8", "surrogateescape"))
+        key = h.hexdigest()
+        folder = dict(self.environ).get(_CACHE_ENV) or user_folder("cache", _CACHE_ENV, "results")
+        return os.path.join(os.path.abspath(os.path.expanduser(folder)), key[:2], "w" + key[2:])
+
+
+def _stat(path: str) -> _Stat:
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+
+
+def replay(argv: Sequence[str], command: Command | None = None) -> int | None:
+    """Print what the last run of this command printed and return its exit status, when nothing
+    it read has changed since; None (having printed nothing) when the command must run."""
+    command = command or Command.current(argv)
+    if not command.eligible():
+        return None
+    try:
+        with open(command.entry(), "rb") as fh:
+            entry = marshal.loads(fh.read())
+        version, read, walk, tree, notes, out, err, code = entry
+        if version != _FORMAT:
+            return None
+        for kind, path, state in read:
+            if _state(kind, path) != state:
+                return None
+        if _walk_digest(walk) != tree:
+            return None
+        for kind, argument, value in notes:
+            if depends.recompute(kind, argument) != value:
+                return None
+    except Exception:  # missing, damaged, written by another migrate-fi: the command runs
+        return None
+    try:
+        sys.stdout.write(out)
+        sys.stdout.flush()
+        sys.stderr.write(err)
+        sys.stderr.flush()
+    except BrokenPipeError:  # (the reader left: as a run that printed it would)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return int(code)
+
+
+def _walk_digest(walk: Walk) -> bytes | None:
+    """The walk of the recorded run, made again (`migrate_fi.discovery.discover`)."""
+    from migrate_fi.discovery import discover
+
+    paths, suffixes, exclude, respect_gitignore, excludes_at, patterns = walk
+    stale: list[str] = []
+    links: list[str] = []
+
+    def unreadable(folder: str, exc: OSError) -> None:
+        raise exc  # (a run that says so is never stored)
+
+    found = list(
+        discover(
+            paths,
+            tuple(suffixes),
+            exclude,
+            respect_gitignore,
+            [(base, list(globs)) for base, globs in excludes_at],
+            patterns,
+            unreadable,
+            stale.append,
+            links.append,
+        )
+    )
+    return tree_digest(found, stale, links)
+
+
+class Recording:
+    """What a `check` read, learnt as it runs (see the module docstring)."""
+
+    def __init__(self, command: Command) -> None:
+        self.command = command
+        self._started = time.time_ns()
+        # what the run read besides its walk's files, as it first found it: a file's stat
+        # (None: not there), a folder's listing (`_listing`); `_UNKNOWN` where it cannot say
+        self._read: dict[tuple[str, str], object] = {}
+        self._files: frozenset[str] = frozenset()  # the walk's (its digest stands for them)
+        self._walk: Walk | None = None
+        self._busy = False  # (reading the state of what the run reads, unrecorded)
+        self._spawned = False
+        # set by the engine when its result may be replayed: the walk's digest, and what its
+        # analyses consulted outside their files
+        self._run: tuple[bytes, tuple[tuple[str, str, str], ...]] | None = None
+
+    def hook(self, event: str, args: tuple[object, ...]) -> None:
+        if event not in _EVENTS:
+            return
+        if event not in _READS:  # a program started (git): what it reads is not known
+            self._spawned = True
+        elif not (self._busy or depends.is_covered()) and args:
+            path = args[0]
+            if isinstance(path, bytes):
+                path = os.fsdecode(path)
+            if isinstance(path, str):  # (not a file descriptor)
+                self.note("listing" if event != "open" else "stat", path)
+
+    def note(self, kind: str, path: str) -> None:
+        path = os.path.abspath(path)
+        if (kind, path) in self._read or path in self._files:
+            return
+        self._busy = True
+        try:
+            self._read[(kind, path)] = _state(kind, path)
+        finally:
+            self._busy = False
+
+    def walked(self, walk: Walk, files: Iterable[str]) -> None:
+        """How the engine walked, and the files it found."""
+        self._walk, self._files = walk, frozenset(files)
+
+    def ran(self, tree: bytes, notes: Iterable[tuple[str, str, str]]) -> None:
+        """The engine's result may be replayed: the digest of its walk (`tree_digest`), and what
+        its analyses consulted outside their files."""
+        self._run = (tree, tuple(sorted(notes)))
+
+    def save(self, out: str, err: str, code: int) -> None:
+        """Keep what the run printed for `replay` (when it may be: see the module docstring)."""
+        global _recording
+        _recording = None  # (what is read from now on is not the run's)
+        depends.watched_by(None)
+        if self._run is None or self._walk is None or self._spawned or "\x1b" in out + err:
+            return
+        if not all(_utf8(e) for e in self.command.streams[1::3]):
+            return
+        tree, notes = self._run
+        entry = self.command.entry()
+        # (the cache's own files change with every run; the modules imported as the run went
+        # on are Python's and migrate-fi's, and the fingerprint stands for the latter)
+        skipped = (os.path.dirname(os.path.dirname(entry)), *_installed(), "/dev", "/proc", "/sys")
+        ignored = tuple(os.path.join(folder, "") for folder in skipped)
+        read = []
+        for (kind, path), state in sorted(self._read.items()):
+            if os.path.join(path, "").startswith(ignored) or path in self._files:
+                continue
+            if state is _UNKNOWN:
+                return  # (nothing would say that it changed)
+            stat = depends.Stat(*state) if isinstance(state, tuple) else None
+            if stat is not None and not depends.settled(stat, self._started):
+                return  # (changed too recently for its stat to say so)
+            read.append((kind, path, state))
+        data = marshal.dumps((_FORMAT, read, self._walk, tree, notes, out, err, code))
+        write_at_once(entry, data)
+
+
+_UNKNOWN = "unknown"
+
+
+def _state(kind: str, path: str) -> object:
+    """A file's stat (None: it is not there) or a folder's listing (`_listing`); `_UNKNOWN`
+    when it cannot be had."""
+    try:
+        return _stat(path) if kind == "stat" else _listing(path)
+    except OSError:
+        return _UNKNOWN
+
+
+def _listing(folder: str) -> bytes | None:
+    """The names in ``folder`` and which are folders (None: it is not there)."""
+    try:
+        with os.scandir(folder) as entries:
+            names = sorted((e.name, e.is_dir()) for e in entries)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return blake2b(repr(names).encode("utf-8", "surrogateescape"), digest_size=20).digest()
+
+
+def _utf8(encoding: object) -> bool:
+    return isinstance(encoding, str) and encoding.lower().replace("_", "-") in ("utf-8", "utf8")
+
+
+def _installed() -> set[str]:
+    """Where Python and migrate-fi are installed."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, package}
+    return {os.path.abspath(p) for p in prefixes}
+
+
+def write_at_once(path: str, data: bytes) -> bool:
+    """Write ``path`` at once (a temporary file beside it, then a rename: a concurrent run never
+    reads half of it); False when it cannot be written (a cache that cannot be written only
+    costs time)."""
+    import tempfile  # (here: it costs start-up)
+
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+    except OSError:
+        return False
+    return True
+
+
+_EVENTS = frozenset(
+    {
+        "open",
+        "os.listdir",
+        "os.scandir",
+        "subprocess.Popen",
+        "os.system",
+        "os.exec",
+        "os.posix_spawn",
+        "os.spawn",
+        "os.startfile",
+    }
+)
+_READS = frozenset({"open", "os.listdir", "os.scandir"})
+_recording: Recording | None = None
+_hooked = False
+
+
+def _hook(event: str, args: tuple[object, ...]) -> None:
+    if _recording is not None:
+        _recording.hook(event, args)
+
+
+def _forget() -> None:
+    global _recording
+    _recording = None  # (a worker process: what it reads is its analyses')
+    depends.watched_by(None)
+
+
+def _watch(path: str) -> None:
+    if _recording is not None:
+        _recording.note("stat", path)
+
+
+def begin(command: Command) -> None:
+    """Record what this process reads from now on, for `Recording.save` (an audit hook stays
+    for the life of the process: one is added, and idles between recordings)."""
+    global _recording, _hooked
+    if not _hooked:
+        sys.addaudithook(_hook)
+        os.register_at_fork(after_in_child=_forget)
+        _hooked = True
+    _recording = Recording(command)
+    depends.watched_by(_watch)
+
+
+def recording() -> Recording | None:
+    """The recording of this run, if it is one `replay` may answer later."""
+    return _recording
