@@ -2,27 +2,31 @@
 
 `check` runs again and again over trees that did not change (pre-commit, CI reruns). The result
 cache (`migrate_fi.cache`) spares the analyses, but such a run still imports click, the engine and
-the rules and settles its options before it can even ask: on a tree of 2,000 files, most of its
-time. The entry point asks this module first (`replay`), before any of that is imported.
+the rules, and settles its options, before it can even ask: on a tree of 2,000 files, most of its
+time. The entry point (`migrate_fi.__main__`) asks this module first, before any of that.
 
-- The key is the command: migrate-fi's code and data (`fingerprint`), the arguments, the current
-  folder, the whole environment, and whether and how stdout and stderr print (`Command`).
-- A `check` that may be replayed records what it read (`begin`): every file the process opened
-  and every folder it listed (Python's audit events, so that every reader is seen, those added
-  later too), the folder of each, every folder above the current one and above the paths given
-  (a configuration and a project's markers are looked for there), and the paths whose absence
-  it relied on (`watch`). Once it has printed, the entry keeps their stats, the walk's
-  arguments and digest (`tree_digest`), what its analyses consulted outside their files
-  (`migrate_fi.depends`), and what it printed, with its exit status (`Recording.save`).
-- `replay` finds the entry, stats what the run read, walks the tree again as the run did and
-  compares the digest, recomputes what the analyses consulted, and prints the same output.
+- The key is the command (`Command`): migrate-fi's code and data (`fingerprint`), the arguments,
+  the current folder, the whole environment, and whether and how stdout and stderr print.
+- A `check` that reads the result cache records what it reads as it runs (`begin`): the stat of
+  every file it opens (Python's "open" audit event comes before the open: a file looked for
+  and not found counts too), the names in every folder it lists, and the paths whose absence it
+  relies on without opening them (`migrate_fi.depends.watch`: a configuration, a project's
+  markers, the record of a migration, looked for upward), each as it first found it. What its
+  walk and its analyses read is not recorded: the walk is made again (below), and the analyses
+  note what they read outside their files (`migrate_fi.depends`). Audit events see every reader,
+  those added later too.
+- Once the run has printed, the entry keeps all that, the walk's arguments and digest
+  (`tree_digest`), what the analyses consulted, and what the run printed, with its exit status
+  (`Recording.save`).
+- `replay` checks the recorded stats and listings, walks the tree again as the run did and
+  compares the digests, recomputes what the analyses consulted, and prints the same output.
 
 Anything else (another argument, a changed or new file, a file changed too recently for its
 stat to say so, an entry that cannot be read) and the command runs as usual: it may still be
 replayed from the result cache, which is keyed on the options, not on the command line. A run
-that reported an error, started a program, read a file it cannot stat, or printed what click
-would have altered (an escape sequence, a stream not in UTF-8) is not stored. This module and
-what `replay` imports stay small: that is its whole point.
+that reported an error, started a program, read what it cannot stat, or printed what click would
+have altered (an escape sequence, a stream not in UTF-8) is not kept. This module and what
+`replay` imports stay small: that is the point of it.
 """
 
 from __future__ import annotations
@@ -159,6 +163,7 @@ def replay(argv: Sequence[str], command: Command | None = None) -> int | None:
     command = command or Command.current(argv)
     if not command.eligible():
         return None
+    depends.forget_stats()  # (as a run: each file's stat asked once, now)
     try:
         with open(command.entry(), "rb") as fh:
             entry = marshal.loads(fh.read())

@@ -1,0 +1,230 @@
+"""A `check` whose inputs did not change is answered from the record of its last run
+(`migrate_fi.warm`): byte for byte what that run printed, with its exit status; and any change
+to what the run read (a file of the tree, a new file, the configuration, one looked for above,
+the pins, the record of a migration, a .gitignore, the command line, the environment) makes
+the command run again."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from migrate_fi import depends, warm
+from migrate_fi.cli import cli
+
+DEMO = Path(__file__).parent / "fixtures" / "projects" / "demo"
+STREAMS = (False, "utf-8", "strict", False, "utf-8", "backslashreplace")
+LEGACY = (
+    "from flashinfer import fp4_quantize\n\n\n"
+    "def q(x, gs):\n"
+    "    return fp4_quantize(x, gs[:1], 16, False, True, False, True)\n"
+)
+
+Output = tuple[int, str, str]
+
+
+@pytest.fixture
+def demo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The demo project, its files settled as soon as written, with a result cache of its own."""
+    monkeypatch.setattr(depends, "_RECENT_NS", 0)
+    monkeypatch.setenv("MIGRATE_FI_CACHE_DIR", str(tmp_path / "cache"))
+    root = tmp_path / "work" / "demo"
+    shutil.copytree(DEMO, root)
+    monkeypatch.chdir(root)
+    return root
+
+
+def fresh_process() -> None:
+    """What a process remembers of the file system, forgotten (each command is a process)."""
+    from migrate_fi import discovery, modules
+    from migrate_fi.rules import _layout
+
+    depends.forget_stats()
+    for memo in (discovery.python_files, discovery.tree_signature, modules._package_parts):
+        memo.cache_clear()
+    _layout._for_folder.cache_clear()
+
+
+def command(*argv: str) -> warm.Command:
+    return warm.Command.current(["check", *argv])._replace(streams=STREAMS)
+
+
+def made(*argv: str) -> Output:
+    """The command run, recorded as the entry point records it."""
+    fresh_process()
+    warm.begin(command(*argv))
+    try:
+        r = CliRunner().invoke(cli, ["check", *argv], catch_exceptions=False)
+    finally:
+        warm._forget()  # (as at the end of a process)
+    return r.exit_code, r.stdout, r.stderr
+
+
+def replayed(capsys: pytest.CaptureFixture[str], *argv: str) -> Output | None:
+    capsys.readouterr()
+    fresh_process()
+    code = warm.replay(["check", *argv], command(*argv))
+    out, err = capsys.readouterr()
+    if code is None:
+        assert out == err == ""  # (nothing printed: the command runs)
+        return None
+    return code, out, err
+
+
+def test_a_replay_is_what_the_run_printed(demo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert replayed(capsys) is None  # (never run)
+    first = made()
+    assert first[0] == 1 and "FI001" in first[1] and "Found" in first[2]
+    assert replayed(capsys) == first
+    assert replayed(capsys) == first
+    assert made("--no-cache") == first  # (what a run without any cache prints)
+    json_ = made("--output-format", "json")
+    assert replayed(capsys, "--output-format", "json") == json_ and json_ != first
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "edit",
+        "new file",
+        "configuration",
+        "configuration above",
+        "pin",
+        "record",
+        "gitignore",
+        "line length",
+    ],
+)
+def test_a_change_to_what_the_run_read_makes_it_run_again(
+    demo: Path, capsys: pytest.CaptureFixture[str], change: str
+) -> None:
+    config = demo / "pyproject.toml"
+    if change == "configuration above":  # (none in the project: looked for above it)
+        config.write_text(config.read_text().split("[tool.migrate-fi.rules.FI006]")[0])
+    if change == "record":  # (its folder there already: the record alone appears)
+        (demo / ".migrate-fi").mkdir()
+    before = made()
+    assert replayed(capsys) == before
+    code = demo / "src" / "demo_server"
+    if change == "edit":
+        (code / "server.py").write_text((code / "server.py").read_text() + LEGACY)
+    elif change == "new file":
+        (code / "legacy.py").write_text(LEGACY)
+    elif change == "configuration":
+        with (demo / "pyproject.toml").open("a") as fh:
+            fh.write('\n[tool.migrate-fi]\nignore = ["FI001"]\n')
+    elif change == "configuration above":
+        (demo.parent / "pyproject.toml").write_text('[tool.migrate-fi]\nignore = ["FI001"]\n')
+    elif change == "pin":
+        for pinned in (demo / "pyproject.toml", demo / "scripts" / "install.sh"):
+            pinned.write_text(pinned.read_text().replace("0.6.8.post1", "0.6.10"))
+    elif change == "record":  # (a record of an apply that stopped halfway, damaged)
+        (demo / ".migrate-fi" / "last-apply.json").write_text("{")
+    elif change == "gitignore":
+        (demo / ".git").mkdir()
+        (demo / ".gitignore").write_text("src/demo_server/layers/\n")
+    elif change == "line length":  # (what the rewrites of test files are wrapped to)
+        with (demo / "pyproject.toml").open("a") as fh:
+            fh.write("\n[tool.ruff]\nline-length = 60\n")
+    assert replayed(capsys) is None
+    after = made()
+    assert after != before or change == "line length", change  # (it changes the fixes only)
+    assert replayed(capsys) == after
+
+
+def test_another_command_line_or_environment_is_another_entry(
+    demo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made()
+    assert replayed(capsys, "--select", "FI001") is None
+    assert replayed(capsys, ".") is None  # (the same tree, said otherwise: run again)
+    monkeypatch.setenv("MIGRATE_FI_SOMETHING", "1")
+    assert replayed(capsys) is None
+    monkeypatch.delenv("MIGRATE_FI_SOMETHING")
+    assert replayed(capsys) is not None
+    monkeypatch.chdir(demo / "src")
+    assert replayed(capsys, "..") is None  # (another current folder)
+
+
+def test_what_is_never_replayed(demo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # a run that reports an error says it again each time
+    (demo / "src" / "demo_server" / "broken.py").write_text(LEGACY + "x = (\n")
+    assert made()[0] == 2
+    assert replayed(capsys) is None
+    (demo / "src" / "demo_server" / "broken.py").unlink()
+    # a run that read a file changed too recently for its stat to say so
+    os.environ["MIGRATE_FI_CACHE_DIR"] = str(demo.parent / "other-cache")
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(depends, "_RECENT_NS", 10**12)
+        made()
+    assert replayed(capsys) is None
+    # --no-cache, --changed-since, another command, MIGRATE_FI_NO_CACHE=1
+    for argv in (["check", "--no-cache"], ["check", "--changed-since", "HEAD"], ["diff"]):
+        assert not warm.Command.current(argv).eligible()
+    with pytest.MonkeyPatch.context() as m:
+        m.setenv("MIGRATE_FI_NO_CACHE", "1")
+        assert not warm.Command.current(["check"]).eligible()
+
+
+def test_a_run_that_started_a_program_or_prints_what_click_alters_is_not_kept(
+    demo: Path,
+) -> None:
+    from migrate_fi import reporting
+
+    summary = reporting.summary
+    for spoil in ("program", "escape", "encoding"):
+        c = command()
+        if spoil == "encoding":  # (click would write it otherwise)
+            c = c._replace(streams=(False, "ascii", "strict", False, "utf-8", "strict"))
+        fresh_process()
+        warm.begin(c)
+        try:
+            recording = warm.recording()
+            assert recording is not None
+            if spoil == "program":  # (git, say: what it reads is not known)
+                recording.hook("subprocess.Popen", ("git", ["git", "status"], None, None))
+            with pytest.MonkeyPatch.context() as m:
+                if spoil == "escape":  # (click strips escape sequences, but on a terminal)
+                    m.setattr(reporting, "summary", lambda *a: "\x1b[1m" + summary(*a))
+                r = CliRunner().invoke(cli, ["check"], catch_exceptions=False)
+            assert r.exit_code == 1, r.output
+        finally:
+            warm._forget()
+        assert warm.replay(["check"], c) is None, spoil
+    made()
+    assert warm.replay(["check"], command()) is not None  # (the same run, unspoilt)
+
+
+def test_the_entry_point_answers_without_importing_the_command_line(tmp_path: Path) -> None:
+    """The real entry, end to end: the same bytes and status, and neither click nor the rules
+    are imported (what makes it fast)."""
+    root = tmp_path / "demo"
+    shutil.copytree(DEMO, root)
+    env = {**os.environ, "MIGRATE_FI_CACHE_DIR": str(tmp_path / "cache")}
+    time.sleep(2.1)  # (a file changed within two seconds is never trusted by its stat)
+
+    def run() -> tuple[int, bytes, bytes, bool]:
+        r = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "migrate_fi", "check", "."],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            check=False,
+            timeout=300,
+        )
+        lines = r.stderr.splitlines(keepends=True)
+        err = b"".join(x for x in lines if not x.startswith(b"import time:"))
+        imported = b" click\n" in r.stderr or b" migrate_fi.cli\n" in r.stderr
+        return r.returncode, r.stdout, err, imported
+
+    first = run()
+    assert first[0] == 1 and first[3]
+    second = run()
+    assert second[:3] == first[:3] and not second[3]
