@@ -223,6 +223,11 @@ class Recording:
     def __init__(self, command: Command) -> None:
         self.command = command
         self._started = time.time_ns()
+        # never recorded: the cache's own files (they change with every run), migrate-fi's
+        # (the fingerprint stands for them) and the system's
+        package = os.path.dirname(os.path.abspath(__file__))
+        skipped = (os.path.dirname(os.path.dirname(command.entry())), package)
+        self._ignored = tuple(os.path.join(p, "") for p in (*skipped, "/dev", "/proc", "/sys"))
         # what the run read besides its walk's files, as it first found it: a file's stat
         # (None: not there), a folder's listing (`_listing`); `_UNKNOWN` where it cannot say
         self._read: dict[tuple[str, str], object] = {}
@@ -250,6 +255,8 @@ class Recording:
         path = os.path.abspath(path)
         if (kind, path) in self._read or path in self._files:
             return
+        if os.path.join(path, "").startswith(self._ignored):
+            return
         self._busy = True
         try:
             self._read[(kind, path)] = _state(kind, path)
@@ -275,14 +282,15 @@ class Recording:
         if not all(_utf8(e) for e in self.command.streams[1::3]):
             return
         tree, notes = self._run
-        entry = self.command.entry()
-        # (the cache's own files change with every run; the modules imported as the run went
-        # on are Python's and migrate-fi's, and the fingerprint stands for the latter)
-        skipped = (os.path.dirname(os.path.dirname(entry)), *_installed(), "/dev", "/proc", "/sys")
-        ignored = tuple(os.path.join(folder, "") for folder in skipped)
+        # (the modules imported as the run went on, and the folders the import system listed
+        # to find them: code, not input)
+        modules = _module_files()
+        packages = {os.path.dirname(path) for path in modules}
         read = []
         for (kind, path), state in sorted(self._read.items()):
-            if os.path.join(path, "").startswith(ignored) or path in self._files:
+            if path in self._files or path.endswith(".pyc"):
+                continue
+            if path in (modules if kind == "stat" else packages):
                 continue
             if state is _UNKNOWN:
                 return  # (nothing would say that it changed)
@@ -291,7 +299,7 @@ class Recording:
                 return  # (changed too recently for its stat to say so)
             read.append((kind, path, state))
         data = marshal.dumps((_FORMAT, read, self._walk, tree, notes, out, err, code))
-        write_at_once(entry, data)
+        write_at_once(self.command.entry(), data)
 
 
 _UNKNOWN = "unknown"
@@ -320,11 +328,14 @@ def _utf8(encoding: object) -> bool:
     return isinstance(encoding, str) and encoding.lower().replace("_", "-") in ("utf-8", "utf8")
 
 
-def _installed() -> set[str]:
-    """Where Python and migrate-fi are installed."""
-    package = os.path.dirname(os.path.abspath(__file__))
-    prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, package}
-    return {os.path.abspath(p) for p in prefixes}
+def _module_files() -> set[str]:
+    """The files of the modules this process imported."""
+    found = set()
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if isinstance(path, str):
+            found.add(os.path.abspath(path))
+    return found
 
 
 def write_at_once(path: str, data: bytes) -> bool:
