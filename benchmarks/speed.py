@@ -13,15 +13,17 @@ First the start-up: `check` of a one-file tree that never names FlashInfer (cold
 next to `python -c pass`. Then, for each corpus, medians of --repeat runs, each command in a
 fresh process as a user runs it:
 - floor A: start Python, read every .py file, `ast.parse` those that mention "flashinfer";
-- `check` cold (an empty result cache) and warm (nothing changed), warm after touching one
-  parsed file, cold with `-j 1`; `diff`; `apply` on a fresh copy; LibCST's bare parse of the files
-  `diff` changes;
+- `check` cold (an empty result cache) and warm (nothing changed: the same command, replayed,
+  `migrate_fi.warm`), warm from the result cache alone (the same options in another environment
+  each time: never replayed), warm after touching one parsed file, cold with `-j 1`; `diff`;
+  `apply` on a fresh copy; LibCST's bare parse of the files `diff` changes;
 - files parsed, sites, peak memory (RSS) of `check` cold and warm.
 The ratios of `check` cold and warm to floor A are the medians of pairs, each run right after a
 floor A of its own (a burst of load on a shared machine moves them far less than seconds).
 Then the slope, intercept and correlation of `check` cold time against the size of the SGLang
 copies. With --save-baseline the findings and patches are kept; later runs say whether theirs are
-byte-identical (the speed work must not change a finding).
+byte-identical (the speed work must not change a finding); "NO (warm)" when a warm `check`
+printed anything else than the cold one.
 """
 
 from __future__ import annotations
@@ -205,6 +207,7 @@ def startup(work: Path, repeat: int) -> str:
     tiny = work / "tiny"
     tiny.mkdir()
     (tiny / "m.py").write_text("import os\n\nprint(os.sep)\n")
+    time.sleep(2.1)  # (a file changed within two seconds is never trusted by its stat: settled)
     env = {**os.environ, "MIGRATE_FI_CACHE_DIR": str(work / "tiny-cache")}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     command = [*MIGRATE_FI, "check", "--from", "0.6.8.post1", "--to", "0.7.4", "."]
@@ -256,8 +259,11 @@ def run_corpus(
 
     def cold(*extra: str) -> tuple[float, int]:
         shutil.rmtree(results, ignore_errors=True)
-        t, mem, _ = measure([*MIGRATE_FI, "check", *common, *extra, "."], root, env)
+        t, mem, out = measure([*MIGRATE_FI, "check", *common, *extra, "."], root, env)
+        printed.add(out)
         return t, mem
+
+    printed: set[str] = set()  # what every `check` printed (the same, cold, warm or replayed)
 
     # (each `check` right after a floor A: the ratios are the medians of those pairs, which a
     # burst of load on a shared machine moves far less than seconds measured apart)
@@ -271,13 +277,19 @@ def run_corpus(
     cold_mem = max(m for _, m in colds)
     j1 = statistics.median(cold("-j", "1")[0] for _ in range(repeat))
     cold()  # fill the cache
-    warms, warm_x = [], []
-    for _ in range(repeat):
+    # warm: the same command again (`migrate_fi.warm` replays it); and in another environment
+    # each time, which only the result cache answers (`migrate_fi.cache`)
+    warms, warm_x, cached = [], [], []
+    for i in range(repeat):
         f = floor(root)
         warms.append(measure([*MIGRATE_FI, "check", *common, "."], root, env))
         warm_x.append(warms[-1][0] / f)
+        other = {**env, "MIGRATE_FI_SPEED_RUN": str(i)}
+        cached.append(measure([*MIGRATE_FI, "check", *common, "."], root, other))
+    printed.update(out for _, _, out in warms + cached)
     warm_t = statistics.median(t for t, _, _ in warms)
-    warm_mem = max(m for _, m, _ in warms)
+    cached_t = statistics.median(t for t, _, _ in cached)
+    warm_mem = max(m for _, m, _ in warms + cached)
     touched = reported[0] if reported else None
     touch_t = float("nan")
     if touched:
@@ -306,7 +318,7 @@ def run_corpus(
     files = [next((b / c for b in bases if (b / c).is_file()), root / c) for c in changed]
     cst_t = libcst_parse([f for f in files if f.is_file() and f.suffix == ".py"])
 
-    identical = "-"
+    identical = "-" if len(printed) == 1 else "NO (warm)"
     baseline = cache / "speed-baseline" / name.replace(" ", "_").replace(",", "")
     findings_now = json.dumps(data["diagnostics"], sort_keys=True)
     if save:
@@ -317,10 +329,10 @@ def run_corpus(
         same = (baseline / "findings.json").read_text() == findings_now and (
             baseline / "patch.diff"
         ).read_text() == patch
-        identical = "yes" if same else "NO"
+        identical = ("yes" if same else "NO") if len(printed) == 1 else "NO (warm)"
     return {
         "name": name, "files": len(py), "mb": mb, "parsed": parsed, "sites": sites,
-        "floor_a": floor_a, "cold": cold_t, "j1": j1, "warm": warm_t,
+        "floor_a": floor_a, "cold": cold_t, "j1": j1, "warm": warm_t, "cached": cached_t,
         "cold_x": cold_x, "warm_x": statistics.median(warm_x),
         "touch": touch_t, "diff": diff_t, "apply": apply_t, "libcst": cst_t,
         "cold_mem": cold_mem, "warm_mem": warm_mem, "identical": identical,
@@ -338,17 +350,17 @@ def print_row(row: dict[str, Any]) -> None:
 def print_table(rows: list[dict[str, Any]]) -> None:
     print(
         "| corpus | .py files | MB | parsed | sites | floor A s | check cold s (x A) | -j 1 s"
-        " | warm s (x A) | one touched s | diff s (x apply) | apply s (x LibCST parse)"
-        " | peak MB cold / warm | identical |"
+        " | warm s (x A) | result cache s | one touched s | diff s (x apply)"
+        " | apply s (x LibCST parse) | peak MB cold / warm | identical |"
     )
-    print("|" + "---|" * 14)
+    print("|" + "---|" * 15)
     for r in rows:
         a, apply_t, cst = r["floor_a"], r["apply"], r["libcst"]
         cst_ratio = f"{apply_t / cst:.2f}" if cst else "-"
         print(
             f"| {r['name']} | {r['files']} | {r['mb']:.1f} | {r['parsed']} | {r['sites']}"
             f" | {a:.2f} | {r['cold']:.2f} ({r['cold_x']:.2f}) | {r['j1']:.2f}"
-            f" | {r['warm']:.2f} ({r['warm_x']:.2f}) | {r['touch']:.2f}"
+            f" | {r['warm']:.2f} ({r['warm_x']:.2f}) | {r['cached']:.2f} | {r['touch']:.2f}"
             f" | {r['diff']:.2f} ({r['diff'] / apply_t:.2f}) | {apply_t:.2f} ({cst_ratio})"
             f" | {r['cold_mem']} / {r['warm_mem']} | {r['identical']} |"
         )

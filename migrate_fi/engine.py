@@ -129,8 +129,12 @@ def _run(
     links: list[str] = []
     at = [(base, list(globs)) for base, globs in excludes_at]
     walking: Walk = (paths, suffixes, list(exclude), respect_gitignore, at, patterns)
-    with depends.covered():  # (`migrate_fi.warm.replay` walks again)
-        walked = list(discover(*walking, unreadable, stale.append, links.append))
+    before = recording.walked_before(walking) if recording is not None else None
+    if before is not None:  # (`migrate_fi.warm.replay` walked the same way just now)
+        walked, stale, links = before
+    else:
+        with depends.covered():  # (`migrate_fi.warm.replay` walks again)
+            walked = list(discover(*walking, unreadable, stale.append, links.append))
     if recording is not None:
         recording.walked(walking, walked)
     tree = None  # the digest of what the walk found, when the run may be replayed

@@ -6,7 +6,7 @@ the rules, and settles its options, before it can even ask: on a tree of 2,000 f
 time. The entry point (`migrate_fi.__main__`) asks this module first, before any of that.
 
 - The key is the command (`Command`): migrate-fi's code and data (`fingerprint`), the arguments,
-  the current folder, the whole environment, and whether and how stdout and stderr print.
+  the current folder, the environment (but `$_` and `$OLDPWD`, which shells set), and whether and how stdout and stderr print.
 - A `check` that reads the result cache records what it reads as it runs (`begin`): the stat of
   every file it opens (Python's "open" audit event comes before the open: a file looked for
   and not found counts too), the names in every folder it lists, and the paths whose absence it
@@ -57,9 +57,8 @@ __all__ = [
 
 _FORMAT = 1
 _CACHE_ENV = "MIGRATE_FI_CACHE_DIR"  # (`migrate_fi.cache`'s folder: its entries live beside)
-_Stat = (
-    tuple[int, int, int, int] | None
-)  # size, modification time, inode, change time; None: absent
+# a file's size, modification time, inode and change time (None: it is not there)
+_Stat = tuple[int, int, int, int] | None
 # how a run walked (`migrate_fi.discovery.discover`'s arguments): paths, suffixes, --exclude,
 # whether .gitignore counts, the configuration's excludes with their folder, file patterns
 Walk = tuple[list[str], tuple[str, ...], list[str], bool, list[tuple[str, list[str]]], list[str]]
@@ -111,6 +110,11 @@ def tree_digest(paths: Sequence[str], stale: Sequence[str], links: Sequence[str]
     return blake2b(text.encode("utf-8", "surrogateescape"), digest_size=20).digest()
 
 
+# what a shell sets on its own, that no run reads: the last word of the command before (or the
+# program started), the folder it was in
+_SHELLS = frozenset({"_", "OLDPWD"})
+
+
 class Command(NamedTuple):
     """What the output of a command depends on besides the files it reads."""
 
@@ -128,7 +132,8 @@ class Command(NamedTuple):
             except (AttributeError, ValueError):  # (closed, or no stream at all)
                 tty = None
             streams += [tty, getattr(stream, "encoding", None), getattr(stream, "errors", None)]
-        return cls(tuple(argv), os.getcwd(), tuple(sorted(os.environ.items())), tuple(streams))
+        environ = tuple(sorted((k, v) for k, v in os.environ.items() if k not in _SHELLS))
+        return cls(tuple(argv), os.getcwd(), environ, tuple(streams))
 
     def eligible(self) -> bool:
         """A `check` that reads the result cache (the only command replayed)."""
@@ -160,7 +165,9 @@ def _stat(path: str) -> _Stat:
 def replay(argv: Sequence[str], command: Command | None = None) -> int | None:
     """Print what the last run of this command printed and return its exit status, when nothing
     it read has changed since; None (having printed nothing) when the command must run."""
+    global _walked
     command = command or Command.current(argv)
+    _walked = None
     if not command.eligible():
         return None
     depends.forget_stats()  # (as a run: each file's stat asked once, now)
@@ -173,7 +180,7 @@ def replay(argv: Sequence[str], command: Command | None = None) -> int | None:
         for kind, path, state in read:
             if _state(kind, path) != state:
                 return None
-        if _walk_digest(walk) != tree:
+        if _walk_digest(command, walk) != tree:
             return None
         for kind, argument, value in notes:
             if depends.recompute(kind, argument) != value:
@@ -190,30 +197,25 @@ def replay(argv: Sequence[str], command: Command | None = None) -> int | None:
     return int(code)
 
 
-def _walk_digest(walk: Walk) -> bytes | None:
+Walked = tuple[list[str], list[str], list[str]]  # what a walk found: files, stale, links
+# the walk the last `replay` made, and the command it was for: the command then runs, and need
+# not walk again (`begin`)
+_walked: tuple[Command, Walk, Walked] | None = None
+
+
+def _walk_digest(command: Command, walk: Walk) -> bytes | None:
     """The walk of the recorded run, made again (`migrate_fi.discovery.discover`)."""
+    global _walked
     from migrate_fi.discovery import discover
 
-    paths, suffixes, exclude, respect_gitignore, excludes_at, patterns = walk
     stale: list[str] = []
     links: list[str] = []
 
     def unreadable(folder: str, exc: OSError) -> None:
-        raise exc  # (a run that says so is never stored)
+        raise exc  # (a run that says so is never kept)
 
-    found = list(
-        discover(
-            paths,
-            tuple(suffixes),
-            exclude,
-            respect_gitignore,
-            [(base, list(globs)) for base, globs in excludes_at],
-            patterns,
-            unreadable,
-            stale.append,
-            links.append,
-        )
-    )
+    found = list(discover(*walk, unreadable, stale.append, links.append))
+    _walked = (command, walk, (found, stale, links))
     return tree_digest(found, stale, links)
 
 
@@ -235,6 +237,7 @@ class Recording:
         self._walk: Walk | None = None
         self._busy = False  # (reading the state of what the run reads, unrecorded)
         self._spawned = False
+        self._before: tuple[Walk, Walked] | None = None  # the walk `replay` made just now
         # set by the engine when its result may be replayed: the walk's digest, and what its
         # analyses consulted outside their files
         self._run: tuple[bytes, tuple[tuple[str, str, str], ...]] | None = None
@@ -262,6 +265,11 @@ class Recording:
             self._read[(kind, path)] = _state(kind, path)
         finally:
             self._busy = False
+
+    def walked_before(self, walk: Walk) -> Walked | None:
+        """What ``walk`` found when `replay` made it, just before this run began (once)."""
+        before, self._before = self._before, None
+        return before[1] if before is not None and before[0] == walk else None
 
     def walked(self, walk: Walk, files: Iterable[str]) -> None:
         """How the engine walked, and the files it found."""
@@ -397,12 +405,15 @@ def _watch(path: str) -> None:
 def begin(command: Command) -> None:
     """Record what this process reads from now on, for `Recording.save` (an audit hook stays
     for the life of the process: one is added, and idles between recordings)."""
-    global _recording, _hooked
+    global _recording, _hooked, _walked
     if not _hooked:
         sys.addaudithook(_hook)
         os.register_at_fork(after_in_child=_forget)
         _hooked = True
     _recording = Recording(command)
+    if _walked is not None and _walked[0] == command:
+        _recording._before = _walked[1:]
+    _walked = None
     depends.watched_by(_watch)
 
 

@@ -57,7 +57,8 @@ def command(*argv: str) -> warm.Command:
 
 
 def made(*argv: str) -> Output:
-    """The command run, recorded as the entry point records it."""
+    """The command run, recorded as the entry point records it (after a replay of the same
+    command that missed, taking the walk that replay made, as the entry point does)."""
     fresh_process()
     warm.begin(command(*argv))
     try:
