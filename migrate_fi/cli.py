@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -970,7 +970,7 @@ def interruption_lines(exc: BaseException) -> list[str]:
     ]
 
 
-def _interrupted(exc: BaseException) -> None:
+def _interrupted(exc: BaseException) -> NoReturn:
     for line in interruption_lines(exc):
         click.echo(line, err=True)
     sys.stdout.flush()

@@ -6,7 +6,8 @@ the rules, and settles its options, before it can even ask: on a tree of 2,000 f
 time. The entry point (`migrate_fi.__main__`) asks this module first, before any of that.
 
 - The key is the command (`Command`): migrate-fi's code and data (`fingerprint`), the arguments,
-  the current folder, the environment (but `$_` and `$OLDPWD`, which shells set), and whether and how stdout and stderr print.
+  the current folder, the environment (but `$_` and `$OLDPWD`, which shells set), and whether
+  and how stdout and stderr print.
 - A `check` that reads the result cache records what it reads as it runs (`begin`): the stat of
   every file it opens (Python's "open" audit event comes before the open: a file looked for
   and not found counts too), the names in every folder it lists, and the paths whose absence it
@@ -223,6 +224,8 @@ class Recording:
     """What a `check` read, learnt as it runs (see the module docstring)."""
 
     def __init__(self, command: Command) -> None:
+        import threading  # (here: a replay never needs it)
+
         self.command = command
         self._started = time.time_ns()
         # never recorded: the cache's own files (they change with every run), migrate-fi's
@@ -235,7 +238,7 @@ class Recording:
         self._read: dict[tuple[str, str], object] = {}
         self._files: frozenset[str] = frozenset()  # the walk's (its digest stands for them)
         self._walk: Walk | None = None
-        self._busy = False  # (reading the state of what the run reads, unrecorded)
+        self._busy = threading.local()  # (a thread reading the state of a path: unrecorded)
         self._spawned = False
         self._before: tuple[Walk, Walked] | None = None  # the walk `replay` made just now
         # set by the engine when its result may be replayed: the walk's digest, and what its
@@ -247,7 +250,7 @@ class Recording:
             return
         if event not in _READS:  # a program started (git): what it reads is not known
             self._spawned = True
-        elif not (self._busy or depends.is_covered()) and args:
+        elif not (getattr(self._busy, "on", False) or depends.is_covered()) and args:
             path = args[0]
             if isinstance(path, bytes):
                 path = os.fsdecode(path)
@@ -260,11 +263,11 @@ class Recording:
             return
         if os.path.join(path, "").startswith(self._ignored):
             return
-        self._busy = True
+        self._busy.on = True
         try:
             self._read[(kind, path)] = _state(kind, path)
         finally:
-            self._busy = False
+            self._busy.on = False
 
     def walked_before(self, walk: Walk) -> Walked | None:
         """What ``walk`` found when `replay` made it, just before this run began (once)."""
@@ -408,7 +411,8 @@ def begin(command: Command) -> None:
     global _recording, _hooked, _walked
     if not _hooked:
         sys.addaudithook(_hook)
-        os.register_at_fork(after_in_child=_forget)
+        if hasattr(os, "register_at_fork"):  # (elsewhere workers start afresh: nothing to forget)
+            os.register_at_fork(after_in_child=_forget)
         _hooked = True
     _recording = Recording(command)
     if _walked is not None and _walked[0] == command:
