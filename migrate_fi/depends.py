@@ -1,13 +1,15 @@
-"""What a file's analysis depended on besides the file itself, so that its result can be reused.
+"""What a run depended on besides the files it read, so that its results can be reused.
 
 A rule's helper that consults something outside the file notes it here while the file is
 analysed: a value it can recompute cheaply (``note("line-length", path, "100")``: the project's
 configured line length; ``note("tree", root, digest)``: the stat of every file under the root a
 search for the callers of a function read, `migrate_fi.rules._callers`), or
-``note_unbounded()`` for what cannot be recomputed: such a result is never reused. The result cache (`migrate_fi.cache`) stores the notes with the result and recomputes
-each value before reusing it.
+``note_unbounded()`` for what cannot be recomputed: such a result is never reused. The result
+cache (`migrate_fi.cache`) stores the notes with the result and recomputes each value before
+reusing it. The engine tells a path it relies on without opening it (``watch``) to the
+recording of a `check` that may be replayed (`migrate_fi.warm`), which learns what the run
+opens and lists by itself, but for what is `covered` (noted, or walked again).
 """
-
 from __future__ import annotations
 
 import contextlib
