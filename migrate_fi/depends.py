@@ -10,6 +10,7 @@ reusing it. The engine tells a path it relies on without opening it (``watch``) 
 recording of a `check` that may be replayed (`migrate_fi.warm`), which learns what the run
 opens and lists by itself, but for what is `covered` (noted, or walked again).
 """
+
 from __future__ import annotations
 
 import contextlib
