@@ -12,15 +12,21 @@ def _drop_current_folder() -> None:
     """`python -m` puts the current folder first on sys.path, so a project's own `json.py`,
     `click.py` or `pathspec.py` would be imported (and run) in place of the library: the tool
     must never run the code it reads. The package itself is already found by now."""
-    here = os.path.realpath(os.getcwd())
+    try:
+        here = os.path.realpath(os.getcwd())
+    except OSError:  # (the current folder is gone: nothing can be imported from it)
+        here = None
     sys.path[:] = [p for p in sys.path if p and os.path.realpath(p) != here] or sys.path[:0]
 
 
 def main() -> None:
     from migrate_fi import warm
 
-    command = warm.Command.current(sys.argv[1:])
-    if command.eligible():
+    try:
+        command = warm.Command.current(sys.argv[1:])
+    except OSError:  # (the current folder is gone: the command line says so)
+        command = None
+    if command is not None and command.eligible():
         try:
             code = warm.replay(command.argv, command)
         except KeyboardInterrupt as exc:  # (said as any interrupted run says it)

@@ -290,6 +290,10 @@ def _execute(
     from migrate_fi.pipeline import Mode
     from migrate_fi.rule import KeywordStyle, RuleSetupError, RunOptions
 
+    try:
+        os.getcwd()
+    except OSError as exc:
+        raise Fatal(f"the current folder cannot be read ({exc.strerror}): cd into one") from None
     settled = _settle(common)
     for p in settled.paths:
         if not os.path.lexists(p):

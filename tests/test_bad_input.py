@@ -261,3 +261,26 @@ def test_a_file_changed_between_read_and_write_is_not_overwritten(
     assert (tmp_path / "b.py").read_text() == MIGRATED
     debris = [p for p in tmp_path.rglob("*") if p.name.endswith(".migrate-fi.tmp")]
     assert debris == []
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a folder in use cannot be removed")
+def test_a_current_folder_that_is_gone_is_said_in_one_line(tmp_path: Path) -> None:
+    gone = tmp_path / "gone"
+    script = (
+        "import os, runpy, sys\n"
+        f"os.chdir({str(gone)!r}); os.rmdir({str(gone)!r})\n"
+        "sys.argv = ['migrate-fi', 'check', *sys.argv[1:]]\n"
+        "runpy.run_module('migrate_fi', run_name='__main__')\n"
+    )
+    for args in ([], ["--no-cache", "."]):
+        gone.mkdir()
+        r = subprocess.run(
+            [sys.executable, "-c", script, *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert r.returncode == 2, r.stderr
+        assert r.stderr.startswith("migrate-fi: error: the current folder cannot be read"), r.stderr
+        assert len(r.stderr.splitlines()) == 1 and "Traceback" not in r.stderr
