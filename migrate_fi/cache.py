@@ -295,7 +295,7 @@ class ResultCache:
         return hashlib.blake2b(self._run + b"\0replay", digest_size=20).hexdigest()
 
     def _write(self, key: str, value: object) -> bool:
-        return write_at_once(self._file(key), pickle.dumps(value, protocol=4))
+        return write_at_once(self._file(key), lambda fh: pickle.dump(value, fh, protocol=4))
 
     def prune(self, limit: int = MAX_ENTRIES) -> None:
         """Keep at most ``limit`` entries, the newest."""

@@ -37,8 +37,8 @@ import marshal
 import os
 import sys
 import time
-from collections.abc import Iterable, Sequence
-from typing import NamedTuple
+from collections.abc import Callable, Iterable, Sequence
+from typing import BinaryIO, NamedTuple
 
 from migrate_fi import __version__, depends
 from migrate_fi.depends import blake2b
@@ -310,7 +310,7 @@ class Recording:
                 return  # (changed too recently for its stat to say so)
             read.append((kind, path, state))
         data = marshal.dumps((_FORMAT, read, self._walk, tree, notes, out, err, code))
-        write_at_once(self.command.entry(), data)
+        write_at_once(self.command.entry(), lambda fh: fh.write(data))
 
 
 _UNKNOWN = "unknown"
@@ -349,10 +349,11 @@ def _module_files() -> set[str]:
     return found
 
 
-def write_at_once(path: str, data: bytes) -> bool:
-    """Write ``path`` at once (a temporary file beside it, then a rename: a concurrent run never
-    reads half of it); False when it cannot be written (a cache that cannot be written only
-    costs time)."""
+def write_at_once(path: str, write: Callable[[BinaryIO], object]) -> bool:
+    """Write ``path`` at once with ``write`` (a temporary file beside it, then a rename: a
+    concurrent run never reads half of it); False when it cannot be written (a cache that
+    cannot be written only costs time). (``write`` streams: a run's pickled results need
+    not be held whole in memory.)"""
     import tempfile  # (here: it costs start-up)
 
     try:
@@ -360,7 +361,7 @@ def write_at_once(path: str, data: bytes) -> bool:
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
         try:
             with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
+                write(fh)
             os.replace(tmp, path)
         except BaseException:
             with contextlib.suppress(OSError):
