@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import enum
-import hashlib
 import os
 import pickle
 import time
@@ -34,6 +33,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TypeVar
 
 from migrate_fi import depends
+from migrate_fi.depends import blake2b
 from migrate_fi.results import FileResult, RunResult
 from migrate_fi.rule import RunOptions
 from migrate_fi.userdirs import user_folder
@@ -186,7 +186,7 @@ class ResultCache:
             # (the same re-exports for every file of a round: written out once; the mapping is
             # held, so that its id is not another's)
             self._aliases = (aliases, repr(sorted(aliases.items())).encode())
-        h = hashlib.blake2b(self._run, digest_size=20)
+        h = blake2b(self._run, digest_size=20)
         h.update(self._aliases[1])
         h.update(repr((shown, path, module, prefiltered)).encode())
         h.update(data)
@@ -215,11 +215,11 @@ class ResultCache:
                 self.replayable = False  # (its results are not kept: made again next time)
 
     def _walk_key(self) -> str:
-        return hashlib.blake2b(self._run + b"\0walk", digest_size=20).hexdigest()
+        return blake2b(self._run + b"\0walk", digest_size=20).hexdigest()
 
     def memo(self, name: str, compute: Callable[[], T]) -> T:
         """A value of the whole run (``name``: what it is), computed once for these options."""
-        key = hashlib.blake2b(self._run + b"\0memo\0" + name.encode(), digest_size=20).hexdigest()
+        key = blake2b(self._run + b"\0memo\0" + name.encode(), digest_size=20).hexdigest()
         try:
             with open(self._file(key), "rb") as fh:
                 value: T = pickle.load(fh)
@@ -292,7 +292,7 @@ class ResultCache:
             self._write(self._replay_key(), (tree, tuple(sorted(self._notes)), result))
 
     def _replay_key(self) -> str:
-        return hashlib.blake2b(self._run + b"\0replay", digest_size=20).hexdigest()
+        return blake2b(self._run + b"\0replay", digest_size=20).hexdigest()
 
     def _write(self, key: str, value: object) -> bool:
         return write_at_once(self._file(key), lambda fh: pickle.dump(value, fh, protocol=4))
