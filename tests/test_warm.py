@@ -229,3 +229,13 @@ def test_the_entry_point_answers_without_importing_the_command_line(tmp_path: Pa
     assert first[0] == 1 and first[3]
     second = run()
     assert second[:3] == first[:3] and not second[3]
+
+
+def test_a_damaged_entry_is_a_miss(demo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    first = made()
+    entry = Path(command().entry())
+    for damaged in (b"", b"\x00garbage", entry.read_bytes()[:-7]):
+        entry.write_bytes(damaged)
+        assert replayed(capsys) is None
+    assert made() == first  # (the command runs, and keeps a sound entry again)
+    assert replayed(capsys) == first
