@@ -317,10 +317,17 @@ _UNKNOWN = "unknown"
 
 
 def _state(kind: str, path: str) -> object:
-    """A file's stat (None: it is not there) or a folder's listing (`_listing`); `_UNKNOWN`
-    when it cannot be had."""
+    """What the run relied on about ``path``: the stat of a file it read ("stat"), what a path
+    it looked for is ("exists": a file, a folder, None when not there: a `.git` folder is the
+    same folder whatever git does inside it), the names in a folder it listed ("listing");
+    `_UNKNOWN` when it cannot be had."""
     try:
-        return _stat(path) if kind == "stat" else _listing(path)
+        if kind == "stat":
+            return _stat(path)
+        if kind == "exists":
+            found = _stat(path)
+            return None if found is None else "folder" if os.path.isdir(path) else "file"
+        return _listing(path)
     except OSError:
         return _UNKNOWN
 
@@ -403,7 +410,7 @@ def _forget() -> None:
 
 def _watch(path: str) -> None:
     if _recording is not None:
-        _recording.note("stat", path)
+        _recording.note("exists", path)
 
 
 def begin(command: Command) -> None:

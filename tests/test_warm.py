@@ -239,3 +239,18 @@ def test_a_damaged_entry_is_a_miss(demo: Path, capsys: pytest.CaptureFixture[str
         assert replayed(capsys) is None
     assert made() == first  # (the command runs, and keeps a sound entry again)
     assert replayed(capsys) == first
+
+
+def test_what_the_run_did_not_read_keeps_the_replay(
+    demo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A replay misses only for what the run read: git at work inside `.git` (the run only
+    looked whether it is there), or a shell's own variables, change nothing."""
+    (demo / ".git").mkdir()
+    first = made()
+    assert replayed(capsys) == first
+    (demo / ".git" / "index.lock").write_text("")  # (as `git status` does)
+    (demo / ".git" / "index.lock").unlink()
+    monkeypatch.setenv("_", "/usr/bin/something-else")
+    monkeypatch.setenv("OLDPWD", "/elsewhere")
+    assert replayed(capsys) == first
