@@ -10,12 +10,12 @@ time. The entry point (`migrate_fi.__main__`) asks this module first, before any
   and how stdout and stderr print.
 - A `check` that reads the result cache records what it reads as it runs (`begin`): the stat of
   every file it opens (Python's "open" audit event comes before the open: a file looked for
-  and not found counts too), the names in every folder it lists, and the paths whose absence it
-  relies on without opening them (`migrate_fi.depends.watch`: a configuration, a project's
-  markers, the record of a migration, looked for upward), each as it first found it. What its
-  walk and its analyses read is not recorded: the walk is made again (below), and the analyses
-  note what they read outside their files (`migrate_fi.depends`). Audit events see every reader,
-  those added later too.
+  and not found counts too), the names in every folder it lists, and what each path it looks
+  for without opening is, a file, a folder or nothing (`migrate_fi.depends.watch`: a
+  configuration, a project's markers, the record of a migration, looked for upward), each as it
+  first found it. What its walk and its analyses read is not recorded: the walk is made again
+  (below), and the analyses note what they read outside their files (`migrate_fi.depends`); nor
+  are the modules it imports. Audit events see every reader, those added later too.
 - Once the run has printed, the entry keeps all that, the walk's arguments and digest
   (`tree_digest`), what the analyses consulted, and what the run printed, with its exit status
   (`Recording.save`).
