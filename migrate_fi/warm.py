@@ -6,8 +6,8 @@ the rules, and settles its options, before it can even ask: on a tree of 2,000 f
 time. The entry point (`migrate_fi.__main__`) asks this module first, before any of that.
 
 - The key is the command (`Command`): migrate-fi's code and data (`fingerprint`), the arguments,
-  the current folder, the environment (but `$_` and `$OLDPWD`, which shells set), and whether
-  and how stdout and stderr print.
+  the current folder, the environment (but `$_` and `$OLDPWD`, which shells set), whether and
+  how stdout and stderr print, and the interpreter's options.
 - A `check` that reads the result cache records what it reads as it runs (`begin`): the stat of
   every file it opens (Python's "open" audit event comes before the open: a file looked for
   and not found counts too), the names in every folder it lists, and what each path it looks
@@ -123,6 +123,7 @@ class Command(NamedTuple):
     cwd: str
     environ: tuple[tuple[str, str], ...]
     streams: tuple[object, ...]  # stdout's and stderr's: a terminal?, encoding, errors
+    python: str = ""  # the interpreter's options (`-W error`, `-X dev`: they may change a run)
 
     @classmethod
     def current(cls, argv: Sequence[str]) -> Command:
@@ -134,7 +135,8 @@ class Command(NamedTuple):
                 tty = None
             streams += [tty, getattr(stream, "encoding", None), getattr(stream, "errors", None)]
         environ = tuple(sorted((k, v) for k, v in os.environ.items() if k not in _SHELLS))
-        return cls(tuple(argv), os.getcwd(), environ, tuple(streams))
+        python = repr((tuple(sys.flags), sys.warnoptions, sorted(sys._xoptions.items())))
+        return cls(tuple(argv), os.getcwd(), environ, tuple(streams), python)
 
     def eligible(self) -> bool:
         """A `check` that reads the result cache (the only command replayed)."""

@@ -152,6 +152,8 @@ def test_another_command_line_or_environment_is_another_entry(
     assert replayed(capsys) is not None
     monkeypatch.chdir(demo / "src")
     assert replayed(capsys, "..") is None  # (another current folder)
+    # (and other options of the interpreter: `python -W error -m migrate_fi check`)
+    assert command()._replace(python="-W error").entry() != command().entry()
 
 
 def test_what_is_never_replayed(demo: Path, capsys: pytest.CaptureFixture[str]) -> None:
