@@ -5,9 +5,10 @@ cache (`migrate_fi.cache`) spares the analyses, but such a run still imports cli
 the rules, and settles its options, before it can even ask: on a tree of 2,000 files, most of its
 time. The entry point (`migrate_fi.__main__`) asks this module first, before any of that.
 
-- The key is the command (`Command`): migrate-fi's code and data (`fingerprint`), the arguments,
-  the current folder, the environment (but `$_` and `$OLDPWD`, which shells set), whether and
-  how stdout and stderr print, and the interpreter's options.
+- The key is the command (`Command`): migrate-fi's code and data and the libraries it works
+  with (`fingerprint`), the arguments, the current folder, the environment (but `$_` and
+  `$OLDPWD`, which shells set), whether and how stdout and stderr print, and the interpreter's
+  options.
 - A `check` that reads the result cache records what it reads as it runs (`begin`): the stat of
   every file it opens (Python's "open" audit event comes before the open: a file looked for
   and not found counts too), the names in every folder it lists, and what each path it looks
@@ -68,9 +69,9 @@ _fingerprint: bytes | None = None
 
 
 def fingerprint() -> bytes:
-    """migrate-fi's own code and bundled data, and the user's API data and value-change files:
-    what every result depends on (a stat of each file; an edited rule or a new release changes
-    it)."""
+    """migrate-fi's own code and bundled data, the user's API data and value-change files, and
+    the libraries a result depends on: what every result depends on (a stat of each file; an
+    edited rule, a new release or an upgraded library changes it)."""
     global _fingerprint
     if _fingerprint is None:
         package = os.path.dirname(os.path.abspath(__file__))
@@ -87,8 +88,30 @@ def fingerprint() -> bytes:
                         except OSError:
                             continue
                         h.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+        h.update(_libraries().encode("utf-8", "surrogateescape"))
         _fingerprint = h.digest()
     return _fingerprint
+
+
+# the libraries a `check` result depends on: its walk (pathspec), its versions (packaging), its
+# output (click); libcst only ever rewrites
+_LIBRARIES = ("click", "packaging", "pathspec")
+
+
+def _libraries() -> str:
+    """Where each of `_LIBRARIES` would be imported from, and the stat of its `__init__.py` (an
+    upgrade rewrites it), found without importing it."""
+    out = []
+    for name in _LIBRARIES:
+        for entry in sys.path:
+            init = os.path.join(entry or os.curdir, name, "__init__.py")
+            try:
+                st = os.stat(init)
+            except OSError:
+                continue
+            out.append(f"{init}\0{st.st_size}\0{st.st_mtime_ns}\0")
+            break
+    return "".join(out)
 
 
 def tree_digest(paths: Sequence[str], stale: Sequence[str], links: Sequence[str]) -> bytes | None:

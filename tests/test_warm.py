@@ -256,3 +256,20 @@ def test_what_the_run_did_not_read_keeps_the_replay(
     monkeypatch.setenv("_", "/usr/bin/something-else")
     monkeypatch.setenv("OLDPWD", "/elsewhere")
     assert replayed(capsys) == first
+
+
+def test_an_upgraded_library_is_another_fingerprint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The result cache and the replay are keyed on the libraries a result depends on (found
+    on sys.path, never imported): an upgrade of packaging is another key."""
+    (tmp_path / "packaging").mkdir()
+    init = tmp_path / "packaging" / "__init__.py"
+    init.write_text("__version__ = '1'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(warm, "_fingerprint", None)
+    before = warm.fingerprint()
+    assert str(init) in warm._libraries()
+    init.write_text("__version__ = '22'\n")
+    monkeypatch.setattr(warm, "_fingerprint", None)
+    assert warm.fingerprint() != before
