@@ -2,12 +2,14 @@
 depends on changed.
 
 An entry is keyed on everything the analysis of one file reads: migrate-fi's own code and API
-data (the size and modification time of every file of the package, and of the user's data
-folder), the run's options (range, rules and their settings), the rules that must see the file,
-the project's re-exports the file was analysed with, its path and module name, and its bytes.
-What the analysis consulted outside the file (`migrate_fi.depends`: the configured line length)
-is stored with the result and recomputed before it is reused; a result that searched the whole
-project (the callers of a function) is never stored.
+data and the libraries it works with (`migrate_fi.warm.fingerprint`: the size and modification
+time of every file of the package and of the user's data folder, and of each library's
+`__init__.py`), the run's options (range, rules and their settings), the rules that must see the
+file, the project's re-exports the file was analysed with, its path and module name, and its
+bytes. What the analysis consulted outside the file (`migrate_fi.depends`: the configured line
+length; for a search of a function's callers, the stat of every file it may read) is stored
+with the result and recomputed before it is reused; a result whose reads cannot be recomputed
+(`depends.note_unbounded`) is never stored.
 
 Entries live in ``$MIGRATE_FI_CACHE_DIR``, else the per-user cache folder
 (``$XDG_CACHE_HOME/migrate-fi/results``, ``~/.cache/migrate-fi/results``). The entries a run
