@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import marshal
 import os
+import stat
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -310,9 +311,7 @@ class Recording:
 
     def save(self, out: str, err: str, code: int) -> None:
         """Keep what the run printed for `replay` (when it may be: see the module docstring)."""
-        global _recording
-        _recording = None  # (what is read from now on is not the run's)
-        depends.watched_by(None)
+        _forget()  # (what is read from now on is not the run's)
         if self._run is None or self._walk is None or self._spawned or "\x1b" in out + err:
             return
         if not all(_utf8(e) for e in self.command.streams[1::3]):
@@ -330,8 +329,8 @@ class Recording:
                 continue
             if state is _UNKNOWN:
                 return  # (nothing would say that it changed)
-            stat = depends.Stat(*state) if isinstance(state, tuple) else None
-            if stat is not None and not depends.settled(stat, self._started):
+            signature = depends.Stat(*state) if isinstance(state, tuple) else None
+            if signature is not None and not depends.settled(signature, self._started):
                 return  # (changed too recently for its stat to say so)
             read.append((kind, path, state))
         data = marshal.dumps((_FORMAT, read, self._walk, tree, notes, out, err, code))
@@ -350,8 +349,11 @@ def _state(kind: str, path: str) -> object:
         if kind == "stat":
             return _stat(path)
         if kind == "exists":
-            found = _stat(path)
-            return None if found is None else "folder" if os.path.isdir(path) else "file"
+            try:
+                mode = os.stat(path).st_mode
+            except (FileNotFoundError, NotADirectoryError):
+                return None
+            return "folder" if stat.S_ISDIR(mode) else "file"
         return _listing(path)
     except OSError:
         return _UNKNOWN
@@ -428,8 +430,10 @@ def _hook(event: str, args: tuple[object, ...]) -> None:
 
 
 def _forget() -> None:
+    """No recording from now on: the run has printed, or this is a worker (what it reads is
+    its analyses')."""
     global _recording
-    _recording = None  # (a worker process: what it reads is its analyses')
+    _recording = None
     depends.watched_by(None)
 
 
