@@ -271,19 +271,42 @@ def may_hold_versions(
     Python file must contain to hold a version (other files: always)."""
     if not path.endswith(".py"):
         return True
+    names = _family_names(companions)
+    if data.isascii():
+        return _ascii_may_hold(data, old_version, frozenset(names))
     # Latin-1 maps every byte to one character: the ASCII names and operators match as in
     # the decoded text, whatever the file's encoding
-    text, names = data.decode("latin-1"), _family_names(companions)
-    if not _python_may_hold(text, old_version, names):
+    text = data.decode("latin-1")
+    # (its ASCII letters lower-cased, as `str.lower` would at a fifth of the cost: no other
+    # letter of Latin-1 turns into an ASCII one or into two, or leaves `\w`)
+    if not _python_may_hold(text, old_version, names, data.lower().decode("latin-1")):
         return False
-    if not data.isascii():  # (its letters and digits decoded, as the scan reads them)
-        try:
-            text = decode_source(data).text
-        except SourceError:
-            return True  # (the pipeline says why it cannot be read)
+    try:  # (its letters and digits decoded, as the scan reads them)
+        text = decode_source(data).text
+    except SourceError:
+        return True  # (the pipeline says why it cannot be read)
     # what `_scan_python` reads then ("a quoted name" alone, `backend == "flashinfer"`, finds
     # nothing: such files need not be parsed)
     return _reads_calls(text) or _reads_strings(text, old_version, names)
+
+
+def _ascii_may_hold(data: bytes, old: str | None, names: frozenset[str]) -> bool:
+    """`may_hold_versions` of an ASCII file, each of its tests made once: the old version
+    written in it, or a pin (`_gate`'s first alternative), or a quoted name and
+    `_reads_calls`. (Most files that name FlashInfer get this far: its lower-case text made
+    from the bytes costs a fifth of `str.lower`, and the pin test is not made twice.)"""
+    text = data.decode("ascii")
+    if old is not None and old in text:
+        return True
+    lowered = data.lower().decode("ascii")
+    if _rough_gate(names).search(lowered) is None:
+        return False
+    quoted = False
+    for pin in _gate_hits(names, text, lowered):
+        if pin:
+            return True
+        quoted = True
+    return quoted and _reads_calls(text)
 
 
 def _reads_calls(text: str) -> bool:
@@ -643,12 +666,13 @@ def _gate_parts(names: frozenset[str]) -> tuple[str, str]:
 
 
 @cache
-def _anchored_gate(names: frozenset[str]) -> tuple[re.Pattern[str], ...]:
-    """`_gate` tried only where a name starts: where its first word starts in the lower-cased
-    text (every position, overlapping), the pin there, the quoted name one before."""
-    starts = re.compile("(?=(?:" + "|".join(re.escape(h) for h in _heads(names)) + "))")
+def _anchored_gate(
+    names: frozenset[str],
+) -> tuple[tuple[str, ...], re.Pattern[str], re.Pattern[str]]:
+    """`_gate` tried only where a name starts: the first words of the names (where a match
+    starts in the lower-cased text), the pin there, the quoted name one before."""
     pin, quoted = _gate_parts(names)
-    return starts, re.compile(pin, re.IGNORECASE), re.compile(quoted, re.IGNORECASE)
+    return tuple(_heads(names)), re.compile(pin, re.IGNORECASE), re.compile(quoted, re.IGNORECASE)
 
 
 # letters that IGNORECASE matches to ASCII ones, and the one whose lower case is two letters:
@@ -656,14 +680,17 @@ def _anchored_gate(names: frozenset[str]) -> tuple[re.Pattern[str], ...]:
 _FOLDED = ("\u0130", "\u0131", "\u017f", "\u212a")
 
 
-def _python_may_hold(text: str, old: str | None, names: Collection[str]) -> bool:
-    """A cheap test that most Python files fail: the full scan tokenizes the whole file."""
+def _python_may_hold(
+    text: str, old: str | None, names: Collection[str], lowered: str | None = None
+) -> bool:
+    """A cheap test that most Python files fail: the full scan tokenizes the whole file.
+    ``lowered``: ``text.lower()``, or as good (`may_hold_versions`), when the caller has it."""
     if old is not None and old in text:
         return True
     key = frozenset(names)
     # a necessary condition first: the exact test's leading look-behind and case folding make
     # it scan slowly; this one starts with a literal, which the regex engine finds fast
-    lowered = text.lower()
+    lowered = text.lower() if lowered is None else lowered
     if _rough_gate(key).search(lowered) is None:
         return False
     return _gate_finds(key, text, lowered)
@@ -677,12 +704,22 @@ def _gate_finds(
     if any(c in text for c in _FOLDED):
         return _gate(names, pins_only).search(text) is not None
     lowered = text.lower() if lowered is None else lowered
-    starts, pin, quoted = _anchored_gate(names)
-    for start in starts.finditer(lowered):
-        at = start.start()
-        if pin.match(text, at) or (not pins_only and at and quoted.match(text, at - 1)):
-            return True
-    return False
+    return any(pin or not pins_only for pin in _gate_hits(names, text, lowered))
+
+
+def _gate_hits(names: frozenset[str], text: str, lowered: str) -> Iterator[bool]:
+    """Where `_gate` matches, tried only where a name starts in ``lowered`` (the text in lower
+    case, with none of `_FOLDED`), name by name: True for a pin, False for a quoted name. (A
+    search for each first word: a regex of zero width is tried at every place of the text.)"""
+    heads, pin, quoted = _anchored_gate(names)
+    for head in heads:
+        at = lowered.find(head)
+        while at >= 0:
+            if pin.match(text, at):
+                yield True
+            elif at and quoted.match(text, at - 1):
+                yield False
+            at = lowered.find(head, at + 1)
 
 
 def _scan_python(

@@ -286,6 +286,44 @@ def test_moved_means_the_same_code() -> None:
             assert new.defs[new.canonical(target) or ""]["h"] == before, change
 
 
+def test_same_name_elsewhere_is_every_public_path_of_that_name() -> None:
+    """`Api.same_name_elsewhere` finds paths by name without indexing every public path (a
+    few names searched, then an index of the keys): both ways agree with the definition, the
+    public paths (`public_paths`) of the same last name, the shortest per definition."""
+    from migrate_fi.api.differ import Api
+    from migrate_fi.api.store import load_release
+
+    def expected(api: Api, path: str, kind: str | None) -> list[str]:
+        best: dict[str, str] = {}
+        for public, target in api.public_paths().items():
+            if public.rpartition(".")[2] != path.rpartition(".")[2] or public == path:
+                continue
+            if kind is not None and api.kind(target) != kind:
+                continue
+            if target not in best or (len(public), public) < (len(best[target]), best[target]):
+                best[target] = public
+        return sorted(best.values())
+
+    for version in ("0.6.8.post1", "0.7.4"):
+        api = Api(version, load_release(version))  # (its own lookups: none asked before)
+        asked = ["flashinfer.comm.trtllm_alltoall.MnnvlMoe", "flashinfer", "no.such_name"]
+        asked += (
+            list(api.defs)[:: len(api.defs) // 40] + list(api.exports)[:: len(api.exports) // 20]
+        )
+        found_some = 0
+        for path in asked:
+            for kind in (None, "f", "c"):
+                got = api.same_name_elsewhere(path, kind)
+                assert got == expected(api, path, kind), (version, path, kind)
+                found_some += bool(got)
+        assert found_some > len(asked)  # (not a comparison of empty lists)
+    # a path of one component, and one only an export names
+    defs = {"top": {"k": "f"}, "m.top": {"k": "f"}, "m._top": {"k": "f"}, "n.top": {"k": "c"}}
+    api = Api("0", {"defs": defs, "exports": {"pkg.top": "m.top"}, "modules": {}})
+    assert api.same_name_elsewhere("old.top", "f") == ["m.top", "top"]
+    assert api.same_name_elsewhere("old.top") == ["m.top", "n.top", "top"]
+
+
 def test_body_hash_ignores_layout_and_docstrings() -> None:
     from migrate_fi.api.extract import body_hash
 

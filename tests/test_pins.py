@@ -341,6 +341,46 @@ def test_a_python_file_the_pin_test_rules_out_holds_nothing_the_scan_finds(
                 assert scan("m.py", text, old, companions) == [], text
 
 
+def _may_hold_by_definition(data: bytes, old: str | None, companions: tuple[str, ...]) -> bool:
+    """What `may_hold_versions` says of a Python file, from the exact patterns alone: a pin, a
+    quoted name or the old version in its Latin-1 text; then, in its decoded text, the old
+    version, a pin, or a version and a distribution's name both quoted."""
+    from migrate_fi.pins import _QUOTED_DISTRIBUTION, _VERSION_LITERAL
+    from migrate_fi.sources import SourceError, decode_source
+
+    names = frozenset(_family_names(companions))
+    text = data.decode("latin-1")
+    if not ((old is not None and old in text) or _gate(names).search(text)):
+        return False
+    try:
+        text = decode_source(data).text
+    except SourceError:
+        return True
+    if old is not None and old in text:
+        return True
+    if _gate(names, True).search(text):
+        return True
+    return bool(_VERSION_LITERAL.search(text) and _QUOTED_DISTRIBUTION.search(text))
+
+
+@given(
+    st.lists(st.sampled_from(_LINES), max_size=6),
+    st.lists(
+        st.sampled_from([*_PIECES, "\u00c9", "\u00e9", "\u00df", "\u00a0", "\xff"]), max_size=10
+    ),
+)
+@settings(max_examples=1500, deadline=None)
+def test_the_pin_test_is_its_definition(lines: list[str], pieces: list[str]) -> None:
+    """`may_hold_versions` takes short cuts (an ASCII file tested once per pattern, its lower
+    case made from its bytes, names found by searching): it decides as its definition does,
+    on ASCII, Latin-1 and UTF-8 files, with letters whose case only Unicode folds."""
+    text = "\n".join([*lines, "".join(pieces)])
+    for data in (text.encode(), text.encode("latin-1", "replace")):
+        for old, companions in ((None, ()), ("0.6.8.post1", ()), ("0.6.12", ("torch",))):
+            expected = _may_hold_by_definition(data, old, companions)
+            assert may_hold_versions("m.py", data, old, companions) == expected, (data, old)
+
+
 def test_a_quoted_name_alone_is_not_a_pin() -> None:
     """`backend == "flashinfer"` is in most modules of a serving project; with no version
     quoted there, nothing there is a check or a requirement, and the file is not parsed."""
