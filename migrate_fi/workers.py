@@ -9,6 +9,7 @@ reading (`Batch.share`) is shared with this process.
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
@@ -321,6 +322,11 @@ class Batch:
         if preload:
             self._preloaded()
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+        # (what this process holds now lives as long as the run: out of the cycle collector's
+        # sight, a forked worker's collections neither walk it nor copy its pages by touching
+        # it; 5% of a cold `check` of vLLM's or SGLang's tree)
+        gc.collect()
+        gc.freeze()
         context = multiprocessing.get_context(method)
         self._pool = ProcessPoolExecutor(
             max_workers=self.jobs, mp_context=context, initializer=_worker_signals

@@ -143,10 +143,8 @@ class Api:
         self.exports: dict[str, str] = record["exports"]
         self.modules: Mapping[str, Any] = record["modules"]
         self._names: dict[str, frozenset[str]] = {}
-        # (`_named`: the keys of defs and exports, one per line; the names asked; the index)
-        self._keys: str | None = None
-        self._asked: dict[str, list[str]] = {}
-        self._by_name: dict[str, list[str]] | None = None
+        self._asked: dict[str, list[str]] = {}  # (`_named`: the names asked, then the index)
+        self._by_last_name: dict[str, list[str]] | None = None
         self._public: dict[str, str] | None = None
 
     def canonical(self, path: str) -> str | None:
@@ -418,34 +416,29 @@ class Api:
         return sorted(best.values())
 
     def _named(self, name: str) -> list[str]:
-        """The paths of ``defs`` and ``exports`` whose last component is ``name``. A run asks
-        this of a few names, found in the keys joined by lines (indexing every public path by
-        its last name cost 14 ms of 0.7.4 in each worker that gave a "moved to" hint); after
-        `_FEW_NAMES`, the keys are indexed by their last component."""
-        if self._by_name is not None:
-            return self._by_name.get(name, [])
-        if len(self._asked) >= _FEW_NAMES:
+        """The paths of ``defs`` and ``exports`` whose last component is ``name`` (some that
+        are not public too). A run asks this of a few names, each found by going through the
+        keys (indexing every public path by its last name cost 14 ms of 0.7.4 in each worker
+        that gave a "moved to" hint on vLLM's tree); after `_FEW_NAMES`, the public paths are
+        indexed."""
+        if self._by_last_name is None and len(self._asked) >= _FEW_NAMES:
             index: dict[str, list[str]] = {}
-            for key in [*self.defs, *self.exports]:
-                index.setdefault(key.rpartition(".")[2], []).append(key)
-            self._by_name, self._keys, self._asked = index, None, {}
-            return index.get(name, [])
+            for public in self.public_paths():
+                index.setdefault(public.rpartition(".")[2], []).append(public)
+            self._by_last_name, self._asked = index, {}
+        if self._by_last_name is not None:
+            return self._by_last_name.get(name, [])
         found = self._asked.get(name)
         if found is None:
-            if self._keys is None:
-                self._keys = "\n" + "\n".join([*self.defs, *self.exports]) + "\n"
-            keys, found = self._keys, []
-            for needle in (f".{name}\n", f"\n{name}\n"):
-                at = keys.find(needle)
-                while at >= 0:
-                    end = at + len(needle) - 1  # (the newline after the path)
-                    found.append(keys[keys.rfind("\n", 0, end - len(name)) + 1 : end])
-                    at = keys.find(needle, at + 1)
+            suffix = "." + name
+            found = [k for keys in (self.defs, self.exports) for k in keys if k.endswith(suffix)]
+            if name in self.defs or name in self.exports:
+                found.append(name)  # (a path of one component)
             self._asked[name] = found
         return found
 
 
-_FEW_NAMES = 8  # names `Api._named` finds by searching before it indexes every path
+_FEW_NAMES = 8  # names `Api._named` finds by going through the keys before it indexes them
 
 
 def _same_entry(a: Mapping[str, Any], b: Mapping[str, Any], key: str) -> bool:
