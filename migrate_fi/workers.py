@@ -325,7 +325,6 @@ class Batch:
         # (what this process holds now lives as long as the run: out of the cycle collector's
         # sight, a forked worker's collections neither walk it nor copy its pages by touching
         # it; 5% of a cold `check` of vLLM's or SGLang's tree)
-        gc.collect()
         gc.freeze()
         context = multiprocessing.get_context(method)
         self._pool = ProcessPoolExecutor(
