@@ -324,7 +324,9 @@ class Batch:
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
         # (what this process holds now lives as long as the run: out of the cycle collector's
         # sight, a forked worker's collections neither walk it nor copy its pages by touching
-        # it; 5% of a cold `check` of vLLM's or SGLang's tree)
+        # it; 5% of a cold `check` of vLLM's or SGLang's tree. It stays frozen: four runs in
+        # one process froze 27,000 objects, 5 of them garbage, and thawing them when the
+        # workers stop cost 4% of a run)
         gc.freeze()
         context = multiprocessing.get_context(method)
         self._pool = ProcessPoolExecutor(
