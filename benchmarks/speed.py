@@ -16,7 +16,8 @@ fresh process as a user runs it:
 - `check` cold (an empty result cache) and warm (nothing changed: the same command, replayed,
   `migrate_fi.warm`), warm from the result cache alone (the same options in another environment
   each time: never replayed), warm after touching one parsed file, cold with `-j 1`; `diff`;
-  `apply` on a fresh copy; LibCST's bare parse of the files `diff` changes;
+  `apply` on a fresh copy; LibCST's bare parse of the files `diff` changes; once each, `check
+  --output-format sarif` (every fix's replacements) beside `--output-format json`;
 - files parsed, sites, peak memory (RSS) of `check` cold and warm.
 The ratios of `check` cold and warm to floor A are the medians of pairs, each run right after a
 floor A of its own (a burst of load on a shared machine moves them far less than seconds).
@@ -299,6 +300,12 @@ def run_corpus(
             times.append(measure([*MIGRATE_FI, "check", *common, "."], root, env)[0])
         touch_t = statistics.median(times)
 
+    # SARIF (each fix's replacements): once, cold, beside the same run's JSON (--no-cache)
+    sarif_t = measure([*MIGRATE_FI, "check", *common, "--no-cache", "--output-format", "sarif",
+                       "."], root, env)[0]  # fmt: skip
+    json_t = measure([*MIGRATE_FI, "check", *common, "--no-cache", "--output-format", "json",
+                      "."], root, env)[0]  # fmt: skip
+
     diff_t, _, patch = 0.0, 0, ""
     diffs = [measure([*MIGRATE_FI, "diff", *span, "."], root, env) for _ in range(repeat)]
     diff_t = statistics.median(t for t, _, _ in diffs)
@@ -335,6 +342,7 @@ def run_corpus(
         "floor_a": floor_a, "cold": cold_t, "j1": j1, "warm": warm_t, "cached": cached_t,
         "cold_x": cold_x, "warm_x": statistics.median(warm_x),
         "touch": touch_t, "diff": diff_t, "apply": apply_t, "libcst": cst_t,
+        "sarif": sarif_t, "json": json_t,
         "cold_mem": cold_mem, "warm_mem": warm_mem, "identical": identical,
     }  # fmt: skip
 
@@ -350,10 +358,10 @@ def print_row(row: dict[str, Any]) -> None:
 def print_table(rows: list[dict[str, Any]]) -> None:
     print(
         "| corpus | .py files | MB | parsed | sites | floor A s | check cold s (x A) | -j 1 s"
-        " | warm s (x A) | result cache s | one touched s | diff s (x apply)"
+        " | warm s (x A) | result cache s | one touched s | SARIF s (x JSON) | diff s (x apply)"
         " | apply s (x LibCST parse) | peak MB cold / warm | identical |"
     )
-    print("|" + "---|" * 15)
+    print("|" + "---|" * 16)
     for r in rows:
         a, apply_t, cst = r["floor_a"], r["apply"], r["libcst"]
         cst_ratio = f"{apply_t / cst:.2f}" if cst else "-"
@@ -361,6 +369,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
             f"| {r['name']} | {r['files']} | {r['mb']:.1f} | {r['parsed']} | {r['sites']}"
             f" | {a:.2f} | {r['cold']:.2f} ({r['cold_x']:.2f}) | {r['j1']:.2f}"
             f" | {r['warm']:.2f} ({r['warm_x']:.2f}) | {r['cached']:.2f} | {r['touch']:.2f}"
+            f" | {r['sarif']:.2f} ({r['sarif'] / r['json']:.2f})"
             f" | {r['diff']:.2f} ({r['diff'] / apply_t:.2f}) | {apply_t:.2f} ({cst_ratio})"
             f" | {r['cold_mem']} / {r['warm_mem']} | {r['identical']} |"
         )

@@ -10,7 +10,7 @@ import ast
 import dataclasses
 from collections.abc import Callable, Sequence
 
-from migrate_fi.edits import EditError, Replace, TextEdit
+from migrate_fi.edits import Edit, EditError, Replace, TextEdit
 from migrate_fi.results import (
     Diagnostic,
     FixSafety,
@@ -23,7 +23,7 @@ from migrate_fi.rule import (
 )
 from migrate_fi.suppression import Suppressions
 
-__all__ = ["apply_fixes", "settle"]
+__all__ = ["apply_fixes", "settle", "text_edits"]
 
 
 def settle(
@@ -60,29 +60,42 @@ def apply_fixes(
 ) -> str:
     """The text with ``fixes`` (all of one rule) applied; ``tree``: the `ast` tree of
     ``text`` (None for a text file)."""
-    edits = [
-        (f"{cls.code} at {f.diagnostic.line}:{f.diagnostic.col}", e) for f in fixes for e in f.edits
-    ]
-    text_edits = [(label, e) for label, e in edits if isinstance(e, TextEdit)]
-    if text_edits:
-        if len(text_edits) != len(edits) or any(f.imports for f in fixes):
-            raise EditError(f"{cls.id} mixed text edits with other edits: a bug in the rule")
+    plain = text_edits(fixes, cls, splice)
+    if plain is not None:
         from migrate_fi.textedit import apply_text_edits
 
-        return apply_text_edits(text, text_edits)
-    if (
-        splice
-        and not any(f.imports for f in fixes)
-        and all(isinstance(e, Replace) and e.as_text is not None for _, e in edits)
-    ):
-        from migrate_fi.textedit import apply_text_edits
-
-        # every edit said as text too: no LibCST (the result is parsed again by the caller)
-        plain = [(label, t) for label, e in edits for t in e.as_text]  # type: ignore[union-attr]
         return apply_text_edits(text, plain)
     from migrate_fi.cstedit import apply_edits_in_regions
 
     assert tree is not None, "LibCST edits are for Python files"
     imports = [i for f in fixes for i in f.imports]
     # only the statements the edits touch go through LibCST
-    return apply_edits_in_regions(text, tree, edits, imports)
+    return apply_edits_in_regions(text, tree, _labeled(fixes, cls), imports)
+
+
+def text_edits(
+    fixes: Sequence[Fix], cls: type[Rule], splice: bool = True
+) -> list[tuple[str, TextEdit]] | None:
+    """The edits of ``fixes`` as text to splice in, without LibCST: a rule's own text edits,
+    or (``splice``) Python edits that each say themselves as text too, with no import to add;
+    None when LibCST must make them."""
+    edits = _labeled(fixes, cls)
+    text_edits = [(label, e) for label, e in edits if isinstance(e, TextEdit)]
+    if text_edits:
+        if len(text_edits) != len(edits) or any(f.imports for f in fixes):
+            raise EditError(f"{cls.id} mixed text edits with other edits: a bug in the rule")
+        return text_edits
+    if (
+        splice
+        and not any(f.imports for f in fixes)
+        and all(isinstance(e, Replace) and e.as_text is not None for _, e in edits)
+    ):
+        # every edit said as text too: no LibCST (the result is parsed again by the caller)
+        return [(label, t) for label, e in edits for t in e.as_text]  # type: ignore[union-attr]
+    return None
+
+
+def _labeled(fixes: Sequence[Fix], cls: type[Rule]) -> list[tuple[str, Edit]]:
+    return [
+        (f"{cls.code} at {f.diagnostic.line}:{f.diagnostic.col}", e) for f in fixes for e in f.edits
+    ]

@@ -12,13 +12,14 @@ from collections.abc import Sequence
 from migrate_fi import patterns
 from migrate_fi.edits import EditError, TextEdit, check_overlaps
 
-__all__ = ["apply_text_edits"]
+__all__ = ["apply_text_edits", "line_starts"]
 
 _LINE = patterns.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
 
-def _offsets(text: str) -> list[int]:
-    """The offset where each line starts (line 1 at index 0)."""
+def line_starts(text: str) -> list[int]:
+    """The offset where each line starts (line 1 at index 0), and the end of the text (where
+    an insertion after the last line goes)."""
     starts, pos = [], 0
     for m in _LINE.finditer(text):
         starts.append(pos)
@@ -30,7 +31,7 @@ def _offsets(text: str) -> list[int]:
 def apply_text_edits(text: str, edits: Sequence[tuple[str, TextEdit]]) -> str:
     """Splice every edit into ``text``; `EditError` for overlapping edits or spans outside it."""
     check_overlaps(edits)
-    starts = _offsets(text)
+    starts = line_starts(text)
 
     def offset(line: int, col: int) -> int:
         if not 1 <= line <= len(starts):

@@ -3,14 +3,21 @@ site, and fixes whose replacements give exactly what `apply` writes."""
 
 from __future__ import annotations
 
+import ast
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
 from click.testing import CliRunner, Result
+from hypothesis import given
+from hypothesis import strategies as st
 
 from migrate_fi.cli import cli
+from migrate_fi.results import Replacement
+from migrate_fi.rule import Fix, Rule
 
 SCHEMA = json.loads((Path(__file__).parent / "data" / "sarif-schema-2.1.0.json").read_text())
 FROM = ("--from", "0.6.10", "--to", "0.6.11")
@@ -139,3 +146,79 @@ def test_sarif_from_the_configuration(project: Path) -> None:
     (project / "pyproject.toml").write_text('[tool.migrate-fi]\noutput-format = "sarif"\n')
     r = invoke("check", *FROM, "m.py")
     jsonschema.validate(json.loads(r.stdout), SCHEMA)
+
+
+def test_each_fix_is_diffed_on_the_lines_it_touches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fix's replacements come from the lines it touches, not from diffing the whole file
+    (quadratic in a file with thousands of sites): on a file of many sites, each fix's are
+    those of the whole file with that fix alone applied, spliced (FI001) or made by LibCST
+    (FI004, which adds an import)."""
+    import migrate_fi.pipeline as pipeline
+    from migrate_fi import sarif as sarif_module
+    from migrate_fi.fixes import apply_fixes
+
+    compared: list[str] = []
+
+    def checked(
+        cls: type[Rule], text: str, tree: ast.Module | None
+    ) -> Callable[[Fix], tuple[Replacement, ...]]:
+        windowed = sarif_module.fix_replacements(cls, text, tree)
+
+        def details(fix: Fix) -> tuple[Replacement, ...]:
+            whole = sarif_module.replacements(text, apply_fixes(text, tree, [fix], cls))
+            assert windowed(fix) == whole
+            compared.append(cls.code)
+            return whole
+
+        return details
+
+    monkeypatch.setattr(pipeline, "fix_replacements", checked)
+    monkeypatch.chdir(tmp_path)
+    body = "".join(
+        f"\n\ndef q{i}(x, gs):\n"
+        f"    a = fp4_quantize(x, gs[:1], 16, False, True, False, True)\n"
+        f"    ws = create_allreduce_fusion_workspace(backend='trtllm', world_size=2, rank={i})\n"
+        f"    return a, ws\n"
+        for i in range(40)
+    )
+    (tmp_path / "m.py").write_text(SOURCE + body)
+    doc = sarif("m.py")
+    assert sorted(set(compared)) == ["FI001", "FI004"]
+    assert len(compared) == sum("fixes" in r for r in doc["runs"][0]["results"]) > 40
+
+
+@given(
+    st.lists(st.sampled_from(["a", "b", "\n", "\r\n", "\r", "é", ")"]), max_size=30),
+    st.integers(0, 30),
+    st.integers(0, 30),
+    st.lists(st.sampled_from(["a", "\n", "\r", "x", ")"]), max_size=5),
+)
+def test_the_changed_lines_hold_every_change(
+    pieces: list[str], at: int, length: int, put: list[str]
+) -> None:
+    """`_changed_lines`: the text before them and after them is the same in both texts, and
+    they start and end where lines do; the replacements found there turn the old text into
+    the new."""
+    from migrate_fi.sarif import _changed_lines, replacements
+    from migrate_fi.textedit import line_starts
+
+    old = "".join(pieces)
+    at = min(at, len(old))
+    new = old[:at] + "".join(put) + old[at + length :]
+    starts = line_starts(old)
+    first, old_end = _changed_lines(old, new, starts)
+    start = starts[first]
+    new_end = old_end + len(new) - len(old)
+    assert old[:start] == new[:start]
+    assert old[old_end:] == new[new_end:]
+    assert old_end in starts or old_end == len(old)
+    found = replacements(old[start:old_end], new[start:new_end], first)
+    assert apply_replacements(old, [_as_sarif(r) for r in found]) == new
+
+
+def _as_sarif(r: Replacement) -> dict[str, Any]:
+    from migrate_fi.sarif import _replacement
+
+    return _replacement(r)
