@@ -301,3 +301,16 @@ def test_a_name_found_as_a_whole_identifier_is_what_the_identifiers_say() -> Non
         assert names_one_of(data, names) is not identifiers(data).isdisjoint(names), data
     assert names_one_of(b"from m import q\nq(x)", [b"q"])
     assert not names_one_of(b"qq = sq(q_)", [b"q"])
+
+
+def test_path_words_are_the_parts_of_the_path() -> None:
+    """`path_words` splits a path's module or class once for all its names (cached): the same
+    words as splitting each path, `()` dropped."""
+    from migrate_fi.api.index import trigger_paths
+    from migrate_fi.rules._api import path_words
+
+    paths = ["", "a", "a.", ".a", "a..b", "x()", "flashinfer.X().run", "flashinfer.X.run"]
+    paths += list(trigger_paths("0.6.8.post1", "0.7.4"))[::50]
+    for path in paths:
+        assert path_words(path) == tuple(path.replace("()", "").split(".")), path
+    assert path_words("flashinfer.X().run")[1] is path_words("flashinfer.X.plan")[1]  # interned

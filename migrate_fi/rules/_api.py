@@ -20,6 +20,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from migrate_fi.api.paths import is_flashinfer
@@ -96,8 +97,15 @@ def _keyed_calls(ctx: FileContext, apis: tuple[Api, ...]) -> _Keyed:
 def path_words(path: object) -> tuple[str, ...]:
     """The prefilter trigger of a public path: every part of it is in a file that reaches it,
     however the file imports it (``flashinfer.Wrapper().run`` names ``Wrapper`` and ``run``)."""
-    # (interned: a run holds thousands of these, made of a few hundred words)
-    return tuple(map(sys.intern, str(path).replace("()", "").split(".")))
+    prefix, dot, last = str(path).replace("()", "").rpartition(".")
+    return (_prefix_words(prefix) if dot else ()) + (sys.intern(last),)
+
+
+@lru_cache(maxsize=8192)
+def _prefix_words(prefix: str) -> tuple[str, ...]:
+    """The words of a path's module or class, split once: a range's 7,500 paths of FI002 have
+    1,000 of them. (Interned: a run holds thousands of these, made of a few hundred words.)"""
+    return tuple(map(sys.intern, prefix.split(".")))
 
 
 def flashinfer_calls(ctx: FileContext, api: Api) -> Iterator[tuple[CalleeCall, str]]:
