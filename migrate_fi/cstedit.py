@@ -30,6 +30,7 @@ from migrate_fi.edits import (
     ReplaceStatements,
     Span,
     check_overlaps,
+    moved_up,
 )
 from migrate_fi.sources import source_lines
 
@@ -228,14 +229,12 @@ def _containing(
 
 
 def _shift(edit: Any, lines: int) -> Any:
-    def move(span: Span) -> Span:
-        return (span[0] - lines, span[1], span[2] - lines, span[3])
-
     if isinstance(edit, Replace):
-        return Replace(move(edit.span), edit.node_type, edit.transform)  # (as_text: unused here)
+        # (as_text: unused here)
+        return Replace(moved_up(edit.span, lines), edit.node_type, edit.transform)
     if isinstance(edit, InsertStatements):
-        return InsertStatements(move(edit.anchor), edit.code, edit.after)
-    return ReplaceStatements(move(edit.first), move(edit.last), edit.code)
+        return InsertStatements(moved_up(edit.anchor, lines), edit.code, edit.after)
+    return ReplaceStatements(moved_up(edit.first, lines), moved_up(edit.last, lines), edit.code)
 
 
 def _lines_of(edit: Any) -> tuple[int, int]:

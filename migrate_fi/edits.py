@@ -39,6 +39,7 @@ __all__ = [
     "check_overlaps",
     "keeps_arguments",
     "keywordize",
+    "moved_up",
     "remove_keyword",
     "rename_keyword",
     "replace_with",
@@ -48,6 +49,11 @@ __all__ = [
 
 Span = tuple[int, int, int, int]
 Transform = Callable[[Any], Any]
+
+
+def moved_up(span: Span, lines: int) -> Span:
+    """``span`` in a text that starts ``lines`` lines further down (a region of its file)."""
+    return (span[0] - lines, span[1], span[2] - lines, span[3])
 
 
 class EditError(RuntimeError):

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from migrate_fi import __version__
-from migrate_fi.edits import Span, TextEdit
+from migrate_fi.edits import TextEdit, moved_up
 from migrate_fi.fixes import apply_fixes, text_edits
 from migrate_fi.results import Diagnostic, FileError, Replacement, RunResult
 from migrate_fi.rule import Fix, Rule
@@ -195,15 +195,11 @@ def fix_replacements(
         if first < 0 or last > len(starts):  # (as the whole text does: `EditError`)
             return replacements(text, apply_fixes(text, tree, [fix], cls))
         old_end = starts[last] if last < len(starts) else len(text)
-        shifted = [(label, TextEdit(_moved(e.span, first), e.text)) for label, e in plain]
+        shifted = [(label, TextEdit(moved_up(e.span, first), e.text)) for label, e in plain]
         window = text[starts[first] : old_end]
         return replacements(window, apply_text_edits(window, shifted), first)
 
     return details
-
-
-def _moved(span: Span, lines: int) -> Span:
-    return (span[0] - lines, span[1], span[2] - lines, span[3])
 
 
 def _changed_lines(old: str, new: str, starts: list[int]) -> tuple[int, int]:
