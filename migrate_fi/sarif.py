@@ -190,16 +190,32 @@ def fix_replacements(
             first, old_end = _changed_lines(text, new, starts)
             new_end = old_end + len(new) - len(text)
             return replacements(text[starts[first] : old_end], new[starts[first] : new_end], first)
-        first = min(e.span[0] for _, e in plain) - 1
-        last = max(e.span[2] for _, e in plain)  # (1-based: the lines first + 1 .. last)
-        if first < 0 or last > len(starts):  # (as the whole text does: `EditError`)
+        lines = _lines_of(plain, starts, len(text))
+        if lines is None:  # (a span outside the text, or past its line: as apply has it)
             return replacements(text, apply_fixes(text, tree, [fix], cls))
-        old_end = starts[last] if last < len(starts) else len(text)
+        first, old_end = lines
         shifted = [(label, TextEdit(moved_up(e.span, first), e.text)) for label, e in plain]
         window = text[starts[first] : old_end]
         return replacements(window, apply_text_edits(window, shifted), first)
 
     return details
+
+
+def _lines_of(
+    edits: Sequence[tuple[str, TextEdit]], starts: list[int], size: int
+) -> tuple[int, int] | None:
+    """The lines ``edits`` touch, as `_changed_lines` gives them; None when a span does not
+    lie within them (outside the text, or a column past the end of its line)."""
+    first = min(e.span[0] for _, e in edits) - 1
+    last = max(e.span[2] for _, e in edits)  # (1-based: the lines first + 1 .. last)
+    if first < 0 or last > len(starts):
+        return None
+    end = starts[last] if last < len(starts) else size
+    for _, e in edits:
+        for line, col in (e.span[:2], e.span[2:]):
+            if starts[line - 1] + col > end:
+                return None
+    return first, end
 
 
 def _changed_lines(old: str, new: str, starts: list[int]) -> tuple[int, int]:

@@ -222,3 +222,31 @@ def _as_sarif(r: Replacement) -> dict[str, Any]:
     from migrate_fi.sarif import _replacement
 
     return _replacement(r)
+
+
+@pytest.mark.parametrize(
+    "span, text",
+    [
+        ((2, 1, 2, 2), "B"),  # within its line
+        ((2, 0, 3, 0), ""),  # the whole line, its ending included
+        ((2, 1, 2, 9), "Z"),  # past the end of its line, into the next: as splicing has it
+        ((4, 0, 4, 0), "d\n"),  # after the last line
+    ],
+)
+def test_a_spliced_fix_gives_what_splicing_the_whole_text_gives(
+    span: tuple[int, int, int, int], text: str
+) -> None:
+    from migrate_fi.edits import TextEdit
+    from migrate_fi.fixes import apply_fixes
+    from migrate_fi.registry import all_rules
+    from migrate_fi.results import Diagnostic
+    from migrate_fi.sarif import fix_replacements, replacements
+
+    old = "a = 1\nb = 2\nc = 3\n"
+    rule = next(iter(all_rules()))
+    fix = Fix(Diagnostic("m.py", span[0], 1, rule.code, rule.id, "m"), (TextEdit(span, text),))
+    whole = replacements(old, apply_fixes(old, None, [fix], rule))
+    assert fix_replacements(rule, old, None)(fix) == whole
+    assert apply_replacements(old, [_as_sarif(r) for r in whole]) == apply_fixes(
+        old, None, [fix], rule
+    )
