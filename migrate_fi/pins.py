@@ -30,10 +30,11 @@ import tokenize
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from functools import cache
+from itertools import accumulate
 from typing import NamedTuple
 
 from migrate_fi import nodes, patterns
-from migrate_fi.sources import SourceError, decode_source
+from migrate_fi.sources import SourceError, decode_source, source_lines
 
 __all__ = [
     "CUBIN",
@@ -143,7 +144,6 @@ _VERSION_LITERAL = patterns.compile(r"[\"']\d+(?:\.\d+)+[\w.+]*[\"']")
 # starts with "flashinfer", after blanks): a check names one (a name spelled with escapes or
 # split over implicitly joined literals is not seen)
 _QUOTED_DISTRIBUTION = patterns.compile(r"[\"']\s*flashinfer", re.IGNORECASE)
-_LINE = patterns.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 _NEAR = 3  # lines around a FlashInfer mention where an example of the old version counts
 
 
@@ -183,7 +183,7 @@ class VersionRef:
 
 
 def _lines(text: str) -> list[str]:
-    return [m.group(0).rstrip("\r\n") for m in _LINE.finditer(text)]
+    return [line.rstrip("\r\n") for line in source_lines(text)]
 
 
 def _comment_start(line: str, hash_comments: bool) -> int:
@@ -825,7 +825,7 @@ def _calls_naming_distributions(text: str, tree: ast.Module) -> list[ast.Call]:
     distribution's name starts (`_QUOTED_DISTRIBUTION`), in source order."""
     starts = [m.start() for m in _QUOTED_DISTRIBUTION.finditer(text)]
     if "\r" in text:  # (a line ends at \r\n, \r or \n, as the parser counts them)
-        ends = [m.end() for m in _LINE.finditer(text)]
+        ends = list(accumulate(map(len, source_lines(text))))
         lines = {bisect.bisect_right(ends, at) + 1 for at in starts}
     else:
         lines = {text.count("\n", 0, at) + 1 for at in starts}

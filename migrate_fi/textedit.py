@@ -8,24 +8,18 @@ applies: two edits touching the same text are a bug. Linear in the text and the 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import accumulate
 
-from migrate_fi import patterns
 from migrate_fi.edits import EditError, TextEdit, check_overlaps
+from migrate_fi.sources import source_lines
 
 __all__ = ["apply_text_edits", "line_starts"]
-
-_LINE = patterns.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
 
 def line_starts(text: str) -> list[int]:
     """The offset where each line starts (line 1 at index 0), and the end of the text (where
-    an insertion after the last line goes)."""
-    starts, pos = [], 0
-    for m in _LINE.finditer(text):
-        starts.append(pos)
-        pos = m.end()
-    starts.append(pos)  # a position on the line after the last one (an insertion at the end)
-    return starts
+    an insertion after the last line goes): lines as `source_lines` splits them."""
+    return [0, *accumulate(map(len, source_lines(text)))]
 
 
 def apply_text_edits(text: str, edits: Sequence[tuple[str, TextEdit]]) -> str:
