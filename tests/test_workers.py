@@ -3,6 +3,10 @@ process gives, serve later rounds without starting again, and stop when the walk
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -88,6 +92,45 @@ def test_an_interrupted_share_stops_the_workers(tmp_path: Path) -> None:
             )
         assert batch._pool is None
         assert set(threading.enumerate()) <= threads
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie, ended but not yet reaped, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads /proc to see the workers")
+def test_workers_end_with_a_main_process_killed_outright(tmp_path: Path) -> None:
+    """SIGKILL gives the main process no chance to stop its workers: they see it gone (their
+    lifeline closes) and end, instead of waiting for work forever."""
+    script = (
+        "import os, sys, time\n"
+        "from migrate_fi.workers import Batch\n"
+        "from migrate_fi.rule import RunOptions\n"
+        "from migrate_fi.versions import parse_version\n"
+        "v = parse_version('0.6.10')\n"
+        "batch = Batch((), RunOptions(v, v), 'check', 2, None)\n"
+        "pool = batch._started(preload=False)\n"
+        "pool.submit(os.getpid).result()\n"
+        "print(*pool._processes, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        pids = [int(p) for p in proc.stdout.readline().split()]
+        assert len(pids) == 2 and all(_alive(p) for p in pids)
+    finally:
+        proc.kill()
+        proc.wait()
+    deadline = time.monotonic() + 10
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(p) for p in pids)
 
 
 def test_a_file_s_tree_is_freed_when_it_is_done(tmp_path: Path) -> None:
