@@ -185,3 +185,28 @@ def test_read_bytes_reads_the_whole_file(tmp_path: Path, size: int) -> None:
         read_bytes(str(tmp_path / "missing.py"))
     with pytest.raises(OSError):
         read_bytes(str(tmp_path))  # a folder
+
+
+def test_read_bytes_reads_on_after_a_short_read_or_past_the_size_it_was_told(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read that gives fewer bytes than asked (some file systems cut reads short) is not
+    the end of the file; nor is the size `fstat` gave, when the file holds more (it grew, or it
+    is a /proc file, whose size says 0)."""
+    from migrate_fi import depends
+
+    f = tmp_path / "m.py"
+    data = b"".join(b"line %d\n" % i for i in range(2000))
+    f.write_bytes(data)
+    real_read = os.read
+    monkeypatch.setattr(os, "read", lambda fd, n: real_read(fd, min(n, 100)))
+    assert depends.read_bytes(str(f)) == data
+    monkeypatch.undo()
+    real_fstat = os.fstat
+
+    class Smaller:
+        def __init__(self, fd: int) -> None:
+            self.st_size = real_fstat(fd).st_size // 2
+
+    monkeypatch.setattr(os, "fstat", Smaller)
+    assert depends.read_bytes(str(f)) == data
