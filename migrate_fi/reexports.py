@@ -37,11 +37,17 @@ __all__ = [
 
 
 MAX_ROUNDS = 4
-# an import statement, with a parenthesized or backslash-continued list of names; it starts a
-# line or follows a `;`
-_IMPORT = patterns.compile(
-    rb"(?<![^\n;])[ \t]*(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]*(?:\([^)]*\)|[^\n#;]*(?:\\\r?\n[^\n#;]*)*)"
+# an import statement, with a parenthesized or backslash-continued list of names
+_STATEMENT = (
+    rb"[ \t]*(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]*(?:\([^)]*\)|[^\n#;]*(?:\\\r?\n[^\n#;]*)*)"
 )
+# one where a line starts or after a `;`, and the import statements of the lines right after it,
+# blank lines between (a file's imports are mostly a few such blocks: a match each, not one a
+# statement; a third less time over vLLM's tree)
+_IMPORT = patterns.compile(
+    rb"(?<![^\n;])" + _STATEMENT
+    + rb"(?:(?:\r?\n[ \t]*){1,4}" + _STATEMENT.removeprefix(rb"[ \t]*") + rb")*"
+)  # fmt: skip
 _FEW_NAMES = 32  # up to this many, their occurrences are looked at instead of every identifier
 
 
