@@ -1019,7 +1019,29 @@ def main() -> None:
     # the signal's status instead of the command's. Held until the process is gone.
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-    sys.exit(code)
+    _exit(code)
+
+
+def _exit(code: int | str | None) -> NoReturn:
+    """End the process as `sys.exit(code)` would, but for the interpreter's teardown, which
+    frees every object and module one by one: the exit handlers run, the streams are flushed,
+    then `os._exit` (mypy ends the same way). 15% of `check` on a one-file tree, 3% on vLLM's.
+    A stream that cannot be flushed (its reader left) is left to the interpreter's own exit."""
+    import atexit
+
+    if isinstance(code, str):
+        click.echo(code, err=True)
+    status = code if isinstance(code, int) else 0 if code is None else 1
+    run_handlers = getattr(atexit, "_run_exitfuncs", None)
+    if run_handlers is None:  # (an interpreter without it: its own exit runs them)
+        sys.exit(status)
+    run_handlers()  # (each runs once: they are forgotten after; one that fails is reported)
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        sys.exit(status)
+    os._exit(status)
 
 
 @cli.group()

@@ -542,3 +542,32 @@ def test_shell_completion_scripts_and_completions(tmp_path: Path) -> None:
     assert {"check", "diff", "apply", "verify"} <= set(complete("migrate-fi "))
     assert "--changed-since" in complete("migrate-fi check --ch")
     assert complete("migrate-fi check --output-format ") == ["text", "json", "github", "sarif"]
+
+
+def test_the_process_ends_without_the_interpreter_s_teardown_but_keeps_what_it_owes(
+    tmp_path: Path,
+) -> None:
+    """`main` ends with `os._exit` (no freeing of every object): before it, every exit handler
+    runs and both streams are flushed, and the status is the command's; a string status is
+    printed and exits 1, as `sys.exit` does."""
+    demo = Path(__file__).parent / "fixtures" / "projects" / "demo"
+    script = (
+        "import atexit, sys\n"
+        "from migrate_fi.cli import main\n"
+        "atexit.register(lambda: print('handler ran', file=sys.stderr))\n"
+        "sys.argv = ['migrate-fi', 'check', '--output-format', 'json', sys.argv[1]]\n"
+        "main()\n"
+    )
+    env = {**os.environ, "MIGRATE_FI_CACHE_DIR": str(tmp_path / "cache")}
+    r = subprocess.run(
+        [sys.executable, "-c", script, str(demo)], capture_output=True, text=True, env=env
+    )
+    assert r.returncode == 1, r.stderr  # (sites found)
+    assert len(json.loads(r.stdout)["diagnostics"]) == 17
+    assert r.stderr.strip().endswith("handler ran")
+    r = subprocess.run(
+        [sys.executable, "-c", "from migrate_fi.cli import _exit\nprint('out')\n_exit('gone')"],
+        capture_output=True,
+        text=True,
+    )
+    assert (r.returncode, r.stdout, r.stderr) == (1, "out\n", "gone\n")

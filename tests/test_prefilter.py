@@ -79,9 +79,9 @@ def test_a_rule_builds_its_prefilter_on_the_first_file_it_reads(tmp_path: Path) 
 
     (tmp_path / "m.py").write_text("import flashinfer\n")
     code = (
-        "import sys; from migrate_fi.cli import main; sys.argv = ['migrate-fi', 'check', '--from',"
-        " '0.6.8.post1', '--to', '0.7.4', '--no-cache', '.'];\ntry: main()\nexcept SystemExit:"
-        " pass\nprint('packaging.requirements' in sys.modules, file=sys.stderr)"
+        "import atexit, sys; from migrate_fi.cli import main; sys.argv = ['migrate-fi', 'check',"
+        " '--from', '0.6.8.post1', '--to', '0.7.4', '--no-cache', '.']\natexit.register(lambda:"
+        " print('packaging.requirements' in sys.modules, file=sys.stderr))\nmain()"
     )
     for extra, imported in ((None, "False"), ("requirements.txt", "True")):
         if extra:
