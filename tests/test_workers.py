@@ -247,7 +247,8 @@ def test_a_worker_that_dies_takes_only_the_files_it_had(
     rest, and the run goes on."""
     import os
 
-    todo = files(tmp_path, 3 * workers._GROUP_FILES)
+    # (a group for each of the two workers, one waiting in the pool's queue, and one more)
+    todo = files(tmp_path, 4 * workers._GROUP_FILES)
     _PARENT[:] = [os.getpid()]
     monkeypatch.setattr(workers, "_work", _dies_in_a_worker)
     with Batch(IDS, OPTIONS, "diff", 2, None, None, None) as batch:
