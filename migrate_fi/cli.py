@@ -1025,7 +1025,7 @@ def main() -> None:
 def _exit(code: int | str | None) -> NoReturn:
     """End the process as `sys.exit(code)` would, but for the interpreter's teardown, which
     frees every object and module one by one: the exit handlers run, the streams are flushed,
-    then `os._exit` (mypy ends the same way). 15% of `check` on a one-file tree, 3% on vLLM's.
+    then `os._exit` (mypy ends the same way): 16% of `check` on a one-file tree, 5% on vLLM's.
     A stream that cannot be flushed (its reader left) is left to the interpreter's own exit."""
     import atexit
 

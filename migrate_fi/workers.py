@@ -2,9 +2,10 @@
 
 Workers get plain data (bytes, the path, rule ids, the run's options) and return a
 `FileResult`; a worker that dies takes only the files it had down, each reported as that
-file's error. Tasks are shared out one at a time (`_Share`): a worker is handed its next as
-soon as it is done, whatever each costs (a large file alone, small files in groups: `_groups`);
-reading (`Batch.share`) is shared with this process.
+file's error. Tasks are shared out one at a time (`_Share`): a worker takes its next as soon
+as it is done (one more than there are workers waits in the pool's queue), whatever each costs
+(a large file alone, small files in groups: `_groups`); reading (`Batch.share`) is shared with
+this process. The workers end with this process, however it ends (`_worker_signals`).
 """
 
 from __future__ import annotations
