@@ -571,3 +571,20 @@ def test_the_process_ends_without_the_interpreter_s_teardown_but_keeps_what_it_o
         text=True,
     )
     assert (r.returncode, r.stdout, r.stderr) == (1, "out\n", "gone\n")
+
+
+def test_a_profiled_run_ends_as_python_ends_and_the_profile_is_written(tmp_path: Path) -> None:
+    """`python -m cProfile -o FILE -m migrate_fi ...` writes its figures once the program has
+    returned: under a profiler the command leaves the end to the interpreter."""
+    out = tmp_path / "run.prof"
+    (tmp_path / "m.py").write_text("x = 1\n")
+    env = {**os.environ, "MIGRATE_FI_CACHE_DIR": str(tmp_path / "cache")}
+    r = subprocess.run(
+        [sys.executable, "-m", "cProfile", "-o", str(out), "-m", "migrate_fi", "check", "."],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert r.returncode == 0, r.stderr
+    assert out.is_file() and out.stat().st_size > 0
