@@ -284,9 +284,8 @@ def importers(
     out = [f for f in candidates if imports_one(f.path, f.data)]
     asked = repr(sorted(aliases))
     walk = walk or WalkMemo()
-    for path in others:
-        if not path.endswith(".py"):
-            continue  # (a dependency file, a Dockerfile: it imports nothing)
+    python = [path for path in others if path.endswith(".py")]  # (the others import nothing)
+    for path in walk.not_known_to_import_none(python, asked):
         signature = walk.signature(path)
         if walk.imports_none(path, signature, asked):
             continue  # unchanged since it was found not to import these

@@ -39,7 +39,9 @@ import os
 import stat
 import sys
 import time
+from array import array
 from collections.abc import Callable, Iterable, Sequence
+from itertools import chain
 from typing import BinaryIO, NamedTuple
 
 from migrate_fi import __version__, depends
@@ -119,20 +121,42 @@ def tree_digest(paths: Sequence[str], stale: Sequence[str], links: Sequence[str]
     """What a run's result depends on in the tree, but for what its analyses note
     (`migrate_fi.depends`): every file's path and stat, the packages that enclose each folder
     (they name the modules), the stale and linked files, and the current folder (it is how
-    the paths are shown). None when a file changed too recently for its stat to say so."""
+    the paths are shown). None when a file changed too recently for its stat to say so.
+    (Worked out over all the files at once, not file by file: 16 copies of SGLang's tree,
+    30,000 files, 56-75 ms -> 26-47 ms once their stats are known.)"""
     from migrate_fi.modules import enclosing_packages
 
-    now = time.time_ns()
-    seen = []
-    for path in paths:
-        st = depends.stat(path)
-        if st is None or not depends.settled(st, now):
-            return None
-        seen.append(f"{path}\0{tuple(st)}\0")
-    folders = sorted({os.path.dirname(path) for path in paths})
+    found = list(map(depends.stat, paths))
+    stats = [st for st in found if st is not None]
+    if len(stats) != len(found) or not depends.all_settled(stats):
+        return None
+    try:
+        numbers = array("q", chain.from_iterable(stats)).tobytes()
+    except OverflowError:  # (an inode number past 2**63)
+        numbers = repr(stats).encode()
+    folders = sorted(_folders(paths))
     packages = [f"{folder}\0{enclosing_packages(folder)}\0" for folder in folders]
-    text = "".join([os.getcwd(), "\0", *seen, *packages, repr((list(stale), list(links)))])
-    return blake2b(text.encode("utf-8", "surrogateescape"), digest_size=20).digest()
+    h = blake2b(digest_size=20)
+    texts = (os.getcwd(), "\0".join(paths), "".join(packages), repr((list(stale), list(links))))
+    for part in (*(t.encode("utf-8", "surrogateescape") for t in texts), numbers):
+        h.update(len(part).to_bytes(8, "little"))  # (each part framed by its length)
+        h.update(part)
+    return h.digest()
+
+
+def _folders(paths: Iterable[str]) -> set[str]:
+    """`os.path.dirname` of each of ``paths``, asked once per folder where a walk lists a
+    folder's files together (the text up to a path's last separator decides its folder)."""
+    if os.altsep:  # (two separators: each path asked)
+        return set(map(os.path.dirname, paths))
+    out: set[str] = set()
+    head = None
+    for path in paths:
+        cut = path.rfind(os.sep) + 1
+        if head is None or len(head) != cut or not path.startswith(head):
+            head = path[:cut]
+            out.add(os.path.dirname(path))
+    return out
 
 
 # what a shell sets on its own, that no run reads: the last word of the command before (or the

@@ -140,6 +140,37 @@ def test_the_walk_remembers_what_a_file_matched_while_it_is_unchanged(
     assert later.matched(str(path), later.signature(str(path))) is None
 
 
+def test_the_files_known_to_import_none_are_those_unchanged_since(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`WalkMemo.not_known_to_import_none` leaves out the files noted as importing none of what
+    is asked, while their stat is the one noted: a changed file, one noted for another question,
+    one never noted, or a memo that remembers nothing, and the file is asked again."""
+    from migrate_fi import depends
+    from migrate_fi.cache import WalkMemo
+
+    monkeypatch.setattr(depends, "_RECENT_NS", 0)
+    paths = [str(tmp_path / f"m{i}.py") for i in range(4)]
+    for p in paths:
+        Path(p).write_text("import os\n")
+    depends.forget_stats()
+    memo = WalkMemo({}, {})
+    for p in paths[:3]:
+        memo.note_imports_none(p, memo.signature(p), "asked")
+    memo.note_imports_none(paths[3], memo.signature(paths[3]), "another question")
+    out, imports, matched = memo.state()
+    Path(paths[1]).write_text("import pkg.mod\n")  # changed since it was noted
+    os.utime(paths[1], ns=(1, 1))
+    depends.forget_stats()  # (the next run)
+    again = WalkMemo(out, imports, matched)
+    assert again.not_known_to_import_none(paths, "asked") == [paths[1], paths[3]]
+    assert again.not_known_to_import_none(paths, "new") == paths
+    assert WalkMemo().not_known_to_import_none(paths, "asked") == paths
+    for p in paths:  # (as `imports_none` answers each)
+        known = again.imports_none(p, again.signature(p), "asked")
+        assert known == (p not in again.not_known_to_import_none(paths, "asked"))
+
+
 def test_a_search_of_the_whole_project_is_never_stored() -> None:
     from migrate_fi import depends
 

@@ -273,3 +273,48 @@ def test_an_upgraded_library_is_another_fingerprint(
     init.write_text("__version__ = '22'\n")
     monkeypatch.setattr(warm, "_fingerprint", None)
     assert warm.fingerprint() != before
+
+
+def test_the_digest_of_a_walk_says_every_file_its_stat_and_its_packages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`tree_digest` changes with any file's path or stat, a package marker, a stale or linked
+    file; None while a file is too new for its stat to say it changed; its folders are those
+    `os.path.dirname` gives, asked once per folder."""
+    import random
+
+    monkeypatch.setattr(depends, "_RECENT_NS", 0)
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    files = [pkg / "a.py", pkg / "b.py", tmp_path / "c.py"]
+    for f in files:
+        f.write_text("x = 1\n")
+    paths = [str(f) for f in files]
+
+    def digest(*extra: list[str]) -> bytes | None:
+        depends.forget_stats()
+        from migrate_fi import modules
+
+        modules._package_parts.cache_clear()
+        return warm.tree_digest(paths, *(extra or ([], [])))
+
+    first = digest()
+    assert first is not None and digest() == first
+    assert digest(["x.py.tmp"], []) != first and digest([], ["link.py"]) != first
+    os.utime(files[0], ns=(1, 1))
+    assert digest() != first
+    touched = digest()
+    (pkg / "__init__.py").write_text("")
+    assert digest() not in (first, touched)
+    monkeypatch.setattr(depends, "_RECENT_NS", 10**18)
+    assert digest() is None
+
+    rng = random.Random(5)
+    parts = ["a", "b", "", "c.py", "d"]
+    for _ in range(2000):
+        sample = [
+            rng.choice(["/", "", "//"])
+            + "/".join(rng.choice(parts) for _ in range(rng.randint(0, 4)))
+            for _ in range(rng.randint(0, 6))
+        ]
+        assert warm._folders(sample) == {os.path.dirname(p) for p in sample}, sample
