@@ -15,7 +15,7 @@ from collections.abc import Collection, Iterable, Sequence
 from migrate_fi import depends
 from migrate_fi.cache import ResultCache, WalkMemo
 from migrate_fi.discovery import discover, with_includes
-from migrate_fi.modules import display_path
+from migrate_fi.modules import display_path, display_paths
 from migrate_fi.pipeline import (
     Mode,
     RuleTests,
@@ -155,10 +155,11 @@ def _run(
             continue
         signature = walk.signature(abspath) if only is None else None
         if walk.ruled_out(abspath, signature):
-            results[abspath] = FileResult(display_path(abspath), Status.SKIPPED)  # unchanged
-            others.append(abspath)
+            others.append(abspath)  # (unchanged: skipped as the last run found; below)
             continue
         todo.append(Todo(abspath, signature, walk.matched(abspath, signature)))
+    for abspath, shown in zip(others, display_paths(others), strict=True):
+        results[abspath] = FileResult(shown, Status.SKIPPED)
 
     preload = (lambda: preload_api_data(options)) if any(c.needs_api_data for c in rules) else None
     first = frozenset(c.id for c in rules if c.searches_project)
@@ -168,8 +169,8 @@ def _run(
         found = _read(batch, todo, tests, options, only is not None)
         for path, why in found.failed:
             results[path] = failed(display_path(path), why)
-        for path in found.skipped:
-            results[path] = FileResult(display_path(path), Status.SKIPPED)
+        for path, shown in zip(found.skipped, display_paths(found.skipped), strict=True):
+            results[path] = FileResult(shown, Status.SKIPPED)
         others += found.skipped
         read.update(found.imports)
         if only is not None:

@@ -7,6 +7,7 @@ from functools import lru_cache
 
 __all__ = [
     "display_path",
+    "display_paths",
     "enclosing_packages",
     "in_flashinfer",
     "module_identity",
@@ -16,10 +17,22 @@ __all__ = [
 
 def display_path(path: str) -> str:
     """Relative to the current folder when inside it (so `git apply` takes our diffs)."""
+    return _shown(path, os.getcwd())
+
+
+def display_paths(paths: list[str]) -> list[str]:
+    """`display_path` of each of ``paths``, the current folder asked once (a run shows the
+    tens of thousands of files a large tree has that no rule reads: half the time went in
+    asking it again for each)."""
+    cwd = os.getcwd()
+    return [_shown(path, cwd) for path in paths]
+
+
+def _shown(path: str, cwd: str) -> str:
     folder, name = os.path.split(path)
     if not folder or not name:
-        return _display_path(path, os.getcwd())
-    shown = _display_folder(folder, os.getcwd())  # (a run shows thousands of files, few folders)
+        return _display_path(path, cwd)
+    shown = _display_folder(folder, cwd)  # (a run shows thousands of files, few folders)
     return path if shown is None else shown + name
 
 

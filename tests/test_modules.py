@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from migrate_fi.modules import _display_path, display_path
+from migrate_fi.modules import _display_path, display_path, display_paths
 
 
 @pytest.mark.parametrize(
@@ -22,7 +22,9 @@ def test_a_file_is_shown_as_its_folder_and_name_would_be(
     cwd = tmp_path / "project"
     cwd.mkdir()
     monkeypatch.chdir(cwd)
-    for path in (os.path.join(str(cwd), relative), relative, "/" + relative.lstrip("./")):
+    paths = [os.path.join(str(cwd), relative), relative, "/" + relative.lstrip("./")]
+    for path in paths:
         assert display_path(path) == _display_path(path, os.getcwd()), path
+    assert display_paths(paths) == [display_path(p) for p in paths]  # (the folder asked once)
     assert display_path(str(cwd / "pkg" / "m.py")) == os.path.join("pkg", "m.py")
     assert display_path(str(tmp_path / "elsewhere.py")) == str(tmp_path / "elsewhere.py")
