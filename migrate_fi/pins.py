@@ -30,11 +30,10 @@ import tokenize
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from functools import cache
-from itertools import accumulate
 from typing import NamedTuple
 
 from migrate_fi import nodes, patterns
-from migrate_fi.sources import SourceError, decode_source, source_lines
+from migrate_fi.sources import SourceError, decode_source, line_starts, source_lines
 
 __all__ = [
     "CUBIN",
@@ -825,8 +824,8 @@ def _calls_naming_distributions(text: str, tree: ast.Module) -> list[ast.Call]:
     distribution's name starts (`_QUOTED_DISTRIBUTION`), in source order."""
     starts = [m.start() for m in _QUOTED_DISTRIBUTION.finditer(text)]
     if "\r" in text:  # (a line ends at \r\n, \r or \n, as the parser counts them)
-        ends = list(accumulate(map(len, source_lines(text))))
-        lines = {bisect.bisect_right(ends, at) + 1 for at in starts}
+        first = line_starts(text)
+        lines = {bisect.bisect_right(first, at) for at in starts}
     else:
         lines = {text.count("\n", 0, at) + 1 for at in starts}
     found = [n for n in nodes.on_lines(tree, lines) if isinstance(n, ast.Call)]
@@ -896,8 +895,8 @@ def _tokens(text: str) -> Iterator[_Token]:
     (on 3.11, where an f-string is one STRING token), found with one regex pass instead (15x
     faster: the pin scan reads every file that may hold a pin; `tests/test_pins.py` checks they
     are the same on this repository's own files)."""
-    line_starts = [0]
-    line_starts.extend(m.end() for m in re.finditer("\n", text))
+    lf_starts = [0]  # (where each line starts, counting LF only)
+    lf_starts.extend(m.end() for m in re.finditer("\n", text))
     for m in _STRING_OR_COMMENT.finditer(text):
         pos, token = m.start(), m.group()
         kind = tokenize.COMMENT
@@ -908,8 +907,8 @@ def _tokens(text: str) -> Iterator[_Token]:
                 k -= 1
             if k < pos and (k == 0 or not (text[k - 1].isalnum() or text[k - 1] == "_")):
                 token, pos = text[k:pos] + token, k
-        line = bisect.bisect_right(line_starts, pos)
-        yield _Token(kind, token, (line, pos - line_starts[line - 1]))
+        line = bisect.bisect_right(lf_starts, pos)
+        yield _Token(kind, token, (line, pos - lf_starts[line - 1]))
 
 
 def _docstring_lines(tree: ast.Module) -> set[int]:

@@ -21,9 +21,9 @@ from migrate_fi.edits import TextEdit, moved_up
 from migrate_fi.fixes import apply_fixes, text_edits
 from migrate_fi.results import Diagnostic, FileError, Replacement, RunResult
 from migrate_fi.rule import Fix, Rule
-from migrate_fi.sources import source_lines
+from migrate_fi.sources import line_starts, source_lines
 from migrate_fi.suppression import UNUSED_CODE
-from migrate_fi.textedit import apply_text_edits, line_starts
+from migrate_fi.textedit import apply_text_edits
 
 __all__ = ["SCHEMA", "fix_replacements", "replacements", "sarif_document"]
 
@@ -221,8 +221,8 @@ def _lines_of(
 def _changed_lines(old: str, new: str, starts: list[int]) -> tuple[int, int]:
     """The lines of ``old`` that ``new`` changes: (the 0-based index of the first, the offset
     where the text after the last starts)."""
-    head = _in_common(old, new, min(len(old), len(new)))
-    tail = _in_common(old, new, min(len(old), len(new)) - head, from_end=True)
+    head = _in_common(old, new)
+    tail = _in_common(old, new, from_end=True, limit=min(len(old), len(new)) - head)
     first = bisect.bisect_right(starts, head) - 1
     last_changed = len(old) - tail - 1  # (the last character of ``old`` that differs)
     if last_changed < starts[first]:
@@ -231,9 +231,11 @@ def _changed_lines(old: str, new: str, starts: list[int]) -> tuple[int, int]:
     return first, starts[after] if after < len(starts) else len(old)
 
 
-def _in_common(a: str, b: str, limit: int, from_end: bool = False) -> int:
-    """How many characters (up to ``limit``) ``a`` and ``b`` have in common at their start
-    (their end), compared in blocks that double while they match and halve where not."""
+def _in_common(a: str, b: str, from_end: bool = False, limit: int | None = None) -> int:
+    """How many characters (up to ``limit``, else the shorter's length) ``a`` and ``b`` have
+    in common at their start (their end), compared in blocks that double while they match and
+    halve where not."""
+    limit = min(len(a), len(b)) if limit is None else limit
     n, block = 0, 1 << 12
     while n < limit:
         size = min(block, limit - n)
@@ -263,8 +265,8 @@ def replacements(old: str, new: str, first_line: int = 0) -> tuple[Replacement, 
         if tag == "equal":
             continue
         gone, put = "".join(a[i1:i2]), "".join(b[j1:j2])
-        head = _common_prefix(gone, put)
-        tail = _common_prefix(gone[head:][::-1], put[head:][::-1])
+        head = _in_common(gone, put)
+        tail = _in_common(gone[head:], put[head:], from_end=True)
         line, col = _position(a, i1, gone[:head])
         end_line, end_col = _position(a, i1, gone[: len(gone) - tail])
         out.append(
@@ -273,15 +275,6 @@ def replacements(old: str, new: str, first_line: int = 0) -> tuple[Replacement, 
             )
         )
     return tuple(out)
-
-
-def _common_prefix(a: str, b: str) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 def _position(lines: Sequence[str], first: int, before: str) -> tuple[int, int]:

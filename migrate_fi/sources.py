@@ -18,6 +18,7 @@ import stat
 import tokenize
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import TYPE_CHECKING
 
 from migrate_fi import patterns
@@ -32,6 +33,7 @@ __all__ = [
     "PreparedWrite",
     "SourceError",
     "decode_source",
+    "line_starts",
     "prepare_write",
     "remove_temporary",
     "signals_deferred",
@@ -48,6 +50,12 @@ def source_lines(text: str) -> list[str]:
     """The lines of ``text`` with their endings, split as Python's parser counts lines: at CR,
     LF and CRLF only (`str.splitlines` also splits at form feeds and Unicode separators)."""
     return _LINE.findall(text)
+
+
+def line_starts(text: str) -> list[int]:
+    """The offset where each line starts (line 1 at index 0), and the end of the text (where
+    an insertion after the last line goes): lines as `source_lines` splits them."""
+    return [0, *accumulate(map(len, source_lines(text)))]
 
 
 class SourceError(Exception):

@@ -8,18 +8,11 @@ applies: two edits touching the same text are a bug. Linear in the text and the 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import accumulate
 
 from migrate_fi.edits import EditError, TextEdit, check_overlaps
-from migrate_fi.sources import source_lines
+from migrate_fi.sources import line_starts
 
-__all__ = ["apply_text_edits", "line_starts"]
-
-
-def line_starts(text: str) -> list[int]:
-    """The offset where each line starts (line 1 at index 0), and the end of the text (where
-    an insertion after the last line goes): lines as `source_lines` splits them."""
-    return [0, *accumulate(map(len, source_lines(text)))]
+__all__ = ["apply_text_edits"]
 
 
 def apply_text_edits(text: str, edits: Sequence[tuple[str, TextEdit]]) -> str:

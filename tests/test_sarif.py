@@ -202,7 +202,7 @@ def test_the_changed_lines_hold_every_change(
     they start and end where lines do; the replacements found there turn the old text into
     the new."""
     from migrate_fi.sarif import _changed_lines, replacements
-    from migrate_fi.textedit import line_starts
+    from migrate_fi.sources import line_starts
 
     old = "".join(pieces)
     at = min(at, len(old))
