@@ -82,7 +82,6 @@ def run(
     Raises `migrate_fi.discovery.DiscoveryError` for a path that does not exist, and
     `migrate_fi.rule.RuleSetupError` when a rule cannot run for these options.
     """
-    depends.forget_stats()  # (a run asks each file's stat once; an earlier run's are stale)
     try:
         return _run(paths, rules, options, Mode(mode), exclude, jobs, respect_gitignore,
                     progress, excludes_at, only, use_cache, recording)  # fmt: skip
@@ -131,15 +130,16 @@ def _run(
     walking: Walk = (paths, suffixes, list(exclude), respect_gitignore, at, patterns)
     before = recording.walked_before(walking) if recording is not None else None
     if before is not None:  # (`migrate_fi.warm.replay` walked the same way just now)
-        walked, stale, links = before
+        walked, stale, links = before.files, before.stale, before.links
     else:
+        depends.forget_stats()  # (a run asks each file's stat once; an earlier run's are stale)
         with depends.covered():  # (`migrate_fi.warm.replay` walks again)
             walked = list(discover(*walking, unreadable, stale.append, links.append))
     if recording is not None:
         recording.walked(walking, walked)
     tree = None  # the digest of what the walk found, when the run may be replayed
     if cache is not None and only is None and not results:
-        tree = tree_digest(walked, stale, links)
+        tree = before.tree if before is not None else tree_digest(walked, stale, links)
         replayed = cache.replay(tree) if tree is not None else None
         if replayed is not None:  # (nothing changed since the last run: its result)
             if recording is not None and tree is not None:

@@ -248,7 +248,16 @@ def replay(argv: Sequence[str], command: Command | None = None) -> int | None:
     return int(code)
 
 
-Walked = tuple[list[str], list[str], list[str]]  # what a walk found: files, stale, links
+class Walked(NamedTuple):
+    """What a walk found, and the digest of it (`tree_digest`), made with the stats the walk
+    took: the run that is handed it keeps them (`migrate_fi.depends.stat`), and so agrees."""
+
+    files: list[str]
+    stale: list[str]
+    links: list[str]
+    tree: bytes | None
+
+
 # the walk the last `replay` made, and the command it was for: the command then runs, and need
 # not walk again (`begin`)
 _walked: tuple[Command, Walk, Walked] | None = None
@@ -266,8 +275,9 @@ def _walk_digest(command: Command, walk: Walk) -> bytes | None:
         raise exc  # (a run that says so is never kept)
 
     found = list(discover(*walk, unreadable, stale.append, links.append))
-    _walked = (command, walk, (found, stale, links))
-    return tree_digest(found, stale, links)
+    tree = tree_digest(found, stale, links)
+    _walked = (command, walk, Walked(found, stale, links, tree))
+    return tree
 
 
 class Recording:
@@ -320,7 +330,8 @@ class Recording:
             self._busy.on = False
 
     def walked_before(self, walk: Walk) -> Walked | None:
-        """What ``walk`` found when `replay` made it, just before this run began (once)."""
+        """What ``walk`` found when `replay` made it, just before this run began (once; the
+        stats it took are still `migrate_fi.depends`'s)."""
         before, self._before = self._before, None
         return before[1] if before is not None and before[0] == walk else None
 

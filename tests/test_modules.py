@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from migrate_fi.modules import _display_path, display_path, display_paths
 
@@ -28,3 +30,23 @@ def test_a_file_is_shown_as_its_folder_and_name_would_be(
     assert display_paths(paths) == [display_path(p) for p in paths]  # (the folder asked once)
     assert display_path(str(cwd / "pkg" / "m.py")) == os.path.join("pkg", "m.py")
     assert display_path(str(tmp_path / "elsewhere.py")) == str(tmp_path / "elsewhere.py")
+
+
+@given(
+    st.lists(
+        st.lists(st.sampled_from(["a", "b", "..", ".", "", "pkg", "x.py"]), max_size=5).map(
+            lambda parts: ("/" if parts and parts[0] == "" else "") + "/".join(parts)
+        ),
+        max_size=30,
+    )
+)
+def test_paths_shown_together_are_each_shown_as_alone(paths: list[str]) -> None:
+    """`display_paths` (each folder worked out once, its text cut at the last separator) says
+    what `display_path` says of each: doubled and trailing separators, no folder, no name."""
+    assert display_paths(paths) == [display_path(p) for p in paths]
+
+
+def test_more_folders_than_the_memo_keeps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    paths = [str(tmp_path / f"d{i}" / "m.py") for i in range(3000)] + ["../up/m.py"]
+    assert display_paths(paths) == [f"d{i}/m.py" for i in range(3000)] + ["../up/m.py"]
