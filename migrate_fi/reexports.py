@@ -281,9 +281,17 @@ def importers(
         found = known.get(path)
         return found is None or found.dynamic or bool(found.among(every_module))
 
-    out = [f for f in candidates if imports_one(f.path, f.data)]
     asked = repr(sorted(aliases))
     walk = walk or WalkMemo()
+    out = []
+    for f in candidates:  # (in memory; the memo may know that they import none of these)
+        signature = walk.signature(f.path)
+        if walk.imports_none(f.path, signature, asked):
+            continue
+        if imports_one(f.path, f.data):
+            out.append(f)
+        else:
+            walk.note_imports_none(f.path, signature, asked)
     python = [path for path in others if path.endswith(".py")]  # (the others import nothing)
     for path in walk.not_known_to_import_none(python, asked):
         signature = walk.signature(path)

@@ -116,8 +116,12 @@ def _plural(n: int, word: str) -> str:
 
 def summary(result: RunResult, command: str) -> str:
     """One or two human lines for stderr."""
-    fixable, held, manual = len(result.fixable), len(result.held_back), 0
-    manual = len(result.manual) - held
+    # (each of the run's diagnostics once: a run's list of them walks every file it read)
+    diagnostics = result.diagnostics
+    applying = [d for d in diagnostics if d.applies]
+    left = [d for d in diagnostics if not d.applies]  # (`RunResult.manual`)
+    fixable, held = len(applying), sum(1 for d in diagnostics if d.held_back)
+    manual = len(left) - held
     files = len(result.files)
     parsed = result.parsed_count
     scanned = f"{_plural(files, 'file')} scanned, {parsed} parsed"
@@ -129,7 +133,7 @@ def summary(result: RunResult, command: str) -> str:
     )
     if command == "apply":
         written = set(result.written)
-        applied = sum(1 for d in result.fixable if d.path in written)
+        applied = sum(1 for d in applying if d.path in written)
         head = f"Rewrote {_plural(len(written), 'file')} ({_plural(applied, 'fix')})"
         if applied < fixable:
             head += f"; {fixable - applied} not written (see the errors)"
@@ -137,7 +141,7 @@ def summary(result: RunResult, command: str) -> str:
             head += f"; {held_text}"
         if manual:
             head += f"; {_plural(manual, 'site')} left for a person (listed above)"
-        return f"{head}; {scanned}{err}.\n" + (_how_to_mark(result) if manual else "")
+        return f"{head}; {scanned}{err}.\n" + (_how_to_mark(left) if manual else "")
     if not fixable and not manual and not held:
         return f"Nothing to migrate: {scanned}{err}.\n"
     parts = []
@@ -151,12 +155,12 @@ def summary(result: RunResult, command: str) -> str:
     total = fixable + held + manual
     out = f"Found {_plural(total, 'site')} ({', '.join(parts)}); {scanned}{err}.\n"
     if manual:
-        out += _how_to_mark(result)
+        out += _how_to_mark(left)
     return out
 
 
-def _how_to_mark(result: RunResult) -> str:
-    codes = sorted({d.code for d in result.manual if d.code != UNUSED_CODE})
+def _how_to_mark(manual: list[Diagnostic]) -> str:
+    codes = sorted({d.code for d in manual if d.code != UNUSED_CODE})
     if not codes:
         return ""
     return (

@@ -13,10 +13,14 @@ from click.testing import CliRunner
 
 import migrate_fi.engine
 import migrate_fi.pipeline
+import migrate_fi.reexports
+from migrate_fi import depends
+from migrate_fi.cache import WalkMemo
 from migrate_fi.cli import cli
-from migrate_fi.reexports import file_imports, unaffected
+from migrate_fi.reexports import file_imports, importers, unaffected
 from migrate_fi.resolver import ProjectAliases
 from migrate_fi.results import FileResult, Lookups, Status
+from migrate_fi.workers import SourceFile
 
 
 def analysed(asked: set[str], skipped: frozenset[str] = frozenset()) -> FileResult:
@@ -253,3 +257,36 @@ def test_a_file_that_imports_modules_by_call_is_told_from_the_scan(
     are then in strings, and the rounds read it whatever its import statements name): told
     from the same scan as its import words, in a statement or anywhere else."""
     assert file_imports(data).dynamic is by_call
+
+
+def test_a_candidate_found_not_to_import_the_reexports_is_not_searched_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The walk memo notes a file a rule must see (in memory, its text searched for the names)
+    that imports none of a round's re-exports, as it notes the others: the next run, the file
+    unchanged, does not search it again; changed, it does."""
+    monkeypatch.setattr(depends, "_RECENT_NS", 0)
+    path = tmp_path / "c.py"
+    data = b"import flashinfer\nfrom proj import quant\n\nx = quant.other\n"
+    path.write_bytes(data)
+    aliases = {"proj.quant.q": "flashinfer.fp4_quantize"}
+    searched: list[bytes] = []
+    search = migrate_fi.reexports.names_one_of
+
+    def counting(text: bytes, names: object) -> bool:
+        searched.append(text)
+        return search(text, names)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(migrate_fi.reexports, "names_one_of", counting)
+    depends.forget_stats()
+    memo = WalkMemo({}, {})
+    assert importers(aliases, [SourceFile(data, str(path), ())], [], memo) == []
+    assert searched == [data]
+    again = WalkMemo(*memo.state())
+    assert importers(aliases, [SourceFile(data, str(path), ())], [], again) == []
+    assert searched == [data]  # (unchanged: the memo answers)
+    edited = data + b"y = quant.q\n"
+    path.write_bytes(edited)
+    depends.forget_stats()
+    found = importers(aliases, [SourceFile(edited, str(path), ())], [], WalkMemo(*memo.state()))
+    assert [f.path for f in found] == [str(path)] and searched == [data, edited]
