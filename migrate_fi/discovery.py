@@ -293,7 +293,8 @@ def _walk(
 SEARCH_LIMIT = 20_000  # a search root with more files is not searched (callers: unknown)
 
 
-@lru_cache(maxsize=16)
+# (a run asks a few roots per project: 16 copies of SGLang's tree ask 32, each twice or more)
+@lru_cache(maxsize=256)
 def python_files(root: str) -> tuple[str, ...]:
     """The Python files a search for the callers of a function reads under ``root``: every
     folder but hidden ones and `SKIPPED_DIRS`, .gitignore or not (empty: over `SEARCH_LIMIT`)."""
@@ -306,7 +307,7 @@ def python_files(root: str) -> tuple[str, ...]:
     return tuple(found)
 
 
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=256)
 def tree_signature(root: str) -> str:
     """A digest of the size, modification time and inode of every file `python_files` finds
     under ``root`` (what `migrate_fi.depends` recomputes for a result that searched them)."""

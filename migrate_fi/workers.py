@@ -126,6 +126,8 @@ def _worker_signals(lifeline: tuple[int, int] | None = None) -> None:
     10 ms at its start, 3% of a cold `check` of vLLM's tree.)"""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    gc.enable()  # (the engine holds it off in the main process for the run; each worker
+    # collects as it did, but while it analyses a file: `migrate_fi.pipeline.process_source`)
     if lifeline is not None:
         import threading
 
