@@ -218,17 +218,17 @@ _PART = 64  # files read in one part (what a worker is given at a time)
 def _read(
     batch: Batch, todo: list[Todo], tests: RuleTests, options: RunOptions, every_import: bool
 ) -> Read:
-    """Read the files of ``todo`` and test them against the rules' prefilters: on a large
-    tree, in parts shared with the workers (`Batch.share`), else here (`migrate_fi.reading`)."""
-    if not batch.worth_reading_in_workers(len(todo)):
+    """Read the files of ``todo`` and test them against the rules' prefilters: where many
+    must be tested, in parts shared with the workers (`Batch.share`), else here
+    (`migrate_fi.reading`). A file whose rules the walk memo knows is only read: 688 of them
+    (16 copies of SGLang, one file touched) took 30 ms here, 100 ms with the workers started,
+    their import words worked out and the files sent back."""
+    testing = sum(1 for t in todo if t.matched is None)
+    if not batch.worth_reading_in_workers(testing):
         whole = read_part(todo, tests, options, every_import)
         batch.reading(len(todo))
         return whole
-    # (before the workers are forked; built first only where more files must be tested than
-    # there are workers: the files a warm run reads again are mostly those whose rules the walk
-    # memo knows, and the one touched file among 38,000 cost building every prefilter, 60 ms)
-    testing = sum(1 for t in todo if t.matched is None)
-    share_tests(tests, batch.ids, options, built=testing > batch.jobs)
+    share_tests(tests, batch.ids, options)  # (before the workers are forked)
     parts = [todo[i : i + _PART] for i in range(0, len(todo), _PART)]
     found: dict[int, Read] = {}
 

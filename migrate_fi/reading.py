@@ -112,14 +112,10 @@ def read_in_worker(
 _shared: dict[tuple[tuple[str, ...], RunOptions], RuleTests] = {}
 
 
-def share_tests(
-    tests: RuleTests, ids: tuple[str, ...], options: RunOptions, built: bool = True
-) -> None:
-    """Give the workers forked from now on the rules' tests of this process for the run,
-    ``built`` (the prefilters every Python file asks worked out here once, not again in each
-    worker), else as they are (each process builds those the files it tests need)."""
-    if built:
-        tests.build()
+def share_tests(tests: RuleTests, ids: tuple[str, ...], options: RunOptions) -> None:
+    """Give the workers forked from now on the rules' tests of this process for the run, built
+    (the prefilters every Python file asks worked out here once, not again in each worker)."""
+    tests.build()
     _shared.clear()
     _shared[ids, options] = tests
 

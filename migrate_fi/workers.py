@@ -276,7 +276,7 @@ class Batch:
         return out
 
     def worth_reading_in_workers(self, files: int) -> bool:
-        """Whether reading ``files`` files is worth sharing with worker processes."""
+        """Whether reading and testing ``files`` files is worth sharing with worker processes."""
         return self.jobs > 1 and files >= _PARALLEL_MIN_WALK
 
     def reading(self, read: int, total: int | None = None) -> None:

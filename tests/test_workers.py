@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from migrate_fi import workers
+from migrate_fi import depends, workers
 from migrate_fi.registry import all_rules
 from migrate_fi.rule import RunOptions
 from migrate_fi.versions import parse_version
@@ -198,11 +198,11 @@ def test_a_large_tree_is_read_here_and_in_the_workers_alike(
     monkeypatch.setattr(engine, "read_part", recording)
     rules = all_rules()
 
-    def run(jobs: int) -> list[tuple[str, str, list[tuple[int, str]]]]:
+    def run(jobs: int, use_cache: bool = False) -> list[tuple[str, str, list[tuple[int, str]]]]:
         told: list[tuple[int, ...]] = []
         result = engine.run(
             [str(root)], rules, OPTIONS, Mode.CHECK, jobs=jobs,
-            progress=lambda *counts: told.append(counts),
+            progress=lambda *counts: told.append(counts), use_cache=use_cache,
         )  # fmt: skip
         n = len(result.files)  # (progress told: every file read, every site found)
         assert told[-1] == (n, n, result.parsed_count, len(result.diagnostics)), told[-3:]
@@ -224,6 +224,18 @@ def test_a_large_tree_is_read_here_and_in_the_workers_alike(
         sum(1 for i in range(n) if i % 89 == 0 and i % 97),
     )
     assert len(found) == direct + reexported > 10  # (and those through the re-export)
+    # with the result cache: the run after, one file touched, has only that file to test, and
+    # reads the others (their rules known to the walk memo) here, without the workers
+    monkeypatch.setattr(depends, "_RECENT_NS", 0)  # (a file just written counts as settled)
+    monkeypatch.setenv("MIGRATE_FI_CACHE_DIR", str(tmp_path / "cache"))
+    pids.unlink()
+    assert run(2, use_cache=True) == alone
+    assert len(set(pids.read_text().split())) == 3
+    pids.unlink()
+    os.utime(root / "proj" / "m1.py", ns=(1, 1))
+    monkeypatch.setattr(workers, "_PARALLEL_MIN_WALK", 2)  # (more are read than that)
+    assert run(2, use_cache=True) == alone
+    assert set(pids.read_text().split()) == {str(os.getpid())}
 
 
 _WORK = workers._work
