@@ -7,9 +7,9 @@ time of every file of the package and of the user's data folder, and of each lib
 `__init__.py`), the run's options (range, rules and their settings), the rules that must see the
 file, the project's re-exports the file was analysed with, its path and module name, and its
 bytes. What the analysis consulted outside the file (`migrate_fi.depends`: the configured line
-length; for a search of a function's callers, the stat of every file it may read) is stored
-with the result and recomputed before it is reused; a result whose reads cannot be recomputed
-(`depends.note_unbounded`) is never stored.
+length; for a search of a function's callers, the files it found and what they hold) is stored
+with the result and checked before it is reused (`migrate_fi.depends.current`); a result whose
+reads cannot be recomputed (`depends.note_unbounded`) is never stored.
 
 Entries live in ``$MIGRATE_FI_CACHE_DIR``, else the per-user cache folder
 (``$XDG_CACHE_HOME/migrate-fi/results``, ``~/.cache/migrate-fi/results``). The entries a run
@@ -86,6 +86,17 @@ def _load(fh: BinaryIO) -> Any:
     finally:
         if collecting:
             gc.enable()
+
+
+def _holding(notes: depends.Notes) -> depends.Notes | None:
+    """``notes`` as they stand now (`migrate_fi.depends.current`), when every one holds."""
+    now = []
+    for kind, argument, value in notes:
+        found = depends.current(kind, argument, value)
+        if found is None:
+            return None
+        now.append((kind, argument, found))
+    return tuple(now)
 
 
 _Entry = tuple[depends.Notes, FileResult]  # a result, and what it consulted outside its file
@@ -199,6 +210,7 @@ class ResultCache:
         # of them came from, or went to, the cache (else the run is not replayed: `replay`)
         self._notes: set[tuple[str, str, str]] = set()
         self.replayable = True
+        self._refreshed = False  # (an entry's notes said again as they stand now: kept so)
 
     def key(
         self,
@@ -234,7 +246,7 @@ class ResultCache:
     def save_walk(self, walk: WalkMemo) -> None:
         """The walk, with the entries this run used (when either changed); the entries of the
         last run's that this one did not use, each to a file of its own (unless it has one)."""
-        if walk.changed or self._used.keys() != self._pack.keys():
+        if walk.changed or self._refreshed or self._used.keys() != self._pack.keys():
             for key in self._pack.keys() - self._used.keys():
                 if not os.path.exists(self._file(key)):
                     self._write(key, self._pack[key])
@@ -276,12 +288,13 @@ class ResultCache:
             return None
         if not isinstance(result, FileResult):
             return None
-        for kind, argument, value in notes:
-            if depends.recompute(kind, argument) != value:
-                return None
+        now = _holding(notes)
+        if now is None:
+            return None
         self.hits += 1
-        self._used[key] = entry
-        self._notes.update(notes)
+        self._refreshed = self._refreshed or now != notes
+        self._used[key] = (now, result)  # (kept with what its notes say now)
+        self._notes.update(now)
         return result
 
     def put(self, key: str, notes: depends.Notes, result: FileResult) -> None:
@@ -302,10 +315,12 @@ class ResultCache:
             return None
         if digest != tree or not isinstance(result, RunResult):
             return None
-        for kind, argument, value in notes:
-            if depends.recompute(kind, argument) != value:
-                return None
-        self._notes.update(notes)  # (what a replay of this run checks too: `migrate_fi.warm`)
+        now = _holding(notes)
+        if now is None:
+            return None
+        self._notes.update(now)  # (what a replay of this run checks too: `migrate_fi.warm`)
+        if now != notes:  # (said again as they stand now: the next run checks them cheaply)
+            self._write(self._replay_key(), (tree, tuple(sorted(now)), result))
         return result
 
     def notes(self) -> tuple[tuple[str, str, str], ...]:

@@ -2,11 +2,11 @@
 
 A rule's helper that consults something outside the file notes it here while the file is
 analysed: a value it can recompute cheaply (``note("line-length", path, "100")``: the project's
-configured line length; ``note("tree", root, digest)``: the stat of every file under the root a
-search for the callers of a function read, `migrate_fi.rules._callers`), or
-``note_unbounded()`` for what cannot be recomputed: such a result is never reused. The result
-cache (`migrate_fi.cache`) stores the notes with the result and recomputes each value before
-reusing it. The engine tells a path it relies on without opening it (``watch``) to the
+configured line length; ``note("mentions", root and words, value)``: which files under a root
+a search for the callers of a function found, and what they hold, `migrate_fi.rules._callers`),
+or ``note_unbounded()`` for what cannot be recomputed: such a result is never reused. The result
+cache (`migrate_fi.cache`) stores the notes with the result and asks whether each still holds
+(`current`) before reusing it. The engine tells a path it relies on without opening it (``watch``) to the
 recording of a `check` that may be replayed (`migrate_fi.warm`), which learns what the run
 opens and lists by itself, but for what is `covered` (noted, or walked again).
 """
@@ -31,12 +31,12 @@ __all__ = [
     "Stat",
     "blake2b",
     "covered",
+    "current",
     "finish",
     "forget_stats",
     "note",
     "note_unbounded",
     "read_bytes",
-    "recompute",
     "settled",
     "start",
     "stat",
@@ -46,12 +46,17 @@ __all__ = [
 
 Notes = tuple[tuple[str, str, str], ...]  # (kind, argument, value)
 
-# kind -> "module:function" that recomputes the value from the argument
+# kind -> "module:function" that recomputes the value from the argument, or (``holds``) that
+# says from the argument and the value noted whether it still holds: the value noted, another
+# that stands for the same now, or None
 _RECOMPUTE = {
     "line-length": "migrate_fi.rules._layout:line_length_text",
-    "tree": "migrate_fi.discovery:tree_signature",  # every file a search for callers may read
     # the extras of flashinfer-python a project's pin files install (FI007)
     "flashinfer-extras": "migrate_fi.rules.companion_requirements:project_extras_text",
+}
+_HOLDS = {
+    # the files a search for callers found under a root, and what they hold
+    "mentions": "migrate_fi.rules._callers:mentions_hold",
 }
 
 _notes: set[tuple[str, str, str]] = set()
@@ -177,7 +182,7 @@ def start() -> None:
 
 
 def note(kind: str, argument: str, value: str) -> None:
-    if kind not in _RECOMPUTE:
+    if kind not in _RECOMPUTE and kind not in _HOLDS:
         raise ValueError(f"no way to recompute a {kind!r} dependency: add it to _RECOMPUTE")
     _notes.add((kind, argument, value))
 
@@ -192,15 +197,22 @@ def finish() -> Notes | None:
     return None if _unbounded else tuple(sorted(_notes))
 
 
-def recompute(kind: str, argument: str) -> str | None:
-    """The value now (None when it cannot be computed: the dependency is not met)."""
-    target = _RECOMPUTE.get(kind)
+def current(kind: str, argument: str, value: str) -> str | None:
+    """What the noted dependency says now: ``value`` while it holds as noted, another value
+    that stands for the same where its kind can tell (a search for callers over files that
+    changed, none of them among those it found or would find now), None when it does not hold
+    (or cannot be worked out)."""
+    holds = _HOLDS.get(kind)
+    target = holds or _RECOMPUTE.get(kind)
     if target is None:
         return None
     module, _, name = target.partition(":")
-    fn: Callable[[str], str] = getattr(importlib.import_module(module), name)
+    fn = getattr(importlib.import_module(module), name)
     try:
         with covered():
-            return fn(argument)
-    except Exception:  # a dependency that cannot be recomputed is not met
+            if holds is not None:
+                found: str | None = fn(argument, value)
+                return found
+            return value if fn(argument) == value else None
+    except Exception:  # a dependency that cannot be worked out is not met
         return None

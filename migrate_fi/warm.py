@@ -233,8 +233,9 @@ def replay(argv: Sequence[str], command: Command | None = None) -> int | None:
                 return None
         if _walk_digest(command, walk) != tree:
             return None
-        for kind, argument, value in notes:
-            if depends.recompute(kind, argument) != value:
+        for kind, argument, value in notes:  # (as noted: one that stands for the same now,
+            # a search over files that changed, is made again by the command, which keeps it)
+            if depends.current(kind, argument, value) != value:
                 return None
     except Exception:  # missing, damaged, written by another migrate-fi: the command runs
         return None

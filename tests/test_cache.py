@@ -114,6 +114,46 @@ def test_an_entry_holds_while_what_it_read_outside_the_file_holds(tmp_path: Path
     assert other != key  # analysed with other re-exports: another entry
 
 
+def test_an_entry_whose_note_holds_as_it_stands_now_is_kept_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A note that still holds, said another way now (a search over files that changed, none
+    of them among those it found: `migrate_fi.depends.current`), is kept as it stands: the
+    entries are written again even where the walk did not change."""
+    from migrate_fi import depends
+    from migrate_fi.cache import ResultCache, WalkMemo
+    from migrate_fi.results import FileResult, Status
+    from migrate_fi.rule import RunOptions
+    from migrate_fi.versions import parse_version
+
+    asked: list[str] = []
+
+    def holds(argument: str, value: str) -> str | None:
+        asked.append(value)
+        return "now" if value in ("then", "now") else None
+
+    monkeypatch.setitem(depends._HOLDS, "mentions", f"{__name__}:_holds")
+    monkeypatch.setattr(sys.modules[__name__], "_holds", holds, raising=False)
+    options = RunOptions(parse_version("0.6.10"), parse_version("0.6.11"))
+
+    def store() -> ResultCache:
+        return ResultCache(("x",), options, folder=str(tmp_path / "cache"))
+
+    first = store()
+    key = first.key(b"", "m.py", str(tmp_path / "m.py"), (None, False), {}, ("x",))
+    result = FileResult("m.py", Status.UNCHANGED)
+    first.put(key, (("mentions", "root", "then"),), result)
+    first.save_walk(WalkMemo({}, {}))
+    second = store()
+    memo = second.walk()
+    assert second.get(key) == result and asked == ["then"]
+    assert second.notes() == (("mentions", "root", "now"),)
+    second.save_walk(memo)  # (the walk unchanged: written for the note)
+    third = store()
+    third.walk()
+    assert third.get(key) == result and asked == ["then", "now"]
+
+
 def test_the_walk_remembers_what_a_file_matched_while_it_is_unchanged(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -4,6 +4,7 @@ function (migrate_fi/rules/_callers.py)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -146,3 +147,114 @@ def test_the_searched_files_kept_fit_in_their_budget(
     assert _callers._read(str(tmp_path / "big.py")) == b"x" * 300  # read, never kept
     assert str(tmp_path / "big.py") not in _callers._kept
     assert _callers._read(str(tmp_path / "missing.py")) is None
+
+
+def test_a_search_holds_while_the_files_that_mention_its_words_are_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The note a caller search leaves (`_callers.mentions_hold`): as noted while no file under
+    its root changed; an edit elsewhere keeps it (said again with the tree as it is now);
+    an edit of a file that mentions the name, a new one that does, or one that no longer does,
+    breaks it."""
+    from migrate_fi import depends, discovery
+    from migrate_fi.rules import _callers
+
+    monkeypatch.setattr(depends, "_RECENT_NS", 0)  # (a file just written counts as settled)
+    monkeypatch.setattr(_callers, "_kept", {})
+    root = _project(tmp_path, {"proj/user.py": "from proj.quant import quantize\n"})
+    (root / "proj" / "other.py").write_text("x = 1\n")
+
+    def new_run() -> None:  # (what a process of its own forgets)
+        depends.forget_stats()
+        discovery.python_files.cache_clear()
+        discovery.tree_signature.cache_clear()
+        _callers._kept.clear()
+
+    def noted() -> tuple[str, str, str]:
+        new_run()
+        depends.start()
+        _callers._mentioning(str(root), (b"quantize",))
+        (note,) = depends.finish() or ()
+        return note
+
+    kind, argument, value = noted()
+    new_run()
+    found = _callers._mentioning(str(root), (b"quantize",))
+    assert found == [str(root / "proj" / "quant.py"), str(root / "proj" / "user.py")]
+    new_run()
+    assert depends.current(kind, argument, value) == value  # nothing changed
+
+    (root / "proj" / "other.py").write_text("x = 2  # edited elsewhere\n")
+    new_run()
+    fresh = depends.current(kind, argument, value)
+    assert fresh is not None and fresh != value  # holds: the same files, the same bytes
+    assert fresh == noted()[2]  # (what a search now notes)
+
+    user = root / "proj" / "user.py"
+    for change in ("edit", "new", "gone"):
+        kind, argument, value = noted()
+        if change == "edit":
+            user.write_text("from proj.quant import quantize\n\nquantize(1, 2)\n")
+        elif change == "new":
+            (root / "proj" / "more.py").write_text("from proj.quant import quantize as q\n")
+        else:
+            (root / "proj" / "more.py").write_text("q = None\n")
+        new_run()
+        assert depends.current(kind, argument, value) is None, change
+
+
+def test_a_result_that_searched_is_reused_after_an_edit_elsewhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the result cache: an edit of a file that does not mention the function keeps the
+    result of the file whose rule searched its callers (its note is said again as it stands,
+    and kept so: the run after does not read the project again); an edit of a caller does
+    not."""
+    from migrate_fi import depends, discovery, engine, pipeline
+    from migrate_fi.registry import all_rules
+    from migrate_fi.rule import RunOptions
+    from migrate_fi.rules import _callers
+    from migrate_fi.versions import parse_version
+
+    monkeypatch.setattr(depends, "_RECENT_NS", 0)  # (a file just written counts as settled)
+    monkeypatch.setenv("MIGRATE_FI_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "p").mkdir()
+    root = _project(tmp_path / "p", {"proj/user.py": MANY, "scripts/other.py": "x = 1\n"})
+    rules = [c for c in all_rules() if c.code == "FI003"]
+    options = RunOptions(parse_version("0.6.8.post1"), parse_version("0.6.11"))
+    analysed: list[str] = []
+    searched: list[str] = []
+    process, hold = pipeline.process_source, _callers.mentions_hold
+
+    def counting(data, path, *args, **kwargs):  # type: ignore[no-untyped-def]
+        analysed.append(os.path.basename(path))
+        return process(data, path, *args, **kwargs)
+
+    def holding(argument: str, value: str) -> str | None:
+        found = hold(argument, value)
+        if found != value:
+            searched.append(argument)  # (read the project again)
+        return found
+
+    monkeypatch.setattr(pipeline, "process_source", counting)
+    monkeypatch.setattr(_callers, "mentions_hold", holding)
+
+    def run() -> list[str]:
+        for memo in (discovery.python_files, discovery.tree_signature, _callers._resolver_for):
+            memo.cache_clear()  # (each run is a process of its own)
+        _callers._kept.clear()
+        analysed.clear()
+        searched.clear()
+        # (the package is checked; its callers are searched for from the folder above it)
+        result = engine.run([str(root / "proj")], rules, options, pipeline.Mode.CHECK, jobs=1,
+                            use_cache=True)  # fmt: skip
+        return [f"{d.path}:{d.line}" for d in result.diagnostics]
+
+    first = run()
+    assert "quant.py" in analysed and first
+    (root / "scripts" / "other.py").write_text("x = 2\n")  # (never walked: the memo holds)
+    assert run() == first
+    assert "quant.py" not in analysed and len(searched) == 1  # reused: the project read again
+    assert run() == first and not searched  # (its note kept as it stands now)
+    (root / "proj" / "user.py").write_text(MANY.replace("ones(8)", "ones(1)"))
+    assert run() == [] and "quant.py" in analysed

@@ -9,13 +9,16 @@ something that may change how it is called, gives None: "unknown", never a guess
 The project is searched from the top of the file's package (the folder above its outermost
 `__init__.py`), or from the git work tree above it when there is one, so tests next to the
 package count. Files that do not mention the function's name are never parsed; parsed files and
-file lists are cached per process, so a rule pays for each searched file once per run.
+file lists are cached per process, so a rule pays for each searched file once per run. A result
+that searched is reused (`migrate_fi.cache`) while no file under the root changed, or while the
+files that mention the name are the same, with the same bytes (`mentions_hold`).
 """
 
 from __future__ import annotations
 
 import ast
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -382,9 +385,51 @@ def _read(path: str) -> bytes | None:
 
 
 def _mentioning(root: str, words: tuple[bytes, ...]) -> list[str]:
-    # any file of the project may add a caller: a result holds while no file changed
-    depends.note("tree", root, tree_signature(root))
-    return [p for p in python_files(root) if any(w in (_read(p) or b"") for w in words)]
+    """The Python files under ``root`` that contain one of ``words``. Any file of the project
+    may add a caller: the result holds while no file changed, or while the files that contain
+    them are these, as they are (`mentions_hold`)."""
+    found = [p for p in python_files(root) if any(w in (_read(p) or b"") for w in words)]
+    seen = _digest((p, _read(p) or b"") for p in found)
+    depends.note("mentions", _searched(root, words), f"{tree_signature(root)} {seen}")
+    return found
+
+
+def mentions_hold(argument: str, value: str) -> str | None:
+    """Whether a search's note still holds (`migrate_fi.depends.current`): as noted while the
+    stat of every file under its root is unchanged; else when the same files contain its words,
+    with the same bytes (the value then says so with the files' stats now: a file edited
+    elsewhere in the project re-reads the files, never re-analyses every function whose
+    callers were searched); else None."""
+    root, *words = argument.split("\0")
+    wanted = tuple(w.encode("utf-8", "surrogateescape") for w in words)
+    signature, _, seen = value.rpartition(" ")
+    now = tree_signature(root)
+    if now == signature:
+        return value
+    found = []  # (read again, not kept: this process holds the run's results)
+    for path in python_files(root):
+        try:
+            data = depends.read_bytes(path)
+        except OSError:
+            continue  # (contains nothing: the search read it as empty)
+        if any(w in data for w in wanted):
+            found.append((path, data))
+    return f"{now} {seen}" if _digest(found) == seen else None
+
+
+def _searched(root: str, words: tuple[bytes, ...]) -> str:
+    """The argument of a search's note: its root and its words."""
+    return "\0".join([root, *(w.decode("utf-8", "surrogateescape") for w in words)])
+
+
+def _digest(files: Iterable[tuple[str, bytes]]) -> str:
+    """A digest of the paths and bytes of ``files``, in order."""
+    h = depends.blake2b(digest_size=16)
+    for path, data in files:
+        for part in (os.fsencode(path), data):
+            h.update(len(part).to_bytes(8, "little"))
+            h.update(part)
+    return h.hexdigest()
 
 
 @lru_cache(maxsize=256)
