@@ -6,9 +6,10 @@ configured line length; ``note("mentions", root and words, value)``: which files
 a search for the callers of a function found, and what they hold, `migrate_fi.rules._callers`),
 or ``note_unbounded()`` for what cannot be recomputed: such a result is never reused. The result
 cache (`migrate_fi.cache`) stores the notes with the result and asks whether each still holds
-(`current`) before reusing it. The engine tells a path it relies on without opening it (``watch``) to the
-recording of a `check` that may be replayed (`migrate_fi.warm`), which learns what the run
-opens and lists by itself, but for what is `covered` (noted, or walked again).
+(`current`) before reusing it. The engine tells a path it relies on without opening it
+(``watch``) to the recording of a `check` that may be replayed (`migrate_fi.warm`), which
+learns what the run opens and lists by itself, but for what is `covered` (noted, or walked
+again).
 """
 
 from __future__ import annotations
@@ -183,7 +184,9 @@ def start() -> None:
 
 def note(kind: str, argument: str, value: str) -> None:
     if kind not in _RECOMPUTE and kind not in _HOLDS:
-        raise ValueError(f"no way to recompute a {kind!r} dependency: add it to _RECOMPUTE")
+        raise ValueError(
+            f"no way to check a {kind!r} dependency again: add it to _RECOMPUTE or _HOLDS"
+        )
     _notes.add((kind, argument, value))
 
 

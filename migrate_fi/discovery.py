@@ -310,7 +310,7 @@ def python_files(root: str) -> tuple[str, ...]:
 @lru_cache(maxsize=256)
 def tree_signature(root: str) -> str:
     """A digest of the size, modification time and inode of every file `python_files` finds
-    under ``root`` (what `migrate_fi.depends` recomputes for a result that searched them)."""
+    under ``root`` (while it is the same, a search there holds: `migrate_fi.rules._callers`)."""
     h = depends.blake2b(digest_size=16)
     now = time.time_ns()
     for path in python_files(root) or ("(too many files)",):

@@ -56,6 +56,7 @@ def _shown(path: str, cwd: str) -> str:
 
 @lru_cache(maxsize=1024)
 def _display_folder(folder: str, cwd: str) -> str | None:
+    """`_folder_shown`, kept for the folders of the files shown one at a time."""
     return _folder_shown(folder, cwd)
 
 

@@ -388,9 +388,10 @@ def _mentioning(root: str, words: tuple[bytes, ...]) -> list[str]:
     """The Python files under ``root`` that contain one of ``words``. Any file of the project
     may add a caller: the result holds while no file changed, or while the files that contain
     them are these, as they are (`mentions_hold`)."""
+    signature = tree_signature(root)  # (first: a file changed meanwhile changes it)
     found = [p for p in python_files(root) if any(w in (_read(p) or b"") for w in words)]
     seen = _digest((p, _read(p) or b"") for p in found)
-    depends.note("mentions", _searched(root, words), f"{tree_signature(root)} {seen}")
+    depends.note("mentions", _searched(root, words), f"{signature} {seen}")
     return found
 
 
