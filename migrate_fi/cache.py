@@ -90,13 +90,12 @@ def _load(fh: BinaryIO) -> Any:
 
 def _holding(notes: depends.Notes) -> depends.Notes | None:
     """``notes`` as they stand now (`migrate_fi.depends.current`), when every one holds."""
-    now = []
-    for kind, argument, value in notes:
-        found = depends.current(kind, argument, value)
-        if found is None:
+    out = []
+    for (kind, argument, _), value in zip(notes, depends.current(notes), strict=True):
+        if value is None:
             return None
-        now.append((kind, argument, found))
-    return tuple(now)
+        out.append((kind, argument, value))
+    return tuple(out)
 
 
 _Entry = tuple[depends.Notes, FileResult]  # a result, and what it consulted outside its file

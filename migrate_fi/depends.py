@@ -47,9 +47,9 @@ __all__ = [
 
 Notes = tuple[tuple[str, str, str], ...]  # (kind, argument, value)
 
-# kind -> "module:function" that recomputes the value from the argument, or (``holds``) that
-# says from the argument and the value noted whether it still holds: the value noted, another
-# that stands for the same now, or None
+# kind -> "module:function" that recomputes the value from the argument, or (`_HOLDS`) that
+# says of each (argument, value noted) of a list whether it still holds: the value noted,
+# another that stands for the same now, or None
 _RECOMPUTE = {
     "line-length": "migrate_fi.rules._layout:line_length_text",
     # the extras of flashinfer-python a project's pin files install (FI007)
@@ -200,22 +200,31 @@ def finish() -> Notes | None:
     return None if _unbounded else tuple(sorted(_notes))
 
 
-def current(kind: str, argument: str, value: str) -> str | None:
-    """What the noted dependency says now: ``value`` while it holds as noted, another value
-    that stands for the same where its kind can tell (a search for callers over files that
-    changed, none of them among those it found or would find now), None when it does not hold
-    (or cannot be worked out)."""
-    holds = _HOLDS.get(kind)
-    target = holds or _RECOMPUTE.get(kind)
-    if target is None:
-        return None
-    module, _, name = target.partition(":")
-    fn = getattr(importlib.import_module(module), name)
-    try:
-        with covered():
-            if holds is not None:
-                found: str | None = fn(argument, value)
-                return found
-            return value if fn(argument) == value else None
-    except Exception:  # a dependency that cannot be worked out is not met
-        return None
+def current(notes: Sequence[tuple[str, str, str]]) -> list[str | None]:
+    """What each noted dependency ``(kind, argument, value)`` says now: ``value`` while it
+    holds as noted, another value that stands for the same where its kind can tell (a search
+    for callers over files that changed, none of them among those it found or would find now),
+    None when it does not hold (or cannot be worked out). The notes of a kind in `_HOLDS` are
+    asked together (the searches of one root read its files once)."""
+    out: list[str | None] = [None] * len(notes)
+    by_kind: dict[str, list[int]] = {}
+    for i, (kind, _, _) in enumerate(notes):
+        by_kind.setdefault(kind, []).append(i)
+    for kind, places in by_kind.items():
+        holds = _HOLDS.get(kind)
+        target = holds or _RECOMPUTE.get(kind)
+        if target is None:
+            continue
+        module, _, name = target.partition(":")
+        fn = getattr(importlib.import_module(module), name)
+        try:
+            with covered():
+                if holds is not None:
+                    found = fn([notes[i][1:] for i in places])
+                else:
+                    found = [v if fn(a) == v else None for a, v in (notes[i][1:] for i in places)]
+        except Exception:  # a dependency that cannot be worked out is not met
+            continue
+        for i, value in zip(places, found, strict=True):
+            out[i] = value
+    return out

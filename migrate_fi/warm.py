@@ -233,10 +233,10 @@ def replay(argv: Sequence[str], command: Command | None = None) -> int | None:
                 return None
         if _walk_digest(command, walk) != tree:
             return None
-        for kind, argument, value in notes:  # (as noted: one that stands for the same now,
-            # a search over files that changed, is made again by the command, which keeps it)
-            if depends.current(kind, argument, value) != value:
-                return None
+        # (as noted: one that stands for the same now, a search over files that changed, is
+        # made again by the command, which keeps it)
+        if depends.current(notes) != [value for _, _, value in notes]:
+            return None
     except Exception:  # missing, damaged, written by another migrate-fi: the command runs
         return None
     try:

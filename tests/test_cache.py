@@ -128,9 +128,9 @@ def test_an_entry_whose_note_holds_as_it_stands_now_is_kept_so(
 
     asked: list[str] = []
 
-    def holds(argument: str, value: str) -> str | None:
-        asked.append(value)
-        return "now" if value in ("then", "now") else None
+    def holds(notes: list[tuple[str, str]]) -> list[str | None]:
+        asked.extend(value for _, value in notes)
+        return ["now" if value in ("then", "now") else None for _, value in notes]
 
     monkeypatch.setitem(depends._HOLDS, "mentions", f"{__name__}:_holds")
     monkeypatch.setattr(sys.modules[__name__], "_holds", holds, raising=False)

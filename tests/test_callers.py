@@ -182,11 +182,11 @@ def test_a_search_holds_while_the_files_that_mention_its_words_are_the_same(
     found = _callers._mentioning(str(root), (b"quantize",))
     assert found == [str(root / "proj" / "quant.py"), str(root / "proj" / "user.py")]
     new_run()
-    assert depends.current(kind, argument, value) == value  # nothing changed
+    assert depends.current([(kind, argument, value)]) == [value]  # nothing changed
 
     (root / "proj" / "other.py").write_text("x = 2  # edited elsewhere\n")
     new_run()
-    fresh = depends.current(kind, argument, value)
+    (fresh,) = depends.current([(kind, argument, value)])
     assert fresh is not None and fresh != value  # holds: the same files, the same bytes
     assert fresh == noted()[2]  # (what a search now notes)
 
@@ -200,7 +200,7 @@ def test_a_search_holds_while_the_files_that_mention_its_words_are_the_same(
         else:
             (root / "proj" / "more.py").write_text("q = None\n")
         new_run()
-        assert depends.current(kind, argument, value) is None, change
+        assert depends.current([(kind, argument, value)]) == [None], change
 
 
 def test_a_result_that_searched_is_reused_after_an_edit_elsewhere(
@@ -230,11 +230,10 @@ def test_a_result_that_searched_is_reused_after_an_edit_elsewhere(
         analysed.append(os.path.basename(path))
         return process(data, path, *args, **kwargs)
 
-    def holding(argument: str, value: str) -> str | None:
-        found = hold(argument, value)
-        if found != value:
-            searched.append(argument)  # (read the project again)
-        return found
+    def holding(notes: list[tuple[str, str]]) -> list[str | None]:
+        found = hold(notes)
+        searched.extend(a for (a, v), now in zip(notes, found, strict=True) if now != v)
+        return found  # (those: the project read again)
 
     monkeypatch.setattr(pipeline, "process_source", counting)
     monkeypatch.setattr(_callers, "mentions_hold", holding)
@@ -258,3 +257,36 @@ def test_a_result_that_searched_is_reused_after_an_edit_elsewhere(
     assert run() == first and not searched  # (its note kept as it stands now)
     (root / "proj" / "user.py").write_text(MANY.replace("ones(8)", "ones(1)"))
     assert run() == [] and "quant.py" in analysed
+
+
+def test_the_searches_of_one_root_read_its_files_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two searches of the same root, checked after an edit elsewhere, read each file once;
+    one that no longer holds says so beside one that does."""
+    from migrate_fi import depends, discovery
+    from migrate_fi.rules import _callers
+
+    monkeypatch.setattr(depends, "_RECENT_NS", 0)
+    root = _project(tmp_path, {"proj/user.py": ONE, "proj/other.py": "x = 1\n"})
+    notes = []
+    for word in (b"quantize", b"torch"):
+        depends.forget_stats()
+        depends.start()
+        _callers._mentioning(str(root), (word,))
+        notes += list(depends.finish() or ())
+    (root / "proj" / "other.py").write_text("import torch\n")  # (a file naming the second)
+    depends.forget_stats()
+    discovery.python_files.cache_clear()
+    discovery.tree_signature.cache_clear()
+    read: list[str] = []
+    real = depends.read_bytes
+
+    def reading(path: str) -> bytes:
+        read.append(path)
+        return real(path)
+
+    monkeypatch.setattr(depends, "read_bytes", reading)
+    first, second = depends.current(notes)
+    assert first is not None and first != notes[0][2] and second is None
+    assert sorted(read) == sorted(set(read)) and len(read) == 4  # (__init__, quant, user, other)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ast
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -395,27 +395,37 @@ def _mentioning(root: str, words: tuple[bytes, ...]) -> list[str]:
     return found
 
 
-def mentions_hold(argument: str, value: str) -> str | None:
-    """Whether a search's note still holds (`migrate_fi.depends.current`): as noted while the
-    stat of every file under its root is unchanged; else when the same files contain its words,
-    with the same bytes (the value then says so with the files' stats now: a file edited
-    elsewhere in the project re-reads the files, never re-analyses every function whose
-    callers were searched); else None."""
-    root, *words = argument.split("\0")
-    wanted = tuple(w.encode("utf-8", "surrogateescape") for w in words)
-    signature, _, seen = value.rpartition(" ")
-    now = tree_signature(root)
-    if now == signature:
-        return value
-    found = []  # (read again, not kept: this process holds the run's results)
-    for path in python_files(root):
-        try:
-            data = depends.read_bytes(path)
-        except OSError:
-            continue  # (contains nothing: the search read it as empty)
-        if any(w in data for w in wanted):
-            found.append((path, data))
-    return f"{now} {seen}" if _digest(found) == seen else None
+def mentions_hold(notes: Sequence[tuple[str, str]]) -> list[str | None]:
+    """Whether each search's note ``(argument, value)`` still holds
+    (`migrate_fi.depends.current`): as noted while the stat of every file under its root is
+    unchanged; else when the same files contain its words, with the same bytes (the value then
+    says so with the files' stats now: a file edited elsewhere in the project re-reads the
+    files, never re-analyses every function whose callers were searched); else None. The notes
+    of one root are checked in one reading of its files."""
+    out: list[str | None] = []
+    again: dict[str, list[tuple[int, tuple[bytes, ...], str]]] = {}  # root -> (place, words, seen)
+    for i, (argument, value) in enumerate(notes):
+        root, *words = argument.split("\0")
+        signature, _, seen = value.rpartition(" ")
+        out.append(value if tree_signature(root) == signature else None)
+        if out[-1] is None:
+            wanted = tuple(w.encode("utf-8", "surrogateescape") for w in words)
+            again.setdefault(root, []).append((i, wanted, seen))
+    for root, asked in again.items():
+        now = tree_signature(root)
+        found: list[list[tuple[str, bytes]]] = [[] for _ in asked]
+        for path in python_files(root):  # (read again, not kept: this process holds the run)
+            try:
+                data = depends.read_bytes(path)
+            except OSError:
+                continue  # (contains nothing: the search read it as empty)
+            for files, (_, wanted, _) in zip(found, asked, strict=True):
+                if any(w in data for w in wanted):
+                    files.append((path, data))
+        for files, (i, _, seen) in zip(found, asked, strict=True):
+            if _digest(files) == seen:
+                out[i] = f"{now} {seen}"
+    return out
 
 
 def _searched(root: str, words: tuple[bytes, ...]) -> str:
