@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
 __all__ = [
@@ -12,6 +13,7 @@ __all__ = [
     "in_flashinfer",
     "module_identity",
     "module_name_for_path",
+    "splits",
 ]
 
 
@@ -27,23 +29,33 @@ def display_paths(paths: list[str]) -> list[str]:
     cwd = os.getcwd()
     # (each folder worked out once: 16 copies of SGLang's tree have 4,000 folders, more than
     # `_display_folder` keeps, and asked in the walk's order they missed it every time)
-    if os.altsep:  # (two separators: each path split)
-        return [_shown(path, cwd) for path in paths]
-    # (a path's folder is the text up to its last separator: split by hand, a third of the cost)
     folders: dict[str, str | None] = {}
     out = []
-    for path in paths:
-        cut = path.rfind(os.sep) + 1
-        if not 0 < cut < len(path):  # (no folder, or no name)
+    for path, (folder, name) in zip(paths, splits(paths), strict=True):
+        if not folder or not name:
             out.append(_display_path(path, cwd))
             continue
-        head = path[:cut]
         try:
-            shown = folders[head]
+            shown = folders[folder]
         except KeyError:
-            shown = folders[head] = _folder_shown(os.path.dirname(path), cwd)
-        out.append(path if shown is None else shown + path[cut:])
+            shown = folders[folder] = _folder_shown(folder, cwd)
+        out.append(path if shown is None else shown + name)
     return out
+
+
+def splits(paths: Iterable[str]) -> Iterator[tuple[str, str]]:
+    """`os.path.split` of each of ``paths``, the folder worked out once per run of paths in
+    the same folder, as a walk lists them (the text up to a path's last separator decides
+    it: a third of the cost of splitting each)."""
+    if os.altsep:  # (two separators: each path split)
+        yield from map(os.path.split, paths)
+        return
+    head, folder = None, ""
+    for path in paths:
+        cut = path.rfind(os.sep) + 1
+        if head is None or len(head) != cut or not path.startswith(head):
+            head, folder = path[:cut], os.path.dirname(path)
+        yield folder, path[cut:]
 
 
 def _shown(path: str, cwd: str) -> str:

@@ -74,23 +74,19 @@ def read_part(
         except OSError as exc:
             out.failed.append((path, f"cannot read: {exc.strerror}"))
             continue
-        if every_import:
-            out.imports[path] = file_imports(data)
         if matched is None:
             matched = must_see(tests, data, path, options)
             if matched is None:
                 out.skipped.append(path)
                 if signature is not None:
                     out.ruled_out.append((path, signature))
-                uses = out.candidates or ruled_out_imports
-                if uses and path.endswith(".py") and path not in out.imports:
-                    out.imports[path] = file_imports(data)
-                continue
-            if signature is not None:
+            elif signature is not None:
                 out.matched.append((path, signature, matched))
-        if ruled_out_imports and path.endswith(".py") and path not in out.imports:
-            out.imports[path] = file_imports(data)  # (the rounds ask every candidate's too)
-        out.candidates.append(SourceFile(data, path, matched))
+        python = path.endswith(".py")
+        if every_import or (python and (ruled_out_imports or (matched is None and out.candidates))):
+            out.imports[path] = file_imports(data)
+        if matched is not None:
+            out.candidates.append(SourceFile(data, path, matched))
     return out
 
 

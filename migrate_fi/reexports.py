@@ -283,29 +283,28 @@ def importers(
 
     asked = repr(sorted(aliases))
     walk = walk or WalkMemo()
-    out = []
-    for f in candidates:  # (in memory; the memo may know that they import none of these)
-        signature = walk.signature(f.path)
-        if walk.imports_none(f.path, signature, asked):
-            continue
-        if imports_one(f.path, f.data):
-            out.append(f)
-        else:
-            walk.note_imports_none(f.path, signature, asked)
+
+    def importing(path: str, data: bytes | None) -> bool:
+        """`imports_one`; where not (``data`` None: the kept words say so), noted in the walk
+        memo: the next run asks the file again only once it changed."""
+        if data is not None and imports_one(path, data):
+            return True
+        walk.note_imports_none(path, walk.signature(path), asked)
+        return False
+
+    # (those unchanged since they were found not to import these are never looked at; the
+    # candidates are in memory)
+    unknown = set(walk.not_known_to_import_none([f.path for f in candidates], asked))
+    out = [f for f in candidates if f.path in unknown and importing(f.path, f.data)]
     python = [path for path in others if path.endswith(".py")]  # (the others import nothing)
     for path in walk.not_known_to_import_none(python, asked):
-        signature = walk.signature(path)
-        if walk.imports_none(path, signature, asked):
-            continue  # unchanged since it was found not to import these
         if not may_import(path):
-            walk.note_imports_none(path, signature, asked)
+            importing(path, None)
             continue
         try:
             data = depends.read_bytes(path)
         except OSError:
             continue  # reported in the first pass
-        if imports_one(path, data):
+        if importing(path, data):
             out.append(SourceFile(data, path, ()))
-        else:
-            walk.note_imports_none(path, signature, asked)
     return out

@@ -124,7 +124,7 @@ def tree_digest(paths: Sequence[str], stale: Sequence[str], links: Sequence[str]
     the paths are shown). None when a file changed too recently for its stat to say so.
     (Worked out over all the files at once, not file by file: 16 copies of SGLang's tree,
     30,000 files, 56-75 ms -> 26-47 ms once their stats are known.)"""
-    from migrate_fi.modules import enclosing_packages
+    from migrate_fi.modules import enclosing_packages, splits
 
     found = list(map(depends.stat, paths))
     stats = [st for st in found if st is not None]
@@ -134,7 +134,7 @@ def tree_digest(paths: Sequence[str], stale: Sequence[str], links: Sequence[str]
         numbers = array("q", chain.from_iterable(stats)).tobytes()
     except OverflowError:  # (an inode number past 2**63)
         numbers = repr(stats).encode()
-    folders = sorted(_folders(paths))
+    folders = sorted({folder for folder, _ in splits(paths)})
     packages = [f"{folder}\0{enclosing_packages(folder)}\0" for folder in folders]
     h = blake2b(digest_size=20)
     texts = (os.getcwd(), "\0".join(paths), "".join(packages), repr((list(stale), list(links))))
@@ -142,21 +142,6 @@ def tree_digest(paths: Sequence[str], stale: Sequence[str], links: Sequence[str]
         h.update(len(part).to_bytes(8, "little"))  # (each part framed by its length)
         h.update(part)
     return h.digest()
-
-
-def _folders(paths: Iterable[str]) -> set[str]:
-    """`os.path.dirname` of each of ``paths``, asked once per folder where a walk lists a
-    folder's files together (the text up to a path's last separator decides its folder)."""
-    if os.altsep:  # (two separators: each path asked)
-        return set(map(os.path.dirname, paths))
-    out: set[str] = set()
-    head = None
-    for path in paths:
-        cut = path.rfind(os.sep) + 1
-        if head is None or len(head) != cut or not path.startswith(head):
-            head = path[:cut]
-            out.add(os.path.dirname(path))
-    return out
 
 
 # what a shell sets on its own, that no run reads: the last word of the command before (or the

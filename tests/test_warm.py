@@ -18,6 +18,7 @@ from click.testing import CliRunner
 
 from migrate_fi import depends, warm
 from migrate_fi.cli import cli
+from migrate_fi.modules import splits
 
 DEMO = Path(__file__).parent / "fixtures" / "projects" / "demo"
 STREAMS = (False, "utf-8", "strict", False, "utf-8", "backslashreplace")
@@ -359,4 +360,4 @@ def test_the_digest_of_a_walk_says_every_file_its_stat_and_its_packages(
             + "/".join(rng.choice(parts) for _ in range(rng.randint(0, 4)))
             for _ in range(rng.randint(0, 6))
         ]
-        assert warm._folders(sample) == {os.path.dirname(p) for p in sample}, sample
+        assert list(splits(sample)) == [os.path.split(p) for p in sample], sample

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ast
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -371,10 +371,7 @@ def _read(path: str) -> bytes | None:
     global _kept_bytes
     if path in _kept:
         return _kept[path]
-    try:
-        data: bytes | None = depends.read_bytes(path)
-    except OSError:
-        data = None
+    data = _read_once(path)
     size = len(data or b"")
     if size <= _READ_BUDGET:
         while _kept and _kept_bytes + size > _READ_BUDGET:
@@ -389,10 +386,9 @@ def _mentioning(root: str, words: tuple[bytes, ...]) -> list[str]:
     may add a caller: the result holds while no file changed, or while the files that contain
     them are these, as they are (`mentions_hold`)."""
     signature = tree_signature(root)  # (first: a file changed meanwhile changes it)
-    found = [p for p in python_files(root) if any(w in (_read(p) or b"") for w in words)]
-    seen = _digest((p, _read(p) or b"") for p in found)
-    depends.note("mentions", _searched(root, words), f"{signature} {seen}")
-    return found
+    (found,) = _containing(root, [words], _read)
+    depends.note("mentions", _searched(root, words), f"{signature} {_digest(found)}")
+    return [path for path, _ in found]
 
 
 def mentions_hold(notes: Sequence[tuple[str, str]]) -> list[str | None]:
@@ -413,19 +409,36 @@ def mentions_hold(notes: Sequence[tuple[str, str]]) -> list[str | None]:
             again.setdefault(root, []).append((i, wanted, seen))
     for root, asked in again.items():
         now = tree_signature(root)
-        found: list[list[tuple[str, bytes]]] = [[] for _ in asked]
-        for path in python_files(root):  # (read again, not kept: this process holds the run)
-            try:
-                data = depends.read_bytes(path)
-            except OSError:
-                continue  # (contains nothing: the search read it as empty)
-            for files, (_, wanted, _) in zip(found, asked, strict=True):
-                if any(w in data for w in wanted):
-                    files.append((path, data))
+        # (read again, not kept: this process holds the run)
+        found = _containing(root, [wanted for _, wanted, _ in asked], _read_once)
         for files, (i, _, seen) in zip(found, asked, strict=True):
             if _digest(files) == seen:
                 out[i] = f"{now} {seen}"
     return out
+
+
+def _containing(
+    root: str, searches: list[tuple[bytes, ...]], read: Callable[[str], bytes | None]
+) -> list[list[tuple[str, bytes]]]:
+    """For each of ``searches`` (words), the Python files under ``root`` that contain one of
+    them, with their bytes: each file read once (``read``; None: unreadable, contains nothing)."""
+    found: list[list[tuple[str, bytes]]] = [[] for _ in searches]
+    for path in python_files(root):
+        data = read(path)
+        if data is None:
+            continue
+        for files, words in zip(found, searches, strict=True):
+            if any(w in data for w in words):
+                files.append((path, data))
+    return found
+
+
+def _read_once(path: str) -> bytes | None:
+    """A file's bytes, or None where it cannot be read."""
+    try:
+        return depends.read_bytes(path)
+    except OSError:
+        return None
 
 
 def _searched(root: str, words: tuple[bytes, ...]) -> str:
