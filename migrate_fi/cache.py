@@ -213,7 +213,7 @@ class ResultCache:
 
     def key(
         self,
-        data: bytes,
+        content: bytes,
         shown: str,
         path: str,
         module: tuple[str | None, bool],
@@ -227,7 +227,7 @@ class ResultCache:
         h = blake2b(self._run, digest_size=20)
         h.update(self._aliases[1])
         h.update(repr((shown, path, module, prefiltered)).encode())
-        h.update(data)
+        h.update(content)  # (`migrate_fi.patching.content_digest` of the file's bytes)
         return h.hexdigest()
 
     def walk(self) -> WalkMemo:

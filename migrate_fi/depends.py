@@ -18,7 +18,7 @@ import contextlib
 import importlib
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from operator import itemgetter
 from typing import NamedTuple
 
@@ -200,12 +200,23 @@ def finish() -> Notes | None:
     return None if _unbounded else tuple(sorted(_notes))
 
 
-def current(notes: Sequence[tuple[str, str, str]]) -> list[str | None]:
+class Change(NamedTuple):
+    """A file a replay found changed since the run it replays (`migrate_fi.patching`)."""
+
+    before: Stat  # its stat then
+    data: bytes  # its bytes now
+    same: bool  # whether they are known to be its bytes then
+
+
+def current(
+    notes: Sequence[tuple[str, str, str]], changed: Mapping[str, Change] | None = None
+) -> list[str | None]:
     """What each noted dependency ``(kind, argument, value)`` says now: ``value`` while it
     holds as noted, another value that stands for the same where its kind can tell (a search
     for callers over files that changed, none of them among those it found or would find now),
     None when it does not hold (or cannot be worked out). The notes of a kind in `_HOLDS` are
-    asked together (the searches of one root read its files once)."""
+    asked together (the searches of one root read its files once), told the files ``changed``
+    since the notes were made when a replay knows them all."""
     out: list[str | None] = [None] * len(notes)
     by_kind: dict[str, list[int]] = {}
     for i, (kind, _, _) in enumerate(notes):
@@ -220,7 +231,7 @@ def current(notes: Sequence[tuple[str, str, str]]) -> list[str | None]:
         try:
             with covered():
                 if holds is not None:
-                    found = fn([notes[i][1:] for i in places])
+                    found = fn([notes[i][1:] for i in places], changed)
                 else:
                     found = [v if fn(a) == v else None for a, v in (notes[i][1:] for i in places)]
         except Exception:  # a dependency that cannot be worked out is not met

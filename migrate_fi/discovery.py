@@ -13,7 +13,7 @@ import fnmatch
 import os
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -311,10 +311,16 @@ def python_files(root: str) -> tuple[str, ...]:
 def tree_signature(root: str) -> str:
     """A digest of the size, modification time and inode of every file `python_files` finds
     under ``root`` (while it is the same, a search there holds: `migrate_fi.rules._callers`)."""
+    return tree_signature_with(root, {})
+
+
+def tree_signature_with(root: str, stats: Mapping[str, depends.Stat]) -> str:
+    """`tree_signature`, with the stats of ``stats`` for those files (what it was before they
+    changed, when no other file did)."""
     h = depends.blake2b(digest_size=16)
     now = time.time_ns()
     for path in python_files(root) or ("(too many files)",):
-        st = depends.stat(path)  # (the walk asked most of them)
+        st = stats.get(path) or depends.stat(path)  # (the walk asked most of them)
         if st is None:
             h.update(f"{path}\0-\0".encode())
             continue

@@ -16,7 +16,9 @@ from collections.abc import Collection, Iterable, Sequence
 from migrate_fi import depends
 from migrate_fi.cache import ResultCache, WalkMemo
 from migrate_fi.discovery import discover, with_includes
+from migrate_fi.importwords import FileImports
 from migrate_fi.modules import display_path, display_paths
+from migrate_fi.patching import Patch
 from migrate_fi.pipeline import (
     Mode,
     RuleTests,
@@ -26,7 +28,6 @@ from migrate_fi.pipeline import (
 from migrate_fi.reading import Read, Todo, read_in_worker, read_part, share_tests
 from migrate_fi.reexports import (
     MAX_ROUNDS,
-    FileImports,
     imported_modules,
     importers,
     merge_exports,
@@ -45,7 +46,7 @@ from migrate_fi.rule import (
     require_api_data,
 )
 from migrate_fi.sources import remove_temporary
-from migrate_fi.warm import Recording, Walk, tree_digest
+from migrate_fi.warm import Recording, TreeState, Walk, tree_state
 from migrate_fi.workers import Batch, Progress, SourceFile, Work
 
 __all__ = ["run"]
@@ -147,8 +148,10 @@ def _run(
     if recording is not None:
         recording.walked(walking, walked)
     tree = None  # the digest of what the walk found, when the run may be replayed
+    state: TreeState | None = None  # (and what it is made of)
     if cache is not None and only is None and not results:
-        tree = before.tree if before is not None else tree_digest(walked, stale, links)
+        state = before.state if before is not None else tree_state(walked, stale, links)
+        tree = state.tree if state is not None else None
         replayed = cache.replay(tree) if tree is not None else None
         if replayed is not None:  # (nothing changed since the last run: its result)
             if recording is not None and tree is not None:
@@ -191,7 +194,7 @@ def _run(
         # (analysed for their exports only: a check, whatever the mode, and not part of the result)
         with Batch(ids, options, Mode.CHECK.value, jobs, None, cache, preload, first) as aside:
             beside = aside.process(exporters, {})
-        _reexport_rounds(batch, results, beside, candidates, others, walk, tests, read)
+        aliases = _reexport_rounds(batch, results, beside, candidates, others, walk, tests, read)
     if cache is not None:
         cache.save_walk(walk)
         cache.prune()
@@ -207,8 +210,15 @@ def _run(
         )
     if cache is not None and tree is not None:
         cache.save_replay(tree, result)
-        if recording is not None and cache.replayable and not result.errors:
-            recording.ran(tree, cache.notes())
+        if recording is not None and cache.replayable and not result.errors and state:
+            patch = Patch(
+                state.shape,
+                state.numbers,
+                batch.digests,
+                tests.gates(),
+                tuple(sorted(aliases)),
+            )
+            recording.ran(tree, cache.notes(), patch)
     return result
 
 
@@ -263,9 +273,10 @@ def _reexport_rounds(
     walk: WalkMemo,
     tests: RuleTests,
     read: dict[str, FileImports],
-) -> None:
+) -> dict[str, str]:
     """Analyse again, with the project's re-exports found so far, the files that may import
-    them and whose result they can change (`migrate_fi.reexports`), until no new one appears."""
+    them and whose result they can change (`migrate_fi.reexports`), until no new one appears;
+    the re-exports followed."""
     aliases: dict[str, str] = {}
     relevant: set[bytes] | None = None  # (the triggers' names: worked out when there are exports)
     looked_for: dict[str, set[bytes]] = {}  # each rule's triggers' names
@@ -276,7 +287,7 @@ def _reexport_rounds(
     for _ in range(MAX_ROUNDS):
         analysed = [*(results[p] for p in parsed), *beside.values()]
         if not any(r.exports for r in analysed):
-            return
+            return aliases
         if relevant is None:
             # (the names of the rules that read Python files: a rule of dependency files, FI007,
             # never meets a re-export, and its names would cost parsing the target's
@@ -286,7 +297,7 @@ def _reexport_rounds(
         exported = merge_exports(analysed, relevant)
         new = {k: v for k, v in exported.items() if aliases.get(k) != v}
         if not new:
-            return
+            return aliases
         aliases.update(new)
         now = ProjectAliases(dict(aliases))
         again = [
@@ -304,6 +315,7 @@ def _reexport_rounds(
         results.update(batch.process(again, now.aliases))
         analysed_with.update((f.path, now) for f in again)
         parsed.update(dict.fromkeys(f.path for f in again))  # (a ruled-out file, read again)
+    return aliases
 
 
 def _stale_notice(stale: list[str], mode: Mode) -> str:

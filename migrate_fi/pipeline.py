@@ -28,6 +28,7 @@ from migrate_fi.discovery import wanted_files
 from migrate_fi.edits import EditError
 from migrate_fi.fixes import apply_fixes, settle
 from migrate_fi.modules import in_flashinfer, module_identity
+from migrate_fi.patching import Gate
 from migrate_fi.prefilter import LazyPrefilter, Prefilter, Triggers, reaches_flashinfer
 from migrate_fi.resolver import NameResolver
 from migrate_fi.results import (
@@ -112,6 +113,7 @@ class RuleTests:
         for i, (c, _) in enumerate(self.pairs):
             groups.setdefault((c.suffixes, c.file_patterns), []).append(i)
         self._groups = [(_wanted_files(*key), members) for key, members in groups.items()]
+        self._kinds = list(groups)  # (each group's suffixes and file patterns, in that order)
         self._gates = [_gate(c) for c, _ in self.pairs]
         # which rules read a path -> the union of their gates (None: one of them has none)
         self._union: dict[tuple[int, ...], frozenset[bytes] | None] = {}
@@ -133,6 +135,16 @@ class RuleTests:
         """The indexes of the rules that read the file at ``path``, in rule order."""
         found = [i for wanted, members in self._groups if wanted(path) for i in members]
         return tuple(sorted(found))
+
+    def gates(self) -> tuple[Gate, ...]:
+        """For each group of rules that read the same files, its suffixes and file patterns,
+        and the words one of which every file a rule of it must see contains (`gate`): what a
+        warm replay tests a changed file with (`migrate_fi.patching`)."""
+        out = []
+        for kind, (_, members) in zip(self._kinds, self._groups, strict=True):
+            words = self.gate(tuple(members))
+            out.append((*kind, None if words is None else tuple(sorted(words))))
+        return tuple(out)
 
     def gate(self, readers: tuple[int, ...]) -> frozenset[bytes] | None:
         try:

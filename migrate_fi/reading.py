@@ -17,8 +17,8 @@ from typing import NamedTuple
 
 from migrate_fi import depends
 from migrate_fi.cache import Signature
+from migrate_fi.importwords import FileImports, file_imports
 from migrate_fi.pipeline import RuleTests, must_see, rule_tests
-from migrate_fi.reexports import FileImports, file_imports
 from migrate_fi.rule import RunOptions
 from migrate_fi.workers import SourceFile
 

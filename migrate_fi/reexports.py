@@ -8,13 +8,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from functools import lru_cache
-from typing import NamedTuple
 
-from migrate_fi import depends, patterns
+from migrate_fi import depends
 from migrate_fi.cache import WalkMemo
+from migrate_fi.importwords import AliasImports, FileImports, Words, file_imports
 from migrate_fi.modules import module_identity
 from migrate_fi.pipeline import RuleTests, must_see
-from migrate_fi.prefilter import TO_SPACES, identifiers, names_one_of
 from migrate_fi.resolver import ProjectAliases
 from migrate_fi.results import (
     FileResult,
@@ -26,9 +25,6 @@ from migrate_fi.workers import SourceFile
 
 __all__ = [
     "MAX_ROUNDS",
-    "FileImports",
-    "file_imports",
-    "import_words",
     "imported_modules",
     "importers",
     "merge_exports",
@@ -37,18 +33,6 @@ __all__ = [
 
 
 MAX_ROUNDS = 4
-# an import statement, with a parenthesized or backslash-continued list of names
-_STATEMENT = (
-    rb"[ \t]*(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]*(?:\([^)]*\)|[^\n#;]*(?:\\\r?\n[^\n#;]*)*)"
-)
-# one where a line starts or after a `;`, and the import statements of the lines right after it,
-# blank lines between (a file's imports are mostly a few such blocks: a match each, not one a
-# statement; a third less time over vLLM's tree)
-_IMPORT = patterns.compile(
-    rb"(?<![^\n;])" + _STATEMENT
-    + rb"(?:(?:\r?\n[ \t]*){1,4}" + _STATEMENT.removeprefix(rb"[ \t]*") + rb")*"
-)  # fmt: skip
-_FEW_NAMES = 32  # up to this many, their occurrences are looked at instead of every identifier
 
 
 def merge_exports(results: Iterable[FileResult], relevant: set[bytes]) -> dict[str, str]:
@@ -129,83 +113,6 @@ def _relevant_alias(target: str, names: set[bytes]) -> bool:
     return last.encode() in names
 
 
-def import_words(data: bytes) -> set[bytes]:
-    """The words of a file's import statements (module names and the names imported)."""
-    return _scanned(data)[0]
-
-
-# (the two ways a module is imported by call: each says "import" where it is named)
-_BY_CALL = (b"import_module", b"importorskip")
-
-
-def _scanned(data: bytes) -> tuple[set[bytes], bool]:
-    """`import_words`, and whether the file names a way of importing a module by call."""
-    # (each statement is matched where a line holding "import" starts, or after a `;` on it:
-    # searching the whole file for statement starts took ten times longer; every "import" of
-    # the file is seen by the search or lies in a statement it matched)
-    statements: list[bytes] = []
-    by_call = False
-    pos = 0
-    while (at := data.find(b"import", pos)) >= 0:
-        start = data.rfind(b"\n", 0, at) + 1
-        found = None
-        while True:  # (the line's start, then after each `;` before the word)
-            if start >= pos and (found := _IMPORT.match(data, start)) is not None:
-                break
-            semicolon = data.find(b";", start, at)
-            if semicolon < 0:
-                break
-            start = semicolon + 1
-        if found is None:
-            by_call = by_call or data.startswith(_BY_CALL, at)
-            pos = at + len(b"import")
-            continue
-        statements.append(found.group(0))
-        pos = max(found.end(), at + 1)
-    text = b" ".join(statements)
-    by_call = by_call or any(way in text for way in _BY_CALL)
-    return set(text.translate(TO_SPACES).split()), by_call  # (the ASCII words)
-
-
-class FileImports(NamedTuple):
-    """What a file's import statements name, kept for every file a run reads (a compact form:
-    a set of words per file held 13 MB over SGLang's 5,300 files)."""
-
-    words: bytes  # the words of its import statements, each between spaces
-    dynamic: bool  # whether it imports modules by call (their names are strings)
-
-    def among(self, asked: Words) -> AbstractSet[bytes]:
-        """Those of the ``asked`` words its import statements name."""
-        if asked.spaced is None:
-            return asked.words.intersection(self.words.split())
-        return {w for spaced, w in asked.spaced if spaced in self.words}
-
-    def all(self) -> set[bytes]:
-        return set(self.words.split())
-
-
-_FEW_WORDS = 16  # words asked of every file: up to this many, a substring test each
-
-
-class Words:
-    """Words (ASCII identifiers) asked of many files' import words (`FileImports.among`): a
-    substring test each, when they are few; else the file's words are split and looked up."""
-
-    __slots__ = ("spaced", "words")
-
-    def __init__(self, words: Iterable[bytes]) -> None:
-        self.words = frozenset(words)
-        few = len(self.words) <= _FEW_WORDS
-        self.spaced = [(b" %s " % w, w) for w in self.words] if few else None
-
-
-def file_imports(data: bytes) -> FileImports:
-    """The words of the file's import statements, and whether it imports modules by call
-    (`importlib.import_module`, `pytest.importorskip`)."""
-    words, by_call = _scanned(data)
-    return FileImports(b" %s " % b" ".join(words), by_call)
-
-
 def imported_modules(
     paths: Iterable[str],
     imported: set[bytes],
@@ -243,43 +150,19 @@ def importers(
     are still in memory; the files the prefilter ruled out are read again, unless ``read``
     (kept by the caller from round to round: each file's import words, and whether it imports
     modules by call) already says they import none of the modules."""
-    modules_of: dict[bytes, set[bytes]] = {}  # alias name -> last parts of its modules
-    names_of: dict[bytes, set[bytes]] = {}  # last part of a module -> the alias names it exports
-    for key in aliases:
-        module, _, name = key.rpartition(".")
-        last = module.rsplit(".", 1)[-1].encode()
-        modules_of.setdefault(name.encode(), set()).add(last)
-        names_of.setdefault(last, set()).add(name.encode())
-    every_module = Words(names_of)
+    asked_of = AliasImports(aliases)
     known = read if read is not None else {}
 
-    def words_of(path: str, data: bytes) -> FileImports:
+    def imports_one(path: str, data: bytes) -> bool:
         found = known.get(path)
         if found is None:
             found = known[path] = file_imports(data)
-        return found
-
-    def imports_one(path: str, data: bytes) -> bool:
-        found = words_of(path, data)
-        if found.dynamic:  # modules named in strings: no import statement to read
-            possible: set[bytes] = set(modules_of)
-        else:
-            imported = found.among(every_module)
-            if not imported:
-                return False
-            possible = set().union(*(names_of[m] for m in imported))
-        # (an imported name is written as an identifier; non-ASCII names as they are)
-        ascii_names = {n for n in possible if n.isascii()}
-        if any(not n.isascii() and n in data for n in possible):
-            return True
-        if len(ascii_names) <= _FEW_NAMES:  # (cheaper than collecting the identifiers)
-            return names_one_of(data, ascii_names)
-        return not identifiers(data).isdisjoint(ascii_names)
+        return asked_of.imported_by(found, data)
 
     def may_import(path: str) -> bool:
         """What the words kept from an earlier round say (True: the file must be read)."""
         found = known.get(path)
-        return found is None or found.dynamic or bool(found.among(every_module))
+        return found is None or asked_of.may_import(found)
 
     asked = repr(sorted(aliases))
     walk = walk or WalkMemo()

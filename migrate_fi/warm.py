@@ -22,6 +22,9 @@ time. The entry point (`migrate_fi.__main__`) asks this module first, before any
   (`Recording.save`).
 - `replay` checks the recorded stats and listings, walks the tree again as the run did and
   compares the digests, recomputes what the analyses consulted, and prints the same output.
+  Where files of the walk changed, it asks whether any can change the output
+  (`migrate_fi.patching`: a file touched, or edited where no rule must see it): if none can, it
+  prints the same, and keeps the entry as the tree is now.
 
 Anything else (another argument, a changed or new file, a file changed too recently for its
 stat to say so, an entry that cannot be read) and the command runs as usual: it may still be
@@ -42,25 +45,30 @@ import time
 from array import array
 from collections.abc import Callable, Iterable, Sequence
 from itertools import chain
-from typing import BinaryIO, NamedTuple
+from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
 from migrate_fi import __version__, depends
 from migrate_fi.depends import blake2b
 from migrate_fi.userdirs import user_folder
 
+if TYPE_CHECKING:  # (a replay imports it only when files changed)
+    from migrate_fi.patching import Patch
+
 __all__ = [
     "Command",
     "Recording",
+    "TreeState",
     "Walk",
     "begin",
     "fingerprint",
     "recording",
     "replay",
     "tree_digest",
+    "tree_state",
     "write_at_once",
 ]
 
-_FORMAT = 1
+_FORMAT = 2  # 2: what a replay over files that changed asks (`migrate_fi.patching`)
 _CACHE_ENV = "MIGRATE_FI_CACHE_DIR"  # (`migrate_fi.cache`'s folder: its entries live beside)
 # a file's size, modification time, inode and change time (None: it is not there)
 _Stat = tuple[int, int, int, int] | None
@@ -117,28 +125,50 @@ def _libraries() -> str:
     return "".join(out)
 
 
-def tree_digest(paths: Sequence[str], stale: Sequence[str], links: Sequence[str]) -> bytes | None:
+class TreeState(NamedTuple):
+    """What a run's result depends on in the tree (`tree_state`)."""
+
+    tree: bytes | None  # the digest of it all (None: a file changed too recently to tell)
+    shape: bytes  # the digest of all but the files' stats
+    numbers: bytes  # each file's stat, `migrate_fi.patching.RECORD` bytes a file, in order
+
+
+def tree_state(
+    paths: Sequence[str], stale: Sequence[str], links: Sequence[str]
+) -> TreeState | None:
     """What a run's result depends on in the tree, but for what its analyses note
     (`migrate_fi.depends`): every file's path and stat, the packages that enclose each folder
     (they name the modules), the stale and linked files, and the current folder (it is how
-    the paths are shown). None when a file changed too recently for its stat to say so.
-    (Worked out over all the files at once, not file by file: 16 copies of SGLang's tree,
-    30,000 files, 56-75 ms -> 26-47 ms once their stats are known.)"""
+    the paths are shown). None when a file's stat cannot be had. (Worked out over all the
+    files at once, not file by file: 16 copies of SGLang's tree, 30,000 files, 56-75 ms ->
+    26-47 ms once their stats are known.)"""
     from migrate_fi.modules import enclosing_packages, splits
 
     found = list(map(depends.stat, paths))
     stats = [st for st in found if st is not None]
-    if len(stats) != len(found) or not depends.all_settled(stats):
+    if len(stats) != len(found):
         return None
     try:
         numbers = array("q", chain.from_iterable(stats)).tobytes()
-    except OverflowError:  # (an inode number past 2**63)
+    except OverflowError:  # (an inode number past 2**63: never compared file by file)
         numbers = repr(stats).encode()
     folders = sorted({folder for folder, _ in splits(paths)})
     packages = [f"{folder}\0{enclosing_packages(folder)}\0" for folder in folders]
-    h = blake2b(digest_size=20)
     texts = (os.getcwd(), "\0".join(paths), "".join(packages), repr((list(stale), list(links))))
-    for part in (*(t.encode("utf-8", "surrogateescape") for t in texts), numbers):
+    shape = _framed(t.encode("utf-8", "surrogateescape") for t in texts)
+    tree = _framed((shape, numbers)) if depends.all_settled(stats) else None
+    return TreeState(tree, shape, numbers)
+
+
+def tree_digest(paths: Sequence[str], stale: Sequence[str], links: Sequence[str]) -> bytes | None:
+    """The digest of `tree_state`; None when a file changed too recently for its stat to say so."""
+    state = tree_state(paths, stale, links)
+    return None if state is None else state.tree
+
+
+def _framed(parts: Iterable[bytes]) -> bytes:
+    h = blake2b(digest_size=20)
+    for part in parts:
         h.update(len(part).to_bytes(8, "little"))  # (each part framed by its length)
         h.update(part)
     return h.digest()
@@ -200,7 +230,8 @@ def _stat(path: str) -> _Stat:
 
 def replay(argv: Sequence[str], command: Command | None = None) -> int | None:
     """Print what the last run of this command printed and return its exit status, when nothing
-    it read has changed since; None (having printed nothing) when the command must run."""
+    it read has changed since, or only files whose change cannot change it
+    (`migrate_fi.patching`); None (having printed nothing) when the command must run."""
     global _walked
     command = command or Command.current(argv)
     _walked = None
@@ -210,17 +241,22 @@ def replay(argv: Sequence[str], command: Command | None = None) -> int | None:
     try:
         with open(command.entry(), "rb") as fh:
             entry = marshal.loads(fh.read())
-        version, read, walk, tree, notes, out, err, code = entry
+        version, read, walk, tree, notes, out, err, code, patch = entry
         if version != _FORMAT:
             return None
         for kind, path, state in read:
             if _state(kind, path) != state:
                 return None
-        if _walk_digest(command, walk) != tree:
+        walked = _walk_again(command, walk)
+        now = walked.state
+        patched = now is None or now.tree != tree
+        changed = _changes(patch, walked) if patched else {}
+        if changed is None:
             return None
-        # (as noted: one that stands for the same now, a search over files that changed, is
-        # made again by the command, which keeps it)
-        if depends.current(notes) != [value for _, _, value in notes]:
+        # (as noted, or a value that stands for the same now: a search over files that
+        # changed, none of them among those it found)
+        values = depends.current(notes, changed)
+        if None in values:
             return None
     except Exception:  # missing, damaged, written by another migrate-fi: the command runs
         return None
@@ -231,17 +267,36 @@ def replay(argv: Sequence[str], command: Command | None = None) -> int | None:
         sys.stderr.flush()
     except BrokenPipeError:  # (the reader left: as a run that printed it would)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    said = tuple((kind, argument, v) for (kind, argument, _), v in zip(notes, values, strict=True))
+    if (patched or said != tuple(map(tuple, notes))) and now is not None and now.tree is not None:
+        # (kept as it stands now: the next replay is a plain one)
+        if patch is not None:
+            patch = (patch[0], now.numbers, *patch[2:])
+        again = (_FORMAT, read, walk, now.tree, said, out, err, code, patch)
+        write_at_once(command.entry(), lambda fh: fh.write(marshal.dumps(again)))
     return int(code)
 
 
+def _changes(patch: tuple[object, ...] | None, walked: Walked) -> dict[str, depends.Change] | None:
+    """The files that changed since the recorded run, when none can change its output
+    (`migrate_fi.patching`); else None."""
+    if patch is None or walked.state is None:
+        return None
+    from migrate_fi.patching import Patch, changes
+
+    recorded = Patch(*patch)  # type: ignore[arg-type]
+    return changes(recorded, walked.files, walked.state.shape, walked.state.numbers)
+
+
 class Walked(NamedTuple):
-    """What a walk found, and the digest of it (`tree_digest`), made with the stats the walk
-    took: the run that is handed it keeps them (`migrate_fi.depends.stat`), and so agrees."""
+    """What a walk found, and what the run depends on in it (`tree_state`), made with the stats
+    the walk took: the run that is handed it keeps them (`migrate_fi.depends.stat`), and so
+    agrees."""
 
     files: list[str]
     stale: list[str]
     links: list[str]
-    tree: bytes | None
+    state: TreeState | None
 
 
 # the walk the last `replay` made, and the command it was for: the command then runs, and need
@@ -249,7 +304,7 @@ class Walked(NamedTuple):
 _walked: tuple[Command, Walk, Walked] | None = None
 
 
-def _walk_digest(command: Command, walk: Walk) -> bytes | None:
+def _walk_again(command: Command, walk: Walk) -> Walked:
     """The walk of the recorded run, made again (`migrate_fi.discovery.discover`)."""
     global _walked
     from migrate_fi.discovery import discover
@@ -261,9 +316,9 @@ def _walk_digest(command: Command, walk: Walk) -> bytes | None:
         raise exc  # (a run that says so is never kept)
 
     found = list(discover(*walk, unreadable, stale.append, links.append))
-    tree = tree_digest(found, stale, links)
-    _walked = (command, walk, Walked(found, stale, links, tree))
-    return tree
+    walked = Walked(found, stale, links, tree_state(found, stale, links))
+    _walked = (command, walk, walked)
+    return walked
 
 
 class Recording:
@@ -289,7 +344,7 @@ class Recording:
         self._before: tuple[Walk, Walked] | None = None  # the walk `replay` made just now
         # set by the engine when its result may be replayed: the walk's digest, and what its
         # analyses consulted outside their files
-        self._run: tuple[bytes, tuple[tuple[str, str, str], ...]] | None = None
+        self._run: tuple[bytes, tuple[tuple[str, str, str], ...], Patch | None] | None = None
 
     def hook(self, event: str, args: tuple[object, ...]) -> None:
         if event not in _EVENTS:
@@ -306,7 +361,7 @@ class Recording:
     def note(self, kind: str, path: str) -> None:
         path = os.path.abspath(path)
         if (kind, path) in self._read or path in self._files:
-            return
+            return  # (a file of the walk read once it was made: the run reading its files)
         if os.path.join(path, "").startswith(self._ignored):
             return
         self._busy.on = True
@@ -325,10 +380,13 @@ class Recording:
         """How the engine walked, and the files it found."""
         self._walk, self._files = walk, frozenset(files)
 
-    def ran(self, tree: bytes, notes: Iterable[tuple[str, str, str]]) -> None:
-        """The engine's result may be replayed: the digest of its walk (`tree_digest`), and what
-        its analyses consulted outside their files."""
-        self._run = (tree, tuple(sorted(notes)))
+    def ran(
+        self, tree: bytes, notes: Iterable[tuple[str, str, str]], patch: Patch | None = None
+    ) -> None:
+        """The engine's result may be replayed: the digest of its walk (`tree_digest`), what
+        its analyses consulted outside their files, and what tells whether files that change
+        later change its output (`migrate_fi.patching`; None: any change does)."""
+        self._run = (tree, tuple(sorted(notes)), patch)
 
     def save(self, out: str, err: str, code: int) -> None:
         """Keep what the run printed for `replay` (when it may be: see the module docstring)."""
@@ -337,14 +395,18 @@ class Recording:
             return
         if not all(_utf8(e) for e in self.command.streams[1::3]):
             return
-        tree, notes = self._run
+        tree, notes, patch = self._run
         # (the modules imported as the run went on, and the folders the import system listed
         # to find them: code, not input)
         modules = _module_files()
         packages = {os.path.dirname(path) for path in modules}
         read = []
+        inputs = []  # (files of the walk read before it was made: the configuration)
         for (kind, path), state in sorted(self._read.items()):
-            if path in self._files or path.endswith(".pyc"):
+            if path in self._files:
+                inputs += [] if path in inputs else [path]
+                continue
+            if path.endswith(".pyc"):
                 continue
             if path in (modules if kind == "stat" else packages):
                 continue
@@ -354,7 +416,8 @@ class Recording:
             if signature is not None and not depends.settled(signature, self._started):
                 return  # (changed too recently for its stat to say so)
             read.append((kind, path, state))
-        data = marshal.dumps((_FORMAT, read, self._walk, tree, notes, out, err, code))
+        kept: Any = None if patch is None else tuple(patch._replace(inputs=tuple(inputs)))
+        data = marshal.dumps((_FORMAT, read, self._walk, tree, notes, out, err, code, kept))
         write_at_once(self.command.entry(), lambda fh: fh.write(data))
 
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Generic, NamedTuple, TypeVar
 from migrate_fi import depends
 from migrate_fi.cache import ResultCache
 from migrate_fi.modules import display_path, module_identity
+from migrate_fi.patching import content_digest
 from migrate_fi.results import FileResult
 from migrate_fi.rule import RunOptions
 
@@ -168,6 +169,8 @@ class Batch:
         self.preload = preload  # what workers should share: done before they are forked
         self._pool: ProcessPoolExecutor | None = None  # started once, kept for later rounds
         self._lifeline: tuple[int, int] | None = None  # (see `_worker_signals`)
+        # with the cache: the digest of the bytes of each file analysed (`migrate_fi.patching`)
+        self.digests: dict[str, bytes] = {}
 
     def close(self) -> None:
         """Stop the workers (a `Batch` may be used until then). Their work is done and taken:
@@ -215,8 +218,9 @@ class Batch:
         todo: list[SourceFile] = []
         for f in files:
             if self.cache is not None:
+                content = self.digests[f.path] = content_digest(f.data)
                 key = self.cache.key(
-                    f.data, display_path(f.path), f.path, module_identity(f.path), aliases,
+                    content, display_path(f.path), f.path, module_identity(f.path), aliases,
                     f.prefiltered,
                 )  # fmt: skip
                 found = self.cache.get(key)

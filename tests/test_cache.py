@@ -128,7 +128,7 @@ def test_an_entry_whose_note_holds_as_it_stands_now_is_kept_so(
 
     asked: list[str] = []
 
-    def holds(notes: list[tuple[str, str]]) -> list[str | None]:
+    def holds(notes: list[tuple[str, str]], changed: object = None) -> list[str | None]:
         asked.extend(value for _, value in notes)
         return ["now" if value in ("then", "now") else None for _, value in notes]
 

@@ -230,8 +230,10 @@ def test_a_result_that_searched_is_reused_after_an_edit_elsewhere(
         analysed.append(os.path.basename(path))
         return process(data, path, *args, **kwargs)
 
-    def holding(notes: list[tuple[str, str]]) -> list[str | None]:
-        found = hold(notes)
+    def holding(
+        notes: list[tuple[str, str]], changed: dict[str, depends.Change] | None = None
+    ) -> list[str | None]:
+        found = hold(notes, changed)
         searched.extend(a for (a, v), now in zip(notes, found, strict=True) if now != v)
         return found  # (those: the project read again)
 

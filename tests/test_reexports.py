@@ -12,12 +12,14 @@ import pytest
 from click.testing import CliRunner
 
 import migrate_fi.engine
+import migrate_fi.importwords
 import migrate_fi.pipeline
 import migrate_fi.reexports
 from migrate_fi import depends
 from migrate_fi.cache import WalkMemo
 from migrate_fi.cli import cli
-from migrate_fi.reexports import file_imports, importers, unaffected
+from migrate_fi.importwords import file_imports
+from migrate_fi.reexports import importers, unaffected
 from migrate_fi.resolver import ProjectAliases
 from migrate_fi.results import FileResult, Lookups, Status
 from migrate_fi.workers import SourceFile
@@ -188,7 +190,7 @@ def test_import_words_are_those_of_every_statement_a_scan_finds() -> None:
     import random
     import re
 
-    from migrate_fi.reexports import _STATEMENT, import_words
+    from migrate_fi.importwords import _STATEMENT, import_words
 
     def scanned(data: bytes) -> set[bytes]:
         every = re.compile(rb"(?<![^\n;])" + _STATEMENT, re.MULTILINE)
@@ -216,7 +218,7 @@ def test_import_words_are_those_of_every_statement_a_scan_finds() -> None:
 def test_a_files_import_words_answer_few_or_many_words_asked() -> None:
     """A substring test per word asked when they are few, a lookup of the file's words when
     many (a tree of 2,000 modules each re-exporting a name asks 2,000): the same answer."""
-    from migrate_fi.reexports import _FEW_WORDS, Words
+    from migrate_fi.importwords import _FEW_WORDS, Words
 
     found = file_imports(b"from pkg.quant import q\nimport os, quantize as z\n")
     assert found.all() == {
@@ -271,13 +273,13 @@ def test_a_candidate_found_not_to_import_the_reexports_is_not_searched_again(
     path.write_bytes(data)
     aliases = {"proj.quant.q": "flashinfer.fp4_quantize"}
     searched: list[bytes] = []
-    search = migrate_fi.reexports.names_one_of
+    search = migrate_fi.importwords.names_one_of
 
     def counting(text: bytes, names: object) -> bool:
         searched.append(text)
         return search(text, names)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(migrate_fi.reexports, "names_one_of", counting)
+    monkeypatch.setattr(migrate_fi.importwords, "names_one_of", counting)
     depends.forget_stats()
     memo = WalkMemo({}, {})
     assert importers(aliases, [SourceFile(data, str(path), ())], [], memo) == []

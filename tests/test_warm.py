@@ -265,7 +265,7 @@ def test_the_run_after_a_replay_that_missed_takes_its_walk_digest_and_stats(
         raise AssertionError("walked or digested again")
 
     monkeypatch.setattr(engine, "discover", again)
-    monkeypatch.setattr(engine, "tree_digest", again)
+    monkeypatch.setattr(engine, "tree_state", again)
     stats = []  # (the files whose stat the run asked of the file system)
     real_stat = depends.stat
 
@@ -361,3 +361,136 @@ def test_the_digest_of_a_walk_says_every_file_its_stat_and_its_packages(
             for _ in range(rng.randint(0, 6))
         ]
         assert list(splits(sample)) == [os.path.split(p) for p in sample], sample
+
+
+def entry_tree() -> bytes:
+    """The digest of the walk the entry of the plain `check` was kept with."""
+    import marshal
+
+    with open(command().entry(), "rb") as fh:
+        tree: bytes = marshal.loads(fh.read())[3]
+    return tree
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["touch analysed", "touch re-exporter", "comment in unparsed", "touch in unparsed"],
+)
+def test_files_changed_in_no_way_that_matters_keep_the_replay(
+    demo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, change: str
+) -> None:
+    """A file whose stat changed while a rule analysed it and its bytes are the same, or that no
+    rule must see and that imports none of the project's re-exports, leaves the output as it
+    was: the replay prints it (`migrate_fi.patching`), and keeps the entry as the tree is now
+    (the next replay is a plain one)."""
+    first = made()
+    tree = entry_tree()
+    code = demo / "src" / "demo_server"
+    target = {
+        "touch analysed": code / "layers" / "fp4_utils.py",
+        "touch re-exporter": code / "layers" / "quant_api.py",
+        "comment in unparsed": code / "layers" / "__init__.py",
+        "touch in unparsed": code / "attention" / "__init__.py",
+    }[change]
+    if change.startswith("touch"):
+        os.utime(target, ns=(10**9, 10**9))
+    else:
+        target.write_text(target.read_text() + "# served by main(): see --port\n")
+    from migrate_fi.rules import _callers
+
+    def searched(*args: object) -> None:
+        raise AssertionError("the files of a search read again")
+
+    with monkeypatch.context() as m:  # (the changed files alone are looked at)
+        m.setattr(_callers, "_containing", searched)
+        assert replayed(capsys) == first
+    assert first == made("--no-cache")
+    assert entry_tree() != tree
+
+    from migrate_fi import patching
+
+    def never(*args: object) -> None:
+        raise AssertionError("patched again")
+
+    monkeypatch.setattr(patching, "changes", never)
+    assert replayed(capsys) == first
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "edit analysed",
+        "unparsed imports a re-export",
+        "unparsed names flashinfer",
+        "unparsed calls a function whose callers were searched",
+        "touch a script",
+        "flashinfer's own module",
+        "cannot be read",
+    ],
+)
+def test_files_changed_in_a_way_that_may_matter_make_it_run_again(
+    demo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, change: str
+) -> None:
+    """A changed file a rule analysed (other bytes), one that a rule must see now, or that may
+    import one of the project's re-exports, a file that is not Python, one of FlashInfer's own
+    modules (tested with their module's name), or one that cannot be read: the command runs."""
+    code = demo / "src" / "demo_server"
+    own = code / "flashinfer" / "ops.py"  # (a folder of that name: read as FlashInfer's own)
+    own.parent.mkdir()
+    own.write_text("def op(x):\n    return x\n")
+    script = demo / "scripts" / "build.sh"  # (no rule must see it)
+    script.write_text("echo build\n")
+    before = made()
+    server = code / "server.py"
+    if change == "edit analysed":  # (a file no search for callers found: its bytes alone)
+        allreduce = code / "distributed" / "allreduce.py"
+        allreduce.write_text(allreduce.read_text() + "\n# one more line\n")
+    elif change == "unparsed imports a re-export":  # (never names FlashInfer)
+        server.write_text(
+            "from demo_server.layers.quant_api import grouped_gemm_nvfp4\n\n\n"
+            "def gemm(a, b, s, t, m, out):\n"
+            "    return grouped_gemm_nvfp4(a, b, s, t, m, 1.0, 128, 128, 128, out)\n"
+        )
+    elif change == "unparsed names flashinfer":
+        server.write_text(server.read_text() + LEGACY)
+    elif change == "unparsed calls a function whose callers were searched":  # (FI003's search)
+        init = code / "attention" / "__init__.py"
+        init.write_text(init.read_text() + "quantize_moe_input(1, 2, True)\n")
+    elif change == "touch a script":  # (not a Python file: a pin file may include others)
+        os.utime(script, ns=(10**9, 10**9))
+    elif change == "flashinfer's own module":
+        own.write_text(own.read_text() + "# edited\n")
+    real = depends.read_bytes
+    if change == "cannot be read":
+        os.utime(server, ns=(10**9, 10**9))
+
+        def read(path: str) -> bytes:
+            if path == str(server):
+                raise PermissionError(13, "Permission denied")
+            return real(path)
+
+        monkeypatch.setattr(depends, "read_bytes", read)
+    assert replayed(capsys) is None
+    monkeypatch.setattr(depends, "read_bytes", real)  # (readable again)
+    after = made()
+    assert after == made("--no-cache")
+    assert (after != before) == change.startswith("unparsed") or "searched" in change
+
+
+def test_the_files_whose_stat_changed_are_each_found() -> None:
+    """`changed_files` finds exactly the files whose stat differs, over blocks of many files."""
+    import random
+
+    from migrate_fi.patching import RECORD, changed_files
+
+    rng = random.Random(7)
+    for size in (0, 1, 511, 512, 513, 2000):
+        files = [f"f{i}.py" for i in range(size)]
+        before = bytes(rng.getrandbits(8) for _ in range(size * RECORD))
+        for _ in range(5):
+            now = bytearray(before)
+            picked = sorted(rng.sample(range(size), min(size, rng.randint(0, 4))))
+            for i in picked:
+                now[i * RECORD + rng.randrange(RECORD)] ^= 1 + rng.randrange(255)
+            assert changed_files(files, before, bytes(now)) == [files[i] for i in picked]
+    assert changed_files(["a.py"], b"\0" * RECORD, b"\0" * (2 * RECORD)) is None

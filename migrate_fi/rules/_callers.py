@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import ast
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
 from migrate_fi import depends, nodes
-from migrate_fi.discovery import find_upward, python_files, tree_signature
+from migrate_fi.discovery import find_upward, python_files, tree_signature, tree_signature_with
 from migrate_fi.modules import display_path, module_identity
 from migrate_fi.resolver import NameResolver
 from migrate_fi.scopes import Scope
@@ -387,25 +387,40 @@ def _mentioning(root: str, words: tuple[bytes, ...]) -> list[str]:
     them are these, as they are (`mentions_hold`)."""
     signature = tree_signature(root)  # (first: a file changed meanwhile changes it)
     (found,) = _containing(root, [words], _read)
-    depends.note("mentions", _searched(root, words), f"{signature} {_digest(found)}")
+    depends.note("mentions", _searched(root, words), _found(signature, root, found))
     return [path for path, _ in found]
 
 
-def mentions_hold(notes: Sequence[tuple[str, str]]) -> list[str | None]:
+def _found(signature: str, root: str, files: Sequence[tuple[str, bytes]]) -> str:
+    """The value of a search's note: the root's signature, a digest of the files found, and
+    their paths (from the root)."""
+    listed = "\0".join(os.path.relpath(path, root) for path, _ in files)
+    return f"{signature} {_digest(files)}\0{listed}"
+
+
+def mentions_hold(
+    notes: Sequence[tuple[str, str]], changed: Mapping[str, depends.Change] | None = None
+) -> list[str | None]:
     """Whether each search's note ``(argument, value)`` still holds
     (`migrate_fi.depends.current`): as noted while the stat of every file under its root is
     unchanged; else when the same files contain its words, with the same bytes (the value then
     says so with the files' stats now: a file edited elsewhere in the project re-reads the
     files, never re-analyses every function whose callers were searched); else None. The notes
-    of one root are checked in one reading of its files."""
+    of one root are checked in one reading of its files, unless a replay knows the files that
+    changed (``changed``) and no other did: those alone are looked at."""
     out: list[str | None] = []
     again: dict[str, list[tuple[int, tuple[bytes, ...], str]]] = {}  # root -> (place, words, seen)
     for i, (argument, value) in enumerate(notes):
         root, *words = argument.split("\0")
-        signature, _, seen = value.rpartition(" ")
-        out.append(value if tree_signature(root) == signature else None)
-        if out[-1] is None:
-            wanted = tuple(w.encode("utf-8", "surrogateescape") for w in words)
+        head, listed, paths = value.partition("\0")
+        signature, _, seen = head.rpartition(" ")
+        wanted = tuple(w.encode("utf-8", "surrogateescape") for w in words)
+        if tree_signature(root) == signature:
+            out.append(value)
+        elif listed and changed and _only(changed, root, signature, wanted, paths):
+            out.append(f"{tree_signature(root)} {seen}\0{paths}")
+        else:
+            out.append(None)
             again.setdefault(root, []).append((i, wanted, seen))
     for root, asked in again.items():
         now = tree_signature(root)
@@ -413,8 +428,32 @@ def mentions_hold(notes: Sequence[tuple[str, str]]) -> list[str | None]:
         found = _containing(root, [wanted for _, wanted, _ in asked], _read_once)
         for files, (i, _, seen) in zip(found, asked, strict=True):
             if _digest(files) == seen:
-                out[i] = f"{now} {seen}"
+                out[i] = _found(now, root, files)
     return out
+
+
+def _only(
+    changed: Mapping[str, depends.Change],
+    root: str,
+    signature: str,
+    words: tuple[bytes, ...],
+    paths: str,
+) -> bool:
+    """Whether a search under ``root`` that found ``paths`` (from the root, each after a NUL)
+    holds when the files ``changed`` are the only ones under it that did (its ``signature``
+    is the root's with their stats before): each has the same bytes, or neither was found nor
+    contains ``words`` now."""
+    top = os.path.join(root, "")
+    inside = {path: c for path, c in changed.items() if path.startswith(top)}
+    if tree_signature_with(root, {path: c.before for path, c in inside.items()}) != signature:
+        return False
+    found = set(paths.split("\0")) if paths else set()
+    for path, c in inside.items():
+        if c.same:
+            continue
+        if os.path.relpath(path, root) in found or any(w in c.data for w in words):
+            return False
+    return True
 
 
 def _containing(

@@ -1,0 +1,133 @@
+"""A warm `check` over a tree where files changed, none in a way that can change what it prints.
+
+`migrate_fi.warm.replay` answers a command from the record of its last run while nothing that
+run read changed. A file touched (a checkout, a build step, an editor saving it as it was) or
+edited where it never names FlashInfer changes the digest of the walk, and the whole command ran
+again: its imports, its options, the result cache, the re-export rounds (0.2 s on vLLM's tree
+and 1 s on 16 copies of SGLang's, against 0.08 s and 0.5 s replayed). So the record keeps what
+tells such a change from one that matters (`Patch`): the walk but for its files' stats, each
+file's stat, a digest of the bytes of every file a rule analysed, the words one of which every
+file a rule must see contains (`migrate_fi.pipeline.RuleTests.gates`), and the project's
+re-exports the rounds followed. A file whose stat changed leaves the output as it was when
+
+- a rule analysed it, and its bytes are the same;
+- or none did, and it is a Python file that is neither one of FlashInfer's own modules (they are
+  tested with their module's name: `migrate_fi.pipeline.must_see`) nor one the run read as its
+  configuration, that still contains none of those words, and may import none of the
+  re-exports (`migrate_fi.importwords.AliasImports`, as the rounds ask).
+
+What the analyses read outside their files is checked as for any replay
+(`migrate_fi.depends.current`). Anything else (a file added, removed or renamed, a folder that
+became a package, a dependency file, a file that cannot be read) and the command runs.
+"""
+
+from __future__ import annotations
+
+import os
+from array import array
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from migrate_fi import depends
+from migrate_fi.depends import blake2b
+
+__all__ = ["RECORD", "Gate", "Patch", "changed_files", "changes", "content_digest"]
+
+RECORD = 32  # the bytes of one file's stat in `Patch.numbers`: 4 signed 64-bit numbers
+# a group of rules that read the same files: their suffixes, their file patterns, and the words
+# (lower case) one of which every file a rule of them must see contains (None: none says)
+Gate = tuple[tuple[str, ...], tuple[str, ...], tuple[bytes, ...] | None]
+
+
+class Patch(NamedTuple):
+    """What the record of a run keeps to tell whether files changed since change its output."""
+
+    shape: bytes  # the digest of the walk but for the files' stats (`warm.TreeState.shape`)
+    numbers: bytes  # each file's size, modification time, inode and change time, walk order
+    analysed: dict[str, bytes]  # path -> `content_digest` of each file a rule analysed
+    gates: tuple[Gate, ...]
+    aliases: tuple[str, ...]  # the project's re-exports the rounds followed (`module.name`)
+    inputs: tuple[str, ...] = ()  # files of the walk the run read as its own input
+
+
+def content_digest(data: bytes) -> bytes:
+    """The digest a file's bytes are told by."""
+    return blake2b(data, digest_size=16).digest()
+
+
+def changed_files(files: Sequence[str], before: bytes, now: bytes) -> list[str] | None:
+    """Those of ``files`` whose stat is not the same in ``now`` as in ``before`` (each
+    `RECORD` bytes a file, in order); None when they cannot be compared."""
+    size = len(files) * RECORD
+    if len(before) != size or len(now) != size:
+        return None  # (another number of files, or stats too large for the packed form)
+    out: list[str] = []
+    old, new = memoryview(before), memoryview(now)
+    block = RECORD * 512  # (equal stretches are passed over a block at a time)
+    for start in range(0, size, block):
+        end = min(start + block, size)
+        if old[start:end] == new[start:end]:
+            continue
+        for at in range(start, end, RECORD):
+            if old[at : at + RECORD] != new[at : at + RECORD]:
+                out.append(files[at // RECORD])
+    return out
+
+
+def changes(
+    patch: Patch, files: Sequence[str], shape: bytes, numbers: bytes
+) -> dict[str, depends.Change] | None:
+    """The files that changed since the run ``patch`` was recorded with, over the walk that
+    found ``files`` now (``shape``, ``numbers``: its `warm.TreeState`), when none can change
+    what it printed (see the module docstring); else None."""
+    if shape != patch.shape:
+        return None
+    found = changed_files(files, patch.numbers, numbers)
+    if found is None:
+        return None
+    inputs = set(patch.inputs)
+    place = {path: i for i, path in enumerate(files)} if found else {}
+    before = array("q", patch.numbers) if found else array("q")
+    aliases = None
+    out: dict[str, depends.Change] = {}
+    for path in found:
+        if path in inputs or not path.endswith(".py") or f"flashinfer{os.sep}" in path:
+            return None
+        try:
+            data = depends.read_bytes(path)
+        except OSError:
+            return None
+        at = place[path] * 4
+        out[path] = depends.Change(depends.Stat(*before[at : at + 4]), data, False)
+        digest = patch.analysed.get(path)
+        if digest is not None:
+            if content_digest(data) != digest:
+                return None
+            out[path] = out[path]._replace(same=True)
+            continue
+        if not _ruled_out(path, data, patch.gates):
+            return None
+        if patch.aliases:
+            from migrate_fi.importwords import AliasImports, file_imports
+
+            aliases = aliases or AliasImports(patch.aliases)
+            if aliases.imported_by(file_imports(data), data):
+                return None
+    return out
+
+
+def _ruled_out(path: str, data: bytes, gates: Sequence[Gate]) -> bool:
+    """Whether no rule must see the file: every group of rules that reads it has words, and
+    the file contains none of them (`migrate_fi.pipeline.matching`'s first test)."""
+    from migrate_fi.discovery import wanted_files
+
+    lowered = None
+    for suffixes, patterns, words in gates:
+        if not wanted_files(suffixes, patterns)(path):
+            continue
+        if words is None:
+            return False
+        lowered = data.lower() if lowered is None else lowered
+        if any(w in lowered for w in words):
+            return False
+    return True
