@@ -8,13 +8,13 @@ and 1 s on 16 copies of SGLang's, against 0.08 s and 0.5 s replayed). So the rec
 tells such a change from one that matters (`Patch`): the walk but for its files' stats, each
 file's stat, a digest of the bytes of every file a rule analysed, the words one of which every
 file a rule must see contains (`migrate_fi.pipeline.RuleTests.gates`), and the project's
-re-exports the rounds followed. A file whose stat changed leaves the output as it was when
+re-exports the rounds followed. A file whose stat changed leaves the output as it was when it
+is a Python file the run did not read as its configuration, and either
 
-- a rule analysed it, and its bytes are the same;
-- or none did, and it is a Python file that is neither one of FlashInfer's own modules (they are
-  tested with their module's name: `migrate_fi.pipeline.must_see`) nor one the run read as its
-  configuration, that still contains none of those words, and may import none of the
-  re-exports (`migrate_fi.importwords.AliasImports`, as the rounds ask).
+- a rule analysed it, and its bytes are the same; or
+- none did, it is not one of FlashInfer's own modules (they are tested with their module's
+  name: `migrate_fi.pipeline.must_see`), it still contains none of those words, and it may
+  import none of the re-exports (`migrate_fi.importwords.AliasImports`, as the rounds ask).
 
 What the analyses read outside their files is checked as for any replay
 (`migrate_fi.depends.current`). Anything else (a file added, removed or renamed, a folder that
@@ -91,7 +91,7 @@ def changes(
     aliases = None
     out: dict[str, depends.Change] = {}
     for path in found:
-        if path in inputs or not path.endswith(".py") or f"flashinfer{os.sep}" in path:
+        if path in inputs or not path.endswith(".py"):
             return None
         try:
             data = depends.read_bytes(path)
@@ -105,7 +105,7 @@ def changes(
                 return None
             out[path] = out[path]._replace(same=True)
             continue
-        if not _ruled_out(path, data, patch.gates):
+        if f"flashinfer{os.sep}" in path or not _ruled_out(path, data, patch.gates):
             return None
         if patch.aliases:
             from migrate_fi.importwords import AliasImports, file_imports

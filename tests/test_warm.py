@@ -372,9 +372,24 @@ def entry_tree() -> bytes:
     return tree
 
 
+def flashinfer_package(demo: Path) -> Path:
+    """A package `flashinfer` beside the demo's: its modules are FlashInfer's own."""
+    package = demo / "src" / "flashinfer"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "ops.py").write_text("def op(x):\n    return x\n")
+    return package
+
+
 @pytest.mark.parametrize(
     "change",
-    ["touch analysed", "touch re-exporter", "comment in unparsed", "touch in unparsed"],
+    [
+        "touch analysed",
+        "touch re-exporter",
+        "comment in unparsed",
+        "touch in unparsed",
+        "touch flashinfer's own module analysed",
+    ],
 )
 def test_files_changed_in_no_way_that_matters_keep_the_replay(
     demo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, change: str
@@ -383,14 +398,17 @@ def test_files_changed_in_no_way_that_matters_keep_the_replay(
     rule must see and that imports none of the project's re-exports, leaves the output as it
     was: the replay prints it (`migrate_fi.patching`), and keeps the entry as the tree is now
     (the next replay is a plain one)."""
+    code = demo / "src" / "demo_server"
+    own = flashinfer_package(demo) / "quant.py"  # (analysed: it imports relatively)
+    own.write_text("from .ops import op\n")
     first = made()
     tree = entry_tree()
-    code = demo / "src" / "demo_server"
     target = {
         "touch analysed": code / "layers" / "fp4_utils.py",
         "touch re-exporter": code / "layers" / "quant_api.py",
         "comment in unparsed": code / "layers" / "__init__.py",
         "touch in unparsed": code / "attention" / "__init__.py",
+        "touch flashinfer's own module analysed": own,
     }[change]
     if change.startswith("touch"):
         os.utime(target, ns=(10**9, 10**9))
@@ -435,9 +453,7 @@ def test_files_changed_in_a_way_that_may_matter_make_it_run_again(
     import one of the project's re-exports, a file that is not Python, one of FlashInfer's own
     modules (tested with their module's name), or one that cannot be read: the command runs."""
     code = demo / "src" / "demo_server"
-    own = code / "flashinfer" / "ops.py"  # (a folder of that name: read as FlashInfer's own)
-    own.parent.mkdir()
-    own.write_text("def op(x):\n    return x\n")
+    own = flashinfer_package(demo) / "ops.py"  # (no rule must see it)
     script = demo / "scripts" / "build.sh"  # (no rule must see it)
     script.write_text("echo build\n")
     before = made()
