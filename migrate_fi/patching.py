@@ -35,7 +35,7 @@ __all__ = ["RECORD", "Gate", "Patch", "changed_files", "changes", "content_diges
 
 RECORD = 32  # the bytes of one file's stat in `Patch.numbers`: 4 signed 64-bit numbers
 # a group of rules that read the same files: their suffixes, their file patterns, and the words
-# one of which every file a rule of them must see contains (None: none says)
+# (lower case) one of which every file a rule of them must see contains (None: none says)
 Gate = tuple[tuple[str, ...], tuple[str, ...], tuple[bytes, ...] | None]
 
 
@@ -121,11 +121,13 @@ def _ruled_out(path: str, data: bytes, gates: Sequence[Gate]) -> bool:
     the file contains none of them (`migrate_fi.pipeline.matching`'s first test)."""
     from migrate_fi.discovery import wanted_files
 
+    lowered = None
     for suffixes, patterns, words in gates:
         if not wanted_files(suffixes, patterns)(path):
             continue
         if words is None:
             return False
-        if any(w in data for w in words):
+        lowered = data.lower() if lowered is None else lowered
+        if any(w in lowered for w in words):
             return False
     return True
