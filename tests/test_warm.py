@@ -490,7 +490,10 @@ def test_files_changed_in_a_way_that_may_matter_make_it_run_again(
     monkeypatch.setattr(depends, "read_bytes", real)  # (readable again)
     after = made()
     assert after == made("--no-cache")
-    assert (after != before) == change.startswith("unparsed") or "searched" in change
+    # (a new site in these two; the new caller of quantize_moe_input leaves the report as it was)
+    assert (after != before) == (
+        change in ("unparsed imports a re-export", "unparsed names flashinfer")
+    )
 
 
 def test_the_files_whose_stat_changed_are_each_found() -> None:
