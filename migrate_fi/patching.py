@@ -24,7 +24,7 @@ became a package, a dependency file, a file that cannot be read) and the command
 from __future__ import annotations
 
 import os
-from array import array
+import struct
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -58,10 +58,16 @@ def content_digest(data: bytes) -> bytes:
 def changed_files(files: Sequence[str], before: bytes, now: bytes) -> list[str] | None:
     """Those of ``files`` whose stat is not the same in ``now`` as in ``before`` (each
     `RECORD` bytes a file, in order); None when they cannot be compared."""
-    size = len(files) * RECORD
+    places = _changed_places(len(files), before, now)
+    return None if places is None else [files[i] for i in places]
+
+
+def _changed_places(count: int, before: bytes, now: bytes) -> list[int] | None:
+    """`changed_files`, by their place in the walk."""
+    size = count * RECORD
     if len(before) != size or len(now) != size:
         return None  # (another number of files, or stats too large for the packed form)
-    out: list[str] = []
+    out: list[int] = []
     old, new = memoryview(before), memoryview(now)
     block = RECORD * 512  # (equal stretches are passed over a block at a time)
     for start in range(0, size, block):
@@ -70,7 +76,7 @@ def changed_files(files: Sequence[str], before: bytes, now: bytes) -> list[str] 
             continue
         for at in range(start, end, RECORD):
             if old[at : at + RECORD] != new[at : at + RECORD]:
-                out.append(files[at // RECORD])
+                out.append(at // RECORD)
     return out
 
 
@@ -82,37 +88,34 @@ def changes(
     what it printed (see the module docstring); else None."""
     if shape != patch.shape:
         return None
-    found = changed_files(files, patch.numbers, numbers)
-    if found is None:
+    places = _changed_places(len(files), patch.numbers, numbers)
+    if places is None:
         return None
     inputs = set(patch.inputs)
-    place = {path: i for i, path in enumerate(files)} if found else {}
-    before = array("q", patch.numbers) if found else array("q")
     aliases = None
     out: dict[str, depends.Change] = {}
-    for path in found:
+    for i in places:
+        path = files[i]
         if path in inputs or not path.endswith(".py"):
             return None
         try:
             data = depends.read_bytes(path)
         except OSError:
             return None
-        at = place[path] * 4
-        out[path] = depends.Change(depends.Stat(*before[at : at + 4]), data, False)
         digest = patch.analysed.get(path)
-        if digest is not None:
-            if content_digest(data) != digest:
-                return None
-            out[path] = out[path]._replace(same=True)
-            continue
-        if f"flashinfer{os.sep}" in path or not _ruled_out(path, data, patch.gates):
+        if digest is not None and content_digest(data) != digest:
             return None
-        if patch.aliases:
-            from migrate_fi.importwords import AliasImports, file_imports
-
-            aliases = aliases or AliasImports(patch.aliases)
-            if aliases.imported_by(file_imports(data), data):
+        if digest is None:
+            if f"flashinfer{os.sep}" in path or not _ruled_out(path, data, patch.gates):
                 return None
+            if patch.aliases:
+                from migrate_fi.importwords import AliasImports, file_imports
+
+                aliases = aliases or AliasImports(patch.aliases)
+                if aliases.imported_by(file_imports(data), data):
+                    return None
+        before = depends.Stat(*struct.unpack_from("=4q", patch.numbers, i * RECORD))
+        out[path] = depends.Change(before, data, same=digest is not None)
     return out
 
 

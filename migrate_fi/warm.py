@@ -400,11 +400,11 @@ class Recording:
         # to find them: code, not input)
         modules = _module_files()
         packages = {os.path.dirname(path) for path in modules}
+        # (files of the walk read before it was made: the configuration)
+        inputs = sorted({path for _, path in self._read if path in self._files})
         read = []
-        inputs = []  # (files of the walk read before it was made: the configuration)
         for (kind, path), state in sorted(self._read.items()):
             if path in self._files:
-                inputs += [] if path in inputs else [path]
                 continue
             if path.endswith(".pyc"):
                 continue
