@@ -132,6 +132,10 @@ class WalkMemo:
             return None
         return tuple(st)  # type: ignore[return-value]
 
+    def empty(self) -> bool:
+        """Whether it knows no file (nothing to rule out unread, nor matched)."""
+        return not self._out and not self._matched
+
     def ruled_out(self, path: str, signature: Signature | None) -> bool:
         return signature is not None and self._out.get(path) == signature
 
@@ -301,6 +305,10 @@ class ResultCache:
         self.stored += 1
         self._used[key] = (notes, result)
         self._notes.update(notes)
+
+    def may_replay(self) -> bool:
+        """Whether a result of the last run with these options is kept (`replay`)."""
+        return os.path.exists(self._file(self._replay_key()))
 
     def replay(self, tree: bytes) -> RunResult | None:
         """The result of the last run with these options, when it ran over the same tree

@@ -18,7 +18,7 @@ import contextlib
 import importlib
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from operator import itemgetter
 from typing import NamedTuple
 
@@ -35,9 +35,11 @@ __all__ = [
     "current",
     "finish",
     "forget_stats",
+    "learn_stats",
     "note",
     "note_unbounded",
     "read_bytes",
+    "read_with_stat",
     "settled",
     "start",
     "stat",
@@ -125,18 +127,39 @@ def read_bytes(path: str) -> bytes:
     the buffered reader builtin `open` builds (a third of the cost of reading a small file;
     a run reads every file of the tree, most of them once), and, when the read gives the size
     the file had, no second read to meet its end (a quarter of what is left)."""
+    return read_with_stat(path)[0]
+
+
+def read_with_stat(path: str) -> tuple[bytes, Stat]:
+    """`read_bytes`, and the file's stat as the run sees it (`stat`): the one its open file
+    gave, unless the run asked the file's stat before. (A cold run learns the stats of the
+    files it reads this way, where they are read, not with a stat of each beforehand.)"""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
-        size = os.fstat(fd).st_size
+        st = os.fstat(fd)
+        size = st.st_size
         first = os.read(fd, size + 1)  # (one more: a file that grew is read to its end)
         if len(first) == size:
-            return first  # (its size, and no byte more: its end; no read more to find it)
-        chunks = [first]  # (fewer: a read cut short, on some file systems; more: it grew)
-        while chunks[-1]:
-            chunks.append(os.read(fd, max(size, 1 << 16)))
-        return chunks[0] if len(chunks) == 2 else b"".join(chunks)
+            data = first  # (its size, and no byte more: its end; no read more to find it)
+        else:
+            chunks = [first]  # (fewer: a read cut short, on some file systems; more: it grew)
+            while chunks[-1]:
+                chunks.append(os.read(fd, max(size, 1 << 16)))
+            data = chunks[0] if len(chunks) == 2 else b"".join(chunks)
     finally:
         os.close(fd)
+    seen = _stats.get(path)
+    if seen is None:
+        seen = _stats[path] = Stat(size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+    return data, seen
+
+
+def learn_stats(signatures: Iterable[tuple[str, tuple[int, int, int, int]]]) -> None:
+    """Take the stats of files another process learnt in this run (`read_with_stat`), as
+    ``(path, (size, mtime_ns, inode, ctime_ns))``; a stat this process asked stays."""
+    for path, (size, mtime, ino, ctime) in signatures:
+        if path not in _stats:
+            _stats[path] = Stat(size, mtime, ino, ctime)
 
 
 def forget_stats() -> None:

@@ -146,6 +146,9 @@ class Prefilter:
             if others is None:
                 others = sets[middle] = once(frozenset(word(p) for p in middle))
             self.by_context.setdefault(context, {}).setdefault(last, []).append(others)
+        # (each context's names as a set: a file's identifiers are met with them by iterating
+        # the smaller of the two, not the thousands of FI002's names for every file)
+        self._names = {context: frozenset(names) for context, names in self.by_context.items()}
 
     def names(self) -> set[bytes]:
         """The last identifier of every trigger (what an alias of a migrated API is named)."""
@@ -170,7 +173,7 @@ class Prefilter:
                 continue  # a cheap necessary condition before collecting identifiers
             if words is None:
                 words = _identifiers(data)
-            for name in words.intersection(names):
+            for name in words.intersection(self._names[context]):
                 if any(others <= words for others in names[name]):
                     return True
         return False

@@ -11,6 +11,7 @@ read; and what the walk memo of the result cache learns (`migrate_fi.cache.WalkM
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -59,6 +60,7 @@ def read_part(
     options: RunOptions,
     every_import: bool = False,
     ruled_out_imports: bool = False,
+    sign: bool = False,
 ) -> Read:
     """Read each file of ``todo`` and test it against ``tests``. The words of the import
     statements are kept for the files no rule must see once one that a rule must see was found
@@ -66,14 +68,21 @@ def read_part(
     re-exports, whose rounds ask them, and need not read the files again; with
     ``ruled_out_imports`` (the parts read beside the workers), for the files a rule must see
     too (else the rounds work them out in the main process, one by one: 55 ms for the 688 of 16
-    copies of SGLang); with ``every_import`` (`--changed-since`), for every file read."""
+    copies of SGLang); with ``every_import`` (`--changed-since`), for every file read.
+
+    ``sign``: the walk memo keeps what is learnt of each file, but the engine left its
+    signature to the reading (a memo that knows no file rules none out unread): the stat
+    its open file gives, when it is settled."""
     out = Read()
+    now = time.time_ns()
     for path, signature, matched in todo:
         try:
-            data = depends.read_bytes(path)
+            data, st = depends.read_with_stat(path)
         except OSError as exc:
             out.failed.append((path, f"cannot read: {exc.strerror}"))
             continue
+        if sign and signature is None and depends.settled(st, now):
+            signature = (*st,)  # (a plain tuple, as the memo keeps it)
         if matched is None:
             matched = must_see(tests, data, path, options)
             if matched is None:
@@ -96,13 +105,14 @@ def read_in_worker(
     options: RunOptions,
     every_import: bool,
     ruled_out_imports: bool,
+    sign: bool,
 ) -> Read:
     """`read_part` in a worker process, with the rules' tests of the run: those `share_tests`
     gave before the worker was forked, else worked out there."""
     tests = _shared.get((ids, options))
     if tests is None:
         tests = _shared[ids, options] = _tests(ids, options)
-    return read_part(todo, tests, options, every_import, ruled_out_imports)
+    return read_part(todo, tests, options, every_import, ruled_out_imports, sign)
 
 
 _shared: dict[tuple[tuple[str, ...], RunOptions], RuleTests] = {}

@@ -356,6 +356,34 @@ def test_a_run_over_a_tree_where_nothing_changed_is_the_last_one_read(
     assert _run(root) != shown and len(replaying) == 5
 
 
+def test_a_first_run_learns_the_stats_of_the_files_it_reads_as_it_reads_them(
+    tmp_path: Path, replaying: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With nothing kept to replay, a run asks no file's stat before reading it: the digest of
+    the tree waits for the end of the run and is made of the stats the reading gave (in the
+    workers too); the next run over the same tree is this one's replayed, and an edit is seen."""
+    from migrate_fi import depends
+
+    root = tmp_path / "proj"
+    (root / "pkg").mkdir(parents=True)
+    for i in range(3):
+        (root / "pkg" / f"mod{i}.py").write_text(LEGACY if i == 0 else f"x = {i}\n")
+    monkeypatch.chdir(tmp_path)
+    asked: list[str] = []
+    stat = os.stat
+
+    def spy(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        asked.append(os.fspath(path))
+        return stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(depends.os, "stat", spy)
+    first = _run(root)
+    assert not [p for p in asked if os.path.basename(p).startswith("mod") and str(root) in p]
+    assert _run(root) == first and len(replaying) == 1  # (the digest the walk makes again)
+    (root / "pkg" / "mod1.py").write_text(LEGACY)
+    assert _run(root) != first and len(replaying) == 2
+
+
 def test_a_run_with_a_file_that_cannot_be_read_is_never_replayed(
     tmp_path: Path, replaying: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
