@@ -203,18 +203,25 @@ def _without_empty_key(version: str = "9.9.9") -> dict[str, Any]:
 def test_a_record_is_loaded_through_its_offsets_file_to_the_same_record(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`write_release` writes where the pieces and entries lie beside the record; loading reads
-    them instead of the whole text (only the first line is decompressed), to the same record."""
+    """`write_release` writes where the pieces and entries lie beside the record, and the rest
+    of it; loading reads them instead of the text (none of it is decompressed), to the same
+    record, whose exports that name a definition are the strings of its keys."""
     folder = tmp_path / "data"
-    written = store.write_release(_without_empty_key(), str(folder))
+    record = _without_empty_key()
+    record["exports"]["flashinfer.core"] = "flashinfer.core"  # (a module: not a key of defs)
+    written = store.write_release(record, str(folder))
     assert Path(store.offsets_file(written)).is_file()
     raw = Path(written).read_bytes()
     via = store._from_offsets(raw, written, _unreadable)
     assert via is not None
-    assert len(via["defs"]._text._kept) == 1  # (the first line's piece, nothing else)
-    assert _plain(via) == _without_empty_key()
+    assert not via["defs"]._text._kept  # (no piece decompressed)
+    assert _plain(via) == record
+    key = next(k for k in via["defs"] if k == "flashinfer.core.f")
+    assert via["exports"]["flashinfer.f"] is key
+    record = _without_empty_key()
     scanned = store._decode(store._Text(raw), _unreadable)
     assert via["defs"]._at == scanned["defs"]._at and via["modules"]._at == scanned["modules"]._at
+    written = store.write_release(record, str(folder))
     monkeypatch.setattr(store, "_file_of", lambda version: written)
     assert _plain(load_release("9.9.9")) == _without_empty_key()
     # a key that escapes characters, or an empty one: no offsets file, the text is read
@@ -229,7 +236,7 @@ def test_a_record_is_loaded_through_its_offsets_file_to_the_same_record(
     [
         lambda off, raw: b"junk",
         lambda off, raw: off[: len(off) // 2],
-        lambda off, raw: gzip.compress(gzip.decompress(off).replace(b"offsets 1", b"offsets 9")),
+        lambda off, raw: gzip.compress(gzip.decompress(off).replace(b"offsets 2", b"offsets 9")),
         lambda off, raw: gzip.compress(gzip.decompress(off).rsplit(b"\n", 1)[0]),
     ],
     ids=["not gzip", "cut short", "another format", "a line missing"],
