@@ -268,6 +268,26 @@ def test_an_offsets_file_of_another_record_is_not_used(
     assert load_release("9.9.9")["defs"]["flashinfer.core.f"]["sig"] == [["y", "A", None]]
 
 
+def test_a_user_record_read_from_its_text_gets_its_offsets_written_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A record of the user's data folder whose offsets file an earlier migrate-fi wrote (of
+    another format) is read from its text once; its offsets are written then, and the next
+    load reads it through them, to the same record."""
+    folder = tmp_path / "data"
+    written = store.write_release(_without_empty_key(), str(folder))
+    offsets = Path(store.offsets_file(written))
+    old = gzip.compress(gzip.decompress(offsets.read_bytes()).replace(b"offsets 2", b"offsets 1"))
+    offsets.write_bytes(old)
+    store.register(str(folder), _without_empty_key())
+    monkeypatch.setenv(store.DATA_ENV, str(folder))
+    store.forget()
+    assert _plain(load_release("9.9.9")) == _without_empty_key()
+    assert offsets.read_bytes() != old
+    via = store._from_offsets(Path(written).read_bytes(), written, _unreadable)
+    assert via is not None and _plain(via) == _without_empty_key()
+
+
 def test_every_bundled_record_has_offsets_that_read_it_as_its_text_does() -> None:
     """The offsets files shipped beside the bundled data match their records (`write_release`
     writes them; a record replaced by hand needs `store.write_offsets`)."""

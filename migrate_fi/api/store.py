@@ -261,7 +261,10 @@ def load_release(version: str) -> dict[str, Any]:
         with open(path, "rb") as fh:
             raw = fh.read()
         unreadable = functools.partial(_unreadable, version, path)
-        record = _from_offsets(raw, path, unreadable) or _decode(_Text(raw), unreadable)
+        record = _from_offsets(raw, path, unreadable)
+        if record is None:
+            record = _decode(_Text(raw), unreadable)
+            _offsets_again(path, raw, record)
     except (OSError, EOFError, ValueError) as exc:
         raise _unreadable(version, path, str(exc)) from None
     finally:
@@ -270,6 +273,19 @@ def load_release(version: str) -> dict[str, Any]:
     if record.get("format") != FORMAT:
         raise KeyError(f"{version} (data of format {record.get('format')}, not {FORMAT})")
     return record
+
+
+def _offsets_again(path: str, raw: bytes, record: Mapping[str, Any]) -> None:
+    """A record of the user's data folder read from its text (its offsets file is missing, or
+    of another record or format: written by an earlier migrate-fi): its offsets are written
+    again, so that the next run reads it through them. Nothing is written where it cannot be,
+    nor beside the bundled data (it is shipped with its own)."""
+    if os.path.dirname(os.path.abspath(path)) != os.path.abspath(user_data_dir()):
+        return
+    found = encode_offsets(raw, record)
+    if found is not None:
+        with contextlib.suppress(OSError):
+            _replace(offsets_file(path), found)
 
 
 def _unreadable(version: str, path: str, why: str) -> DataError:
