@@ -214,6 +214,7 @@ class ResultCache:
         self._notes: set[tuple[str, str, str]] = set()
         self.replayable = True
         self._refreshed = False  # (an entry's notes said again as they stand now: kept so)
+        self._ran_before = False  # (a run with these options left its walk: `memo` keeps)
 
     def key(
         self,
@@ -241,6 +242,7 @@ class ResultCache:
                 out, imports, matched, pack = _load(fh)
             if all(isinstance(x, dict) for x in (out, imports, matched, pack)):
                 self._pack = pack
+                self._ran_before = True
                 return WalkMemo(out, dict(list(imports.items())[-4:]), matched)
         except Exception:  # missing or damaged: every file is read
             pass
@@ -260,7 +262,9 @@ class ResultCache:
         return blake2b(self._run + b"\0walk", digest_size=20).hexdigest()
 
     def memo(self, name: str, compute: Callable[[], T]) -> T:
-        """A value of the whole run (``name``: what it is), computed once for these options."""
+        """A value of the whole run (``name``: what it is), computed once for these options;
+        kept from the second run on (a first run over an empty cache, a CI job's, is often
+        the only one: writing FI002's triggers cost it 5 ms, before any file was read)."""
         key = blake2b(self._run + b"\0memo\0" + name.encode(), digest_size=20).hexdigest()
         try:
             with open(self._file(key), "rb") as fh:
@@ -269,7 +273,8 @@ class ResultCache:
         except Exception:  # missing, damaged, unreadable: computed again
             pass
         value = compute()
-        self._write(key, value)
+        if self._ran_before:
+            self._write(key, value)
         return value
 
     def _file(self, key: str) -> str:

@@ -122,30 +122,33 @@ class Prefilter:
         def once(value: _T) -> _T:
             return shared.setdefault(value, value)  # type: ignore[return-value]
 
-        encoded: dict[str, bytes] = {}  # (each word encoded and tested once)
+        # (each context's names, each last part encoded and tested, each middle's set, once:
+        # FI002 has 7,500 triggers, made of 2,000 last parts and 1,000 middles)
+        names_of: dict[str, dict[bytes, list[frozenset[bytes]]]] = {}
+        lasts: dict[str, bytes] = {}
         sets: dict[tuple[str, ...], frozenset[bytes]] = {}
-        checked: set[bytes] = set()  # (the last parts found to be identifiers)
-
-        def word(part: str) -> bytes:
-            found = encoded.get(part)
-            if found is None:
-                found = encoded[part] = part.encode()
-            return found
-
         for t in triggers:
             if isinstance(t, str) or len(t) == 1:
                 name = (t if isinstance(t, str) else t[0]).encode()
                 (self.plain if _is_identifier(name) else self.literal).add(name)
                 continue
-            context, last, middle = word(t[0]), word(t[-1]), t[1:-1]
-            if last not in checked:
+            names = names_of.get(t[0])
+            if names is None:
+                names = names_of[t[0]] = self.by_context.setdefault(t[0].encode(), {})
+            last = lasts.get(t[-1])
+            if last is None:
+                last = lasts[t[-1]] = t[-1].encode()
                 if not _is_identifier(last):
                     raise ValueError(f"a trigger's last part must be an identifier: {t!r}")
-                checked.add(last)
+            middle = t[1:-1]
             others = sets.get(middle)
             if others is None:
-                others = sets[middle] = once(frozenset(word(p) for p in middle))
-            self.by_context.setdefault(context, {}).setdefault(last, []).append(others)
+                others = sets[middle] = once(frozenset(p.encode() for p in middle))
+            found = names.get(last)
+            if found is None:
+                names[last] = [others]
+            else:
+                found.append(others)
         # (each context's names as a set: a file's identifiers are met with them by iterating
         # the smaller of the two, not the thousands of FI002's names for every file)
         self._names = {context: frozenset(names) for context, names in self.by_context.items()}

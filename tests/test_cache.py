@@ -291,6 +291,34 @@ def test_a_warm_run_takes_the_entries_it_used_from_one_file(tmp_path: Path) -> N
     assert os.stat(walk_file).st_mtime_ns == before
 
 
+def test_a_value_of_the_run_is_kept_from_the_second_run_on(tmp_path: Path) -> None:
+    """A first run over an empty cache works out the values of the run (a rule's triggers)
+    and keeps none: it is often the only one; a run after it keeps them, and the next reads
+    them."""
+    from migrate_fi.cache import ResultCache
+    from migrate_fi.rule import RunOptions
+    from migrate_fi.versions import parse_version
+
+    options = RunOptions(parse_version("0.6.10"), parse_version("0.6.11"))
+    made: list[int] = []
+
+    def triggers() -> tuple[str, ...]:
+        made.append(1)
+        return ("flashinfer", "fp4_quantize")
+
+    def run() -> tuple[str, ...]:
+        cache = ResultCache(("x",), options, folder=str(tmp_path))
+        walk = cache.walk()
+        value = cache.memo("triggers x", triggers)
+        walk.rule_out(str(tmp_path / "a.py"), (1, 2, 3, 4))
+        cache.save_walk(walk)
+        return value
+
+    assert run() == ("flashinfer", "fp4_quantize") and len(made) == 1
+    assert run() == ("flashinfer", "fp4_quantize") and len(made) == 2  # (kept now)
+    assert run() == ("flashinfer", "fp4_quantize") and len(made) == 2  # read
+
+
 LEGACY = (
     "from flashinfer import fp4_quantize\n\n\n"
     "def q(x, gs):\n"
