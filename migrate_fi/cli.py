@@ -979,7 +979,8 @@ def _interrupted(exc: BaseException) -> NoReturn:
         click.echo(line, err=True)
     sys.stdout.flush()
     sys.stderr.flush()
-    # not sys.exit: its exit handlers would wait for the worker pool's threads to wind down
+    # not sys.exit: its exit handlers and the interpreter's teardown would run, with workers
+    # still to end
     os._exit(INTERRUPTED)
 
 

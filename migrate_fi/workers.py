@@ -2,10 +2,13 @@
 
 Workers get plain data (bytes, the path, rule ids, the run's options) and return a
 `FileResult`; a worker that dies takes only the files it had down, each reported as that
-file's error. Tasks are shared out one at a time (`_Share`): a worker takes its next as soon
-as it is done (one more than there are workers waits in the pool's queue), whatever each costs
-(a large file alone, small files in groups: `_groups`); reading (`Batch.share`) is shared with
-this process. The workers end with this process, however it ends (`_worker_signals`).
+file's error. The workers are forked from this process (`_Forked`), each given its tasks and
+giving back its results through pipes of its own, with no thread or queue here between them
+(`concurrent.futures`' pool cost a cold `check` of vLLM's tree 9 ms to import and start, before
+any file was read). Tasks are shared out as the workers finish them (`_Share`), whatever each
+costs (a large file alone, small files in groups: `_groups`); reading (`Batch.share`) is shared
+with this process. The workers end with this process, however it ends (`_worker_signals`).
+Where a process cannot be forked (Windows), the work is done here.
 """
 
 from __future__ import annotations
@@ -13,11 +16,14 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+import pickle
+import select
 import signal
 import sys
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Generic, NamedTuple, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from migrate_fi import depends
 from migrate_fi.cache import ResultCache
@@ -25,9 +31,6 @@ from migrate_fi.modules import display_path, module_identity
 from migrate_fi.patching import content_digest
 from migrate_fi.results import FileResult
 from migrate_fi.rule import RunOptions
-
-if TYPE_CHECKING:  # (concurrent.futures is imported only where workers start: it costs start-up)
-    from concurrent.futures import Future, ProcessPoolExecutor
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -162,12 +165,14 @@ class Batch:
         self.ids, self.options, self.mode = ids, options, mode
         self.first = first  # the rules whose files are analysed first (`Rule.searches_project`)
         self.jobs = jobs if jobs and jobs > 0 else (os.cpu_count() or 1)
+        if not hasattr(os, "fork"):
+            self.jobs = 1  # (no worker can be forked: the work is done here)
         self.progress = progress
         self._read = self._total = self._parsed = self._sites = 0  # (what progress is told)
         self._found: dict[str, tuple[int, int]] = {}  # path -> (parsed, sites) counted
         self.cache = cache
         self.preload = preload  # what workers should share: done before they are forked
-        self._pool: ProcessPoolExecutor | None = None  # started once, kept for later rounds
+        self._pool: _Forked | None = None  # started once, kept for later rounds
         self._lifeline: tuple[int, int] | None = None  # (see `_worker_signals`)
         # with the cache: the digest of the bytes of each file analysed (`migrate_fi.patching`)
         self.digests: dict[str, bytes] = {}
@@ -177,7 +182,7 @@ class Batch:
         this process goes on at once, and cutting their lifeline ends them (each would otherwise
         wind down and free its memory, 5 ms of a run, while this process waited)."""
         if self._pool is not None:
-            self._pool.shutdown(wait=False)
+            self._pool.close()
             self._pool = None
         self._cut_lifeline()
 
@@ -199,11 +204,10 @@ class Batch:
         `Work`."""
         pool = self._started(preload=False)  # (reading needs none of it)
         waiting = list(tasks)  # (the workers take from the end, this process from the start)
-        share = _Share(pool, self.jobs, waiting, work)
         try:
-            share.run()
+            _Share(pool, waiting, work).run()
         except BaseException:
-            self._stop(pool)
+            self._stop()
             raise
 
     def process(
@@ -271,11 +275,10 @@ class Batch:
             done_all,
             failed,
         )
-        share = _Share(pool, self.jobs, _groups(todo, searches), work, here_too=False)
         try:
-            share.run()
+            _Share(pool, _groups(todo, searches), work, here_too=False).run()
         except BaseException:
-            self._stop(pool)
+            self._stop()
             raise
         return out
 
@@ -328,46 +331,28 @@ class Batch:
             self.preload()
             self.preload = None
 
-    def _stop(self, pool: ProcessPoolExecutor) -> None:
-        """Interrupted: stop now, not after the queue drains (workers only read files)."""
-        processes = list((getattr(pool, "_processes", None) or {}).values())
-        manager = getattr(pool, "_executor_manager_thread", None)
-        pool.shutdown(wait=False, cancel_futures=True)
-        self._pool = None
-        for process in processes:
-            process.terminate()
+    def _stop(self) -> None:
+        """Interrupted: stop the workers now, whatever they were doing (they only read files)."""
+        if self._pool is not None:
+            self._pool.close(kill=True)
+            self._pool = None
         self._cut_lifeline()
-        # (the pool's thread ends once its processes are gone: joined, it is not left behind to
-        # take a signal meant for this thread while it writes)
-        if manager is not None:
-            manager.join(timeout=5)
 
-    def _started(self, preload: bool = True) -> ProcessPoolExecutor:
+    def _started(self, preload: bool = True) -> _Forked:
         """The workers, started if not yet: forked after the preload, which they then share,
         unless ``preload`` is False (each does its own when its first file needs it)."""
         if self._pool is not None:
             return self._pool
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
         if preload:
             self._preloaded()
-        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
         # (what this process holds now lives as long as the run: out of the cycle collector's
         # sight, a forked worker's collections neither walk it nor copy its pages by touching
         # it; 5% of a cold `check` of vLLM's or SGLang's tree. It stays frozen: four runs in
         # one process froze 27,000 objects, 5 of them garbage, and thawing them when the
         # workers stop cost 4% of a run)
         gc.freeze()
-        context = multiprocessing.get_context(method)
-        # (a spawned worker inherits no descriptor: it has none, as before)
-        self._lifeline = os.pipe() if method == "fork" else None
-        self._pool = ProcessPoolExecutor(
-            max_workers=self.jobs,
-            mp_context=context,
-            initializer=_worker_signals,
-            initargs=(self._lifeline,),
-        )
+        self._lifeline = os.pipe()
+        self._pool = _Forked(self.jobs, self._lifeline)
         return self._pool
 
     def _analysed(self, path: str, result: FileResult) -> None:
@@ -401,86 +386,224 @@ class Work(Generic[T, R]):
 
 
 class _Share(Generic[T, R]):
-    """Tasks shared between the workers and this process, until none is left: a worker that
-    finishes one takes the next at once, and this process (unless ``here_too`` is False) takes
-    the next whenever it is free, so no process waits while one is left, whatever each costs.
-    The workers take ``waiting`` from its end, this process from its start. One task more than
-    there are workers is handed to the pool, so that one waits in its queue for the first worker
-    done: handing the next out goes through the pool's threads, which wait for this process to
-    let them run (1 to 5 ms a task while it reads, a tenth of the time a worker had work). If
-    the workers die, what they could not take is done here. ``done`` and ``failed`` run here,
-    in this process."""
+    """Tasks shared between the workers and this process, until none is left. Each worker is
+    given the next task as soon as it gives back one (the workers take ``waiting`` from its
+    end); this process, unless ``here_too`` is False, takes the next from its start whenever
+    it is free, and then each worker holds two, so that none waits for this process to be free
+    (tasks shared so are small: the parts of a walk). A worker that dies fails the tasks it held
+    (``work.failed``); what is left once none is alive is done here. ``done`` and ``failed`` run
+    here, in this process."""
 
     def __init__(
-        self,
-        pool: ProcessPoolExecutor,
-        workers: int,
-        waiting: list[T],
-        work: Work[T, R],
-        here_too: bool = True,
+        self, pool: _Forked, waiting: list[T], work: Work[T, R], here_too: bool = True
     ) -> None:
-        import threading
-
-        self.pool, self.workers, self.waiting, self.work = pool, workers, waiting, work
-        self.here_too = here_too  # (False: only what no worker can take, once the pool broke)
-        self.lock = threading.Lock()  # (the pool's thread hands out tasks too)
-        self.futures: dict[Future[R], T] = {}
+        self.pool, self.waiting, self.work = pool, waiting, work
+        self.here_too = here_too  # (False: only what no worker can take, once none is alive)
+        self.held = 2 if here_too else 1  # tasks given to a worker at once
 
     def run(self) -> None:
-        for _ in range(self.workers + 1):  # (one waits in the pool's queue: see above)
-            self._hand_out()
+        self._hand_out()
         while True:
-            if self.here_too:
-                with self.lock:
-                    t = self.waiting.pop(0) if self.waiting else None
-                if t is not None:
-                    self.work.done(t, self.work.here(t))
-                    self._collect(block=False)
-                    continue
-            with self.lock:  # (what is left, seen at once: a worker's next is handed out here)
-                pending, left = bool(self.futures), bool(self.waiting)
-            if pending:
-                self._collect(block=True)
-            elif not left:
+            if self.here_too and self.waiting:
+                t = self.waiting.pop(0)
+                self.work.done(t, self.work.here(t))
+                self._take(self.pool.wait(0.0))
+                continue
+            if self.pool.busy():
+                self._take(self.pool.wait(None))
+            elif not self.waiting:
                 return
-            else:  # (the pool has not handed the next out yet, or cannot: it is broken)
-                self._hand_out()
-                with self.lock:
-                    if not self.futures and self.waiting:
-                        self.here_too = True  # (the workers are gone: the rest, here)
+            else:  # (no worker is alive to take the rest)
+                self.here_too = True
 
-    def _hand_out(self, _finished: Future[R] | None = None) -> None:
-        """Give a worker the next task (called as one finishes one)."""
-        with self.lock:
-            if not self.waiting:
-                return
-            t = self.waiting.pop()
-            try:
-                future = self.pool.submit(self.work.task, *self.work.arguments(t))
-            except RuntimeError:  # (shut down, or broken: a worker died; this process does it)
-                self.waiting.append(t)
-                return
-            self.futures[future] = t
-        future.add_done_callback(self._hand_out)
+    def _hand_out(self) -> None:
+        for worker in self.pool.alive():
+            while self.waiting and len(worker.held) < self.held:
+                t = self.waiting.pop()
+                worker.give(t, self.work.task, self.work.arguments(t))
 
-    def _collect(self, block: bool) -> None:
-        """Take the results the workers have finished (``block``: wait for one at least)."""
-        from concurrent.futures import FIRST_COMPLETED, wait
-
-        with self.lock:
-            pending = list(self.futures)
-        if not pending:
-            return
-        if block:
-            finished = wait(pending, return_when=FIRST_COMPLETED)[0]
-        else:
-            finished = {f for f in pending if f.done()}
-        for future in finished:
-            with self.lock:
-                t = self.futures.pop(future)
-            try:
-                result = future.result()
-            except Exception as exc:  # a worker that died
-                self.work.failed(t, exc)
+    def _take(self, back: list[tuple[Any, bool, Any]]) -> None:
+        self._hand_out()  # (first: a worker is given its next before this process goes on)
+        for t, ok, value in back:
+            if ok:
+                self.work.done(t, value)
             else:
-                self.work.done(t, result)
+                self.work.failed(t, value)
+        self._hand_out()
+
+
+class WorkerDied(Exception):
+    """A worker process ended before giving back a task it held (a crash in a parser)."""
+
+
+class _Worker:
+    """One forked worker: its process, the pipes it is given tasks and gives results through,
+    the tasks it holds (in order), and what is left to write to it or read from it."""
+
+    def __init__(self, pid: int, tasks: int, results: int) -> None:
+        self.pid, self.tasks, self.results = pid, tasks, results
+        self.held: deque[Any] = deque()
+        self.out = bytearray()  # (written as the pipe takes it: this process never blocks)
+        self.inbox = bytearray()
+
+    def give(self, t: object, task: Callable[..., object], arguments: tuple[object, ...]) -> None:
+        message = pickle.dumps((task, arguments), protocol=pickle.HIGHEST_PROTOCOL)
+        self.held.append(t)
+        self.out += len(message).to_bytes(8, "little") + message
+        self.flush()
+
+    def flush(self) -> None:
+        with contextlib.suppress(BlockingIOError, BrokenPipeError):
+            while self.out:
+                written = os.write(self.tasks, self.out)
+                del self.out[:written]
+
+    def received(self) -> list[tuple[Any, bool, Any]] | None:
+        """The results read now (None: the worker is gone)."""
+        try:
+            chunk = os.read(self.results, 1 << 20)
+        except BlockingIOError:
+            return []
+        except OSError:
+            chunk = b""
+        if not chunk:
+            return None
+        self.inbox += chunk
+        out = []
+        while len(self.inbox) >= 8:
+            size = int.from_bytes(self.inbox[:8], "little")
+            if len(self.inbox) < 8 + size:
+                break
+            ok, value = pickle.loads(self.inbox[8 : 8 + size])
+            del self.inbox[: 8 + size]
+            out.append((self.held.popleft(), ok, value))
+        return out
+
+
+class _Forked:
+    """Worker processes forked from this one: each reads a task (a function and its arguments,
+    pickled after their size) from a pipe, does it and writes what it gave back to another, until
+    the first pipe ends (`close`: this process closed it, or this process is gone)."""
+
+    def __init__(self, jobs: int, lifeline: tuple[int, int]) -> None:
+        self.workers: list[_Worker] = []
+        for _ in range(jobs):
+            tasks_in, tasks_out = os.pipe()
+            results_in, results_out = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # (the worker: it never returns)
+                code = 1
+                try:
+                    for fd in (tasks_out, results_in, *self._fds()):
+                        os.close(fd)
+                    _worker_signals(lifeline)
+                    _serve(tasks_in, results_out)
+                    code = 0
+                finally:
+                    os._exit(code)
+            os.close(tasks_in)
+            os.close(results_out)
+            os.set_blocking(tasks_out, False)
+            os.set_blocking(results_in, False)
+            self.workers.append(_Worker(pid, tasks_out, results_in))
+
+    def _fds(self) -> list[int]:
+        return [fd for w in self.workers for fd in (w.tasks, w.results)]
+
+    @property
+    def pids(self) -> list[int]:
+        return [w.pid for w in self.workers]
+
+    def alive(self) -> list[_Worker]:
+        return self.workers
+
+    def busy(self) -> bool:
+        """Whether a worker holds a task."""
+        return any(w.held for w in self.workers)
+
+    def wait(self, timeout: float | None) -> list[tuple[Any, bool, Any]]:
+        """The results the workers gave back (waiting ``timeout`` seconds at most for one; None:
+        until one comes): ``(task, True, result)``, or ``(task, False, exception)`` for a task
+        that raised one or whose worker died."""
+        poll = select.poll()
+        for w in self.workers:
+            if w.held:
+                poll.register(w.results, select.POLLIN)
+            if w.out:
+                poll.register(w.tasks, select.POLLOUT)
+        ready = {fd for fd, _ in poll.poll(None if timeout is None else int(timeout * 1000))}
+        out: list[tuple[Any, bool, Any]] = []
+        for worker in list(self.workers):
+            if worker.tasks in ready:
+                worker.flush()
+            if worker.results not in ready:
+                continue
+            found = worker.received()
+            if found is None:  # (gone: what it held failed)
+                self._drop(worker)
+                died = WorkerDied(f"worker {worker.pid} ended")
+                out += [(t, False, died) for t in worker.held]
+            else:
+                out += found
+        return out
+
+    def _drop(self, worker: _Worker) -> None:
+        """A worker that is gone: its pipes closed, its process waited for."""
+        self.workers.remove(worker)
+        _ended([worker])
+
+    def close(self, kill: bool = False) -> None:
+        """Close the workers' pipes: each ends when it has read the last (``kill``: at once);
+        wait for them (their time and memory count as this process's children's)."""
+        workers, self.workers = self.workers, []
+        if kill:
+            for worker in workers:
+                with contextlib.suppress(OSError):
+                    os.kill(worker.pid, signal.SIGTERM)
+        _ended(workers)
+
+
+def _ended(workers: list[_Worker]) -> None:
+    for worker in workers:  # (each ends as its task pipe does: all of them at once)
+        for fd in (worker.tasks, worker.results):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+    for worker in workers:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(worker.pid, 0)
+
+
+def _serve(tasks: int, results: int) -> None:
+    """A worker's loop: each task read, done, and what it gave back written, until the task
+    pipe ends."""
+    while True:
+        head = _read_exactly(tasks, 8)
+        if head is None:
+            return
+        body = _read_exactly(tasks, int.from_bytes(head, "little"))
+        if body is None:
+            return
+        task, arguments = pickle.loads(body)
+        try:
+            reply: tuple[bool, object] = (True, task(*arguments))
+        except Exception as exc:
+            reply = (False, exc)
+        try:
+            data = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:  # (a result or an exception that cannot be pickled)
+            data = pickle.dumps((False, RuntimeError(f"{type(exc).__name__}: {exc}")))
+        view = memoryview(len(data).to_bytes(8, "little") + data)
+        while view:
+            view = view[os.write(results, view) :]
+
+
+def _read_exactly(fd: int, size: int) -> bytes | None:
+    """``size`` bytes from ``fd`` (None: it ended first)."""
+    chunks = []
+    while size:
+        chunk = os.read(fd, min(size, 1 << 20))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)

@@ -115,8 +115,7 @@ def test_workers_end_with_a_main_process_killed_outright(tmp_path: Path) -> None
         "v = parse_version('0.6.10')\n"
         "batch = Batch((), RunOptions(v, v), 'check', 2, None)\n"
         "pool = batch._started(preload=False)\n"
-        "pool.submit(os.getpid).result()\n"
-        "print(*pool._processes, flush=True)\n"
+        "print(*pool.pids, flush=True)\n"
         "time.sleep(60)\n"
     )
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
@@ -269,7 +268,7 @@ def test_a_worker_that_dies_takes_only_the_files_it_had(
     died = [p for p, r in got.items() if r.error is not None]
     assert 0 < len(died) < len(todo)
     for path in died:
-        assert "worker process failed (BrokenProcessPool)" in got[path].error.reason  # type: ignore[union-attr]
+        assert "worker process failed (WorkerDied)" in got[path].error.reason  # type: ignore[union-attr]
     assert all(r.new_text for p, r in got.items() if p not in died)
 
 
