@@ -291,6 +291,22 @@ def test_a_warm_run_takes_the_entries_it_used_from_one_file(tmp_path: Path) -> N
     assert os.stat(walk_file).st_mtime_ns == before
 
 
+def test_a_kept_result_holds_its_files_never_parsed_by_their_path() -> None:
+    """A result kept for a replay pickles the files never parsed (most of a tree) as their path
+    alone, and reads them back as they were; any other result of a file is kept whole."""
+    import pickle
+
+    from migrate_fi.results import FileResult, RunResult, Status
+
+    files = [FileResult(f"pkg/m{i}.py", Status.SKIPPED) for i in range(200)]
+    files[3] = FileResult("pkg/m3.py", Status.UNCHANGED, parsed=True, exports={"a.q": "f.q"})
+    files[4] = FileResult("pkg/m4.py", Status.SKIPPED, exports={"a.r": "f.r"})  # (not bare)
+    result = RunResult(files=files, notices=["a notice"], from_version="0.6.10", rules=["FI001"])
+    data = pickle.dumps(result, protocol=4)
+    assert pickle.loads(data) == result
+    assert data.count(b"FileResult") == 1 and len(data) < 200 * 20  # (by path: a class once)
+
+
 def test_a_value_of_the_run_is_kept_from_the_second_run_on(tmp_path: Path) -> None:
     """A first run over an empty cache works out the values of the run (a rule's triggers)
     and keeps none: it is often the only one; a run after it keeps them, and the next reads
