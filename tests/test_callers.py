@@ -282,13 +282,46 @@ def test_the_searches_of_one_root_read_its_files_once(
     discovery.python_files.cache_clear()
     discovery.tree_signature.cache_clear()
     read: list[str] = []
-    real = depends.read_bytes
+    real = _callers._into_buffer
 
-    def reading(path: str) -> bytes:
+    def reading(path: str) -> tuple[object, int]:
         read.append(path)
         return real(path)
 
-    monkeypatch.setattr(depends, "read_bytes", reading)
+    monkeypatch.setattr(_callers, "_into_buffer", reading)
     first, second = depends.current(notes)
     assert first is not None and first != notes[0][2] and second is None
     assert sorted(read) == sorted(set(read)) and len(read) == 4  # (__init__, quant, user, other)
+
+
+def test_a_search_reads_each_file_into_one_buffer_and_a_larger_one_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The files of a search are read into one buffer (no bytes object made for those that
+    contain none); a file larger than it is read whole, and a file that cannot be read
+    contains nothing. What is found is each file's whole bytes."""
+    from migrate_fi import discovery
+    from migrate_fi.rules import _callers
+
+    monkeypatch.setattr(_callers, "_BUFFER", bytearray(64))
+    root = tmp_path / "proj"
+    root.mkdir()
+    small = b"def quantize(x):\n    return x\n"
+    large = b"#" * 200 + b"\nfrom proj.a import quantize\nquantize(1)\n"
+    (root / "a.py").write_bytes(small)
+    (root / "b.py").write_bytes(large)
+    (root / "c.py").write_bytes(b"x = 1\n" * 40)
+    hidden = root / "d.py"
+    hidden.write_bytes(b"quantize\n")
+    discovery.python_files.cache_clear()
+    if os.geteuid() != 0:  # (root reads it anyway)
+        hidden.chmod(0)
+    try:
+        found = _callers._containing(str(root), [(b"quantize",), (b"nothing",)], kept=False)
+    finally:
+        hidden.chmod(0o644)
+    names = [(os.path.basename(p), data) for p, data in found[0]]
+    expected = [("a.py", small), ("b.py", large)]
+    if os.geteuid() == 0:
+        expected.append(("d.py", b"quantize\n"))
+    assert names == expected and found[1] == []
