@@ -187,6 +187,19 @@ class WalkMemo:
             self._imports.setdefault(asked, {})[path] = signature
             self.changed = True
 
+    def note_none_import(self, paths: Iterable[str], asked: str) -> None:
+        """`note_imports_none` for each of ``paths``, with its signature (in one pass: most of
+        the files of a tree, after the first round)."""
+        if not self.enabled:
+            return
+        noted = self._imports.setdefault(asked, {})
+        stat, now, before = depends.stat, self._now, len(noted)
+        for path in paths:
+            st = stat(path)
+            if st is not None and depends.settled(st, now):
+                noted[path] = (*st,)
+        self.changed = self.changed or len(noted) != before
+
     def state(
         self,
     ) -> tuple[

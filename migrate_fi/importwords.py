@@ -141,4 +141,10 @@ class AliasImports:
 
     def may_import(self, imports: FileImports) -> bool:
         """What a file's import words alone say (False: it imports none)."""
-        return imports.dynamic or bool(imports.among(self.modules))
+        if imports.dynamic:
+            return True
+        spaced = self.modules.spaced
+        if spaced is None:
+            return not self.modules.words.isdisjoint(imports.words.split())
+        words = imports.words  # (asked of every file of a tree: no set made for each)
+        return any(w in words for w, _ in spaced)

@@ -180,9 +180,10 @@ def importers(
     unknown = set(walk.not_known_to_import_none([f.path for f in candidates], asked))
     out = [f for f in candidates if f.path in unknown and importing(f.path, f.data)]
     python = [path for path in others if path.endswith(".py")]  # (the others import nothing)
+    none: list[str] = []  # (those their kept words rule out: noted in one pass)
     for path in walk.not_known_to_import_none(python, asked):
         if not may_import(path):
-            importing(path, None)
+            none.append(path)
             continue
         try:
             data = depends.read_bytes(path)
@@ -190,4 +191,5 @@ def importers(
             continue  # reported in the first pass
         if importing(path, data):
             out.append(SourceFile(data, path, ()))
+    walk.note_none_import(none, asked)
     return out
