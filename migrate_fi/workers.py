@@ -501,7 +501,9 @@ class _Forked:
             if pid == 0:  # (the worker: it never returns)
                 code = 1
                 try:
-                    for fd in (tasks_out, results_in, *self._fds()):
+                    # (this process's ends of every worker's pipes, of any batch: only it may
+                    # hold them, so that a worker's task pipe ends when this process closes it)
+                    for fd in (tasks_out, results_in, *_held):
                         os.close(fd)
                     _worker_signals(lifeline)
                     _serve(tasks_in, results_out)
@@ -510,12 +512,10 @@ class _Forked:
                     os._exit(code)
             os.close(tasks_in)
             os.close(results_out)
+            _held.update((tasks_out, results_in))
             os.set_blocking(tasks_out, False)
             os.set_blocking(results_in, False)
             self.workers.append(_Worker(pid, tasks_out, results_in))
-
-    def _fds(self) -> list[int]:
-        return [fd for w in self.workers for fd in (w.tasks, w.results)]
 
     @property
     def pids(self) -> list[int]:
@@ -577,9 +577,13 @@ _ending: list[int] = []
 _reaping = False  # (whether this process waits for its workers when it ends)
 
 
+_held: set[int] = set()  # this process's ends of its workers' pipes
+
+
 def _ended(workers: list[_Worker]) -> None:
     for worker in workers:  # (each ends as its task pipe does)
         for fd in (worker.tasks, worker.results):
+            _held.discard(fd)
             with contextlib.suppress(OSError):
                 os.close(fd)
         _ending.append(worker.pid)

@@ -284,3 +284,27 @@ def test_small_files_go_to_the_workers_in_groups_and_large_ones_alone() -> None:
     groups = workers._groups(todo, lambda f: bool(f.prefiltered))
     assert [f for g in groups for f in g] == todo
     assert [len(g) for g in groups] == [16, 16, 8, 1, 1, 3]
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads /proc to see the workers")
+def test_a_worker_ends_with_its_task_pipe_whatever_other_workers_were_forked(
+    tmp_path: Path,
+) -> None:
+    """A worker ends as soon as this process closes its task pipe, even while workers forked
+    after it (another batch's) are alive: none of them holds that pipe open."""
+    v = parse_version("0.6.10")
+    first = Batch((), RunOptions(v, v), "check", 2, None)
+    second = Batch((), RunOptions(v, v), "check", 2, None)
+    try:
+        pids = first._started(preload=False).pids
+        second._started(preload=False)
+        assert first._pool is not None
+        first._pool.close()  # (its pipes alone: the lifeline is still open)
+        deadline = time.monotonic() + 10
+        while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not any(_alive(p) for p in pids)
+    finally:
+        first._pool = None
+        first.close()
+        second.close()
