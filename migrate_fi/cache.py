@@ -192,13 +192,14 @@ class WalkMemo:
         the files of a tree, after the first round)."""
         if not self.enabled:
             return
-        noted = self._imports.setdefault(asked, {})
-        stat, now, before = depends.stat, self._now, len(noted)
+        stat, now, found = depends.stat, self._now, {}
         for path in paths:
             st = stat(path)
             if st is not None and depends.settled(st, now):
-                noted[path] = (*st,)
-        self.changed = self.changed or len(noted) != before
+                found[path] = (*st,)
+        if found:
+            self._imports.setdefault(asked, {}).update(found)
+            self.changed = True
 
     def state(
         self,

@@ -211,6 +211,35 @@ def test_the_files_known_to_import_none_are_those_unchanged_since(
         assert known == (p not in again.not_known_to_import_none(paths, "asked"))
 
 
+def test_files_noted_at_once_are_noted_as_one_by_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`WalkMemo.note_none_import` notes what `note_imports_none` notes for each path (its
+    signature), leaves out a file changed too recently to be told by its stat and one that is
+    gone, and a memo that remembers nothing notes nothing."""
+    from migrate_fi import depends
+    from migrate_fi.cache import WalkMemo
+
+    paths = [str(tmp_path / f"m{i}.py") for i in range(3)]
+    for p in paths:
+        Path(p).write_text("import os\n")
+    gone = str(tmp_path / "gone.py")
+    depends.forget_stats()
+    recent = WalkMemo({}, {})  # (every file was written just now: none is noted)
+    recent.note_none_import(paths, "asked")
+    assert recent.state()[1] == {} and not recent.changed
+    monkeypatch.setattr(depends, "_RECENT_NS", 0)
+    one, many = WalkMemo({}, {}), WalkMemo({}, {})
+    for p in [*paths, gone]:
+        one.note_imports_none(p, one.signature(p), "asked")
+    many.note_none_import([*paths, gone], "asked")
+    assert many.state()[1] == one.state()[1] and many.changed
+    assert sorted(many.state()[1]["asked"]) == paths
+    nothing = WalkMemo()
+    nothing.note_none_import(paths, "asked")
+    assert nothing.state()[1] == {} and not nothing.changed
+
+
 def test_a_search_of_the_whole_project_is_never_stored() -> None:
     from migrate_fi import depends
 

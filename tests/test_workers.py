@@ -308,3 +308,20 @@ def test_a_worker_ends_with_its_task_pipe_whatever_other_workers_were_forked(
         first._pool = None
         first.close()
         second.close()
+
+
+def test_where_no_process_can_be_forked_the_work_is_done_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a system without `os.fork` (Windows) a batch asked for workers does the work in this
+    process, with the same results."""
+    todo = files(tmp_path, 6)
+    with Batch(IDS, OPTIONS, "diff", 2, None, None, None) as forked:
+        expected = forked.process(todo, {})
+    monkeypatch.delattr(os, "fork")
+    with Batch(IDS, OPTIONS, "diff", 2, None, None, None) as batch:
+        assert batch.jobs == 1 and not batch.worth_reading_in_workers(10_000)
+        got = batch.process(todo, {}, workers._PARALLEL_MIN_WALK)
+        assert batch._pool is None
+    assert shown(got) == shown(expected)
+    assert {p: r.new_text for p, r in got.items()} == {p: r.new_text for p, r in expected.items()}
