@@ -495,9 +495,17 @@ class _Forked:
             _reaping = True
         _reap(wait=False)
         for _ in range(jobs):
-            tasks_in, tasks_out = os.pipe()
-            results_in, results_out = os.pipe()
-            pid = os.fork()
+            try:
+                tasks_in, tasks_out = os.pipe()
+                results_in, results_out = os.pipe()
+            except OSError:  # (out of descriptors: the workers forked so far do the work)
+                break
+            try:
+                pid = os.fork()
+            except OSError:  # (out of processes or memory: the same)
+                for fd in (tasks_in, tasks_out, results_in, results_out):
+                    os.close(fd)
+                break
             if pid == 0:  # (the worker: it never returns)
                 code = 1
                 try:

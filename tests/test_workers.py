@@ -325,3 +325,23 @@ def test_where_no_process_can_be_forked_the_work_is_done_here(
         assert batch._pool is None
     assert shown(got) == shown(expected)
     assert {p: r.new_text for p, r in got.items()} == {p: r.new_text for p, r in expected.items()}
+
+
+def test_workers_that_cannot_be_forked_leave_the_work_to_this_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fork that fails (no process or memory left) is not an error: the workers forked so
+    far, or none, and this process do the work, with the same results."""
+    todo = files(tmp_path, 6)
+    with Batch(IDS, OPTIONS, "diff", 1, None, None, None) as alone:
+        expected = alone.process(todo, {})
+
+    def no_fork() -> int:
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    with Batch(IDS, OPTIONS, "diff", 2, None, None, None) as batch:
+        got = batch.process(todo, {})
+        assert batch._pool is not None and batch._pool.pids == []
+    assert shown(got) == shown(expected)
+    assert {p: r.new_text for p, r in got.items()} == {p: r.new_text for p, r in expected.items()}
