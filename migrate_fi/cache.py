@@ -182,21 +182,10 @@ class WalkMemo:
     def imports_none(self, path: str, signature: Signature | None, asked: str) -> bool:
         return signature is not None and self._imports.get(asked, {}).get(path) == signature
 
-    def note_imports_none(self, path: str, signature: Signature | None, asked: str) -> None:
-        if signature is not None:
-            self._imports.setdefault(asked, {})[path] = signature
-            self.changed = True
-
-    def note_none_import(self, paths: Iterable[str], asked: str) -> None:
-        """`note_imports_none` for each of ``paths``, with its signature (in one pass: most of
-        the files of a tree, after the first round)."""
-        if not self.enabled:
-            return
-        stat, now, found = depends.stat, self._now, {}
-        for path in paths:
-            st = stat(path)
-            if st is not None and depends.settled(st, now):
-                found[path] = (*st,)
+    def note_imports_none(self, paths: Iterable[str], asked: str) -> None:
+        """Note that ``paths`` import none of what ``asked`` says, each by its `signature`
+        (in one pass: most of the files of a tree, after the first round)."""
+        found = {path: s for path in paths if (s := self.signature(path)) is not None}
         if found:
             self._imports.setdefault(asked, {}).update(found)
             self.changed = True

@@ -152,16 +152,17 @@ def _run(
     # (with no result kept to replay, the digest waits for the end of the run: the stats of
     # the files it reads come with their reading, in the workers too, not from a stat of each
     # file here first; 12 ms of a cold `check` of vLLM's tree, before any file was read)
-    later = cache is not None and only is None and not results
-    if later and cache is not None and (before is not None or cache.may_replay()):
-        later = False
-        state = before.state if before is not None else tree_state(walked, stale, links)
-        tree = state.tree if state is not None else None
-        replayed = cache.replay(tree) if tree is not None else None
-        if replayed is not None:  # (nothing changed since the last run: its result)
-            if recording is not None and tree is not None:
-                recording.ran(tree, cache.notes())
-            return replayed
+    later = False
+    if cache is not None and only is None and not results:
+        later = before is None and not cache.may_replay()
+        if not later:
+            state = before.state if before is not None else tree_state(walked, stale, links)
+            tree = state.tree if state is not None else None
+            replayed = cache.replay(tree) if tree is not None else None
+            if replayed is not None:  # (nothing changed since the last run: its result)
+                if recording is not None and tree is not None:
+                    recording.ran(tree, cache.notes())
+                return replayed
     tests = rule_tests(rules, options, cache)  # built once, before the files are read
     walk = cache.walk() if cache is not None else WalkMemo()  # what the last run ruled out
     sign = walk.enabled and walk.empty()  # (the reading gives each file's signature)

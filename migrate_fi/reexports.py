@@ -166,13 +166,14 @@ def importers(
 
     asked = repr(sorted(aliases))
     walk = walk or WalkMemo()
+    # (the files found to import none: noted in the walk memo in one pass at the end, so that
+    # the next run asks each again only once it changed)
+    none: list[str] = []
 
-    def importing(path: str, data: bytes | None) -> bool:
-        """`imports_one`; where not (``data`` None: the kept words say so), noted in the walk
-        memo: the next run asks the file again only once it changed."""
-        if data is not None and imports_one(path, data):
+    def importing(path: str, data: bytes) -> bool:
+        if imports_one(path, data):
             return True
-        walk.note_imports_none(path, walk.signature(path), asked)
+        none.append(path)
         return False
 
     # (those unchanged since they were found not to import these are never looked at; the
@@ -180,9 +181,8 @@ def importers(
     unknown = set(walk.not_known_to_import_none([f.path for f in candidates], asked))
     out = [f for f in candidates if f.path in unknown and importing(f.path, f.data)]
     python = [path for path in others if path.endswith(".py")]  # (the others import nothing)
-    none: list[str] = []  # (those their kept words rule out: noted in one pass)
     for path in walk.not_known_to_import_none(python, asked):
-        if not may_import(path):
+        if not may_import(path):  # (the kept words say so)
             none.append(path)
             continue
         try:
@@ -191,5 +191,5 @@ def importers(
             continue  # reported in the first pass
         if importing(path, data):
             out.append(SourceFile(data, path, ()))
-    walk.note_none_import(none, asked)
+    walk.note_imports_none(none, asked)
     return out

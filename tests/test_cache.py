@@ -195,9 +195,8 @@ def test_the_files_known_to_import_none_are_those_unchanged_since(
         Path(p).write_text("import os\n")
     depends.forget_stats()
     memo = WalkMemo({}, {})
-    for p in paths[:3]:
-        memo.note_imports_none(p, memo.signature(p), "asked")
-    memo.note_imports_none(paths[3], memo.signature(paths[3]), "another question")
+    memo.note_imports_none(paths[:3], "asked")
+    memo.note_imports_none(paths[3:], "another question")
     out, imports, matched = memo.state()
     Path(paths[1]).write_text("import pkg.mod\n")  # changed since it was noted
     os.utime(paths[1], ns=(1, 1))
@@ -211,12 +210,12 @@ def test_the_files_known_to_import_none_are_those_unchanged_since(
         assert known == (p not in again.not_known_to_import_none(paths, "asked"))
 
 
-def test_files_noted_at_once_are_noted_as_one_by_one(
+def test_files_noted_to_import_none_are_noted_by_their_signature(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`WalkMemo.note_none_import` notes what `note_imports_none` notes for each path (its
-    signature), leaves out a file changed too recently to be told by its stat and one that is
-    gone, and a memo that remembers nothing notes nothing."""
+    """`WalkMemo.note_imports_none` notes each path with its signature, leaves out a file
+    changed too recently to be told by its stat and one that is gone, and a memo that
+    remembers nothing notes nothing."""
     from migrate_fi import depends
     from migrate_fi.cache import WalkMemo
 
@@ -226,17 +225,15 @@ def test_files_noted_at_once_are_noted_as_one_by_one(
     gone = str(tmp_path / "gone.py")
     depends.forget_stats()
     recent = WalkMemo({}, {})  # (every file was written just now: none is noted)
-    recent.note_none_import(paths, "asked")
+    recent.note_imports_none(paths, "asked")
     assert recent.state()[1] == {} and not recent.changed
     monkeypatch.setattr(depends, "_RECENT_NS", 0)
-    one, many = WalkMemo({}, {}), WalkMemo({}, {})
-    for p in [*paths, gone]:
-        one.note_imports_none(p, one.signature(p), "asked")
-    many.note_none_import([*paths, gone], "asked")
-    assert many.state()[1] == one.state()[1] and many.changed
+    many = WalkMemo({}, {})
+    many.note_imports_none([*paths, gone], "asked")
+    assert many.state()[1] == {"asked": {p: many.signature(p) for p in paths}} and many.changed
     assert sorted(many.state()[1]["asked"]) == paths
     nothing = WalkMemo()
-    nothing.note_none_import(paths, "asked")
+    nothing.note_imports_none(paths, "asked")
     assert nothing.state()[1] == {} and not nothing.changed
 
 

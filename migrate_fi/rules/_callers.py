@@ -475,9 +475,11 @@ def _containing(
     the benchmark makes.)"""
     found: list[list[tuple[str, bytes]]] = [[] for _ in searches]
     for path in python_files(root):
-        data: bytes | bytearray | None = _kept.get(path) if kept else None
-        size = len(data) if data is not None else 0
-        if data is None and not (kept and path in _kept):
+        data: bytes | bytearray | None
+        if kept and path in _kept:
+            data = _kept[path]
+            size = len(data or b"")
+        else:
             data, size = _into_buffer(path)
         if data is None:
             continue
