@@ -345,6 +345,8 @@ class Batch:
             return self._pool
         if preload:
             self._preloaded()
+        # (else each worker does it the first time no task waits for it: at the end of the
+        # reading, while this process gathers what was read)
         # (what this process holds now lives as long as the run: out of the cycle collector's
         # sight, a forked worker's collections neither walk it nor copy its pages by touching
         # it; 5% of a cold `check` of vLLM's or SGLang's tree. It stays frozen: four runs in
@@ -352,7 +354,7 @@ class Batch:
         # workers stop cost 4% of a run)
         gc.freeze()
         self._lifeline = os.pipe()
-        self._pool = _Forked(self.jobs, self._lifeline)
+        self._pool = _Forked(self.jobs, self._lifeline, self.preload)
         return self._pool
 
     def _analysed(self, path: str, result: FileResult) -> None:
@@ -485,7 +487,9 @@ class _Forked:
     pickled after their size) from a pipe, does it and writes what it gave back to another, until
     the first pipe ends (`close`: this process closed it, or this process is gone)."""
 
-    def __init__(self, jobs: int, lifeline: tuple[int, int]) -> None:
+    def __init__(
+        self, jobs: int, lifeline: tuple[int, int], idle: Callable[[], None] | None = None
+    ) -> None:
         self.workers: list[_Worker] = []
         global _reaping
         if not _reaping:
@@ -514,7 +518,7 @@ class _Forked:
                     for fd in (tasks_out, results_in, *_held):
                         os.close(fd)
                     _worker_signals(lifeline)
-                    _serve(tasks_in, results_out)
+                    _serve(tasks_in, results_out, idle)
                     code = 0
                 finally:
                     os._exit(code)
@@ -612,10 +616,17 @@ def _reap_all() -> None:
     _reap(wait=True)
 
 
-def _serve(tasks: int, results: int) -> None:
+def _serve(tasks: int, results: int, idle: Callable[[], None] | None = None) -> None:
     """A worker's loop: each task read, done, and what it gave back written, until the task
-    pipe ends."""
+    pipe ends. ``idle`` is done once, the first time no task waits after one was done (what
+    its later tasks will need: the release data of the analysis, while the main process gathers
+    what the workers read)."""
+    served = False
     while True:
+        if idle is not None and served and not _waiting(tasks):
+            with contextlib.suppress(Exception):  # (a task that needs it meets the error)
+                idle()
+            idle = None
         head = _read_exactly(tasks, 8)
         if head is None:
             return
@@ -623,6 +634,7 @@ def _serve(tasks: int, results: int) -> None:
         if body is None:
             return
         task, arguments = pickle.loads(body)
+        served = True
         try:
             reply: tuple[bool, object] = (True, task(*arguments))
         except Exception as exc:
@@ -634,6 +646,13 @@ def _serve(tasks: int, results: int) -> None:
         view = memoryview(len(data).to_bytes(8, "little") + data)
         while view:
             view = view[os.write(results, view) :]
+
+
+def _waiting(fd: int) -> bool:
+    """Whether something can be read from ``fd`` now."""
+    poll = select.poll()
+    poll.register(fd, select.POLLIN)
+    return bool(poll.poll(0))
 
 
 def _read_exactly(fd: int, size: int) -> bytes | None:

@@ -15,7 +15,7 @@ from migrate_fi import depends, workers
 from migrate_fi.registry import all_rules
 from migrate_fi.rule import RunOptions
 from migrate_fi.versions import parse_version
-from migrate_fi.workers import Batch, SourceFile
+from migrate_fi.workers import Batch, SourceFile, Work
 
 OPTIONS = RunOptions(parse_version("0.6.10"), parse_version("0.6.11"))
 IDS = tuple(c.id for c in all_rules())
@@ -345,3 +345,44 @@ def test_workers_that_cannot_be_forked_leave_the_work_to_this_process(
         assert batch._pool is not None and batch._pool.pids == []
     assert shown(got) == shown(expected)
     assert {p: r.new_text for p, r in got.items()} == {p: r.new_text for p, r in expected.items()}
+
+
+def _marked(folder: str) -> tuple[int, bool]:
+    """(a task done in a worker) Its process, and whether that process did its idle work."""
+    return os.getpid(), os.path.exists(os.path.join(folder, str(os.getpid())))
+
+
+def test_a_worker_does_its_idle_work_once_when_no_task_waits_after_one(tmp_path: Path) -> None:
+    """Workers forked for the reading (the release data not loaded before: reading needs none)
+    load it the first time no task waits for them after one was done, while this process
+    gathers what they read: never before their first task, and once."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+
+    def preload() -> None:
+        with open(marks / str(os.getpid()), "a") as fh:
+            fh.write("x")
+
+    seen: list[tuple[int, bool]] = []
+    work = Work(
+        _marked,
+        lambda t: (str(marks),),
+        lambda t: (os.getpid(), False),
+        lambda t, result: seen.append(result),
+        lambda t, exc: pytest.fail(f"a worker failed: {exc}"),
+    )
+    with Batch((), OPTIONS, "check", 2, None, None, preload) as batch:
+        batch.share(list(range(8)), work)
+        assert batch._pool is not None
+        pids = batch._pool.pids
+        firsts = {pid: next(m for p, m in seen if p == pid) for pid in {p for p, _ in seen}}
+        assert not any(firsts.get(pid, False) for pid in pids)
+        deadline = time.monotonic() + 10
+        while not all((marks / str(p)).exists() for p in pids) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        seen.clear()
+        batch.share(list(range(8)), work)
+        assert all(m for p, m in seen if p in pids)
+        time.sleep(0.1)
+        assert sorted(m.read_text() for m in marks.iterdir()) == ["x"] * len(pids)
+    assert not (marks / str(os.getpid())).exists()  # (this process never did it)
