@@ -314,3 +314,36 @@ def test_path_words_are_the_parts_of_the_path() -> None:
     for path in paths:
         assert path_words(path) == tuple(path.replace("()", "").split(".")), path
     assert path_words("flashinfer.X().run")[1] is path_words("flashinfer.X.plan")[1]  # interned
+
+
+def test_which_files_a_rule_reads_is_what_its_patterns_say() -> None:
+    """A file is read by its suffix, by a glob on its name, or by a glob with a ``/`` on the end
+    of its path; the quick tests of a name's or path's literal ends before the globs change
+    nothing (globs that end or start with a wildcard, and character classes, included)."""
+    import fnmatch
+    import random
+
+    from migrate_fi.discovery import wanted_files
+
+    cases = [
+        ((".py",), ()),
+        ((), ("pyproject.toml", "*requirements*.txt", "Dockerfile", "Dockerfile.*", "*.sh")),
+        ((), ("*.[ch]", "x?y", "requirements/*", "a/[ab]c.txt", "req*")),
+        ((".py",), ("dev-requirements.txt", "deep/*.yml", "requirements/*.in")),
+    ]
+    rnd = random.Random(7)
+    letters = "abcxy.-_/[]*?hDockerfilerequirements.txtinymlpyprojectoml"
+    paths = ["/p/" + "".join(rnd.choice(letters) for _ in range(rnd.randint(1, 24)))
+             for _ in range(20_000)]  # fmt: skip
+    paths += ["/p/Dockerfile", "/p/Dockerfile.gpu", "/p/x/requirements/a.in", "/p/a/bc.txt",
+              "/p/dev-requirements.txt", "/p/q/deep/r/s.yml", "/p/m.c", "/p/xzy"]  # fmt: skip
+    for suffixes, patterns in cases:
+        test = wanted_files(suffixes, patterns)
+        for path in paths:
+            name = path.rsplit("/", 1)[-1]
+            expected = (
+                name.endswith(suffixes)
+                or any(fnmatch.fnmatchcase(name, p) for p in patterns if "/" not in p)
+                or any(fnmatch.fnmatchcase(path, "*/" + p) for p in patterns if "/" in p)
+            )
+            assert test(path) == expected, (patterns, path)
