@@ -197,6 +197,7 @@ def _without_empty_key(version: str = "9.9.9") -> dict[str, Any]:
     record["defs"].update(
         {f"flashinfer.m{i:03}.f": {"k": "f", "pad": "x" * 600} for i in range(300)}
     )
+    record["exports"]["flashinfer.m001"] = "flashinfer.m001.f"
     return record
 
 
@@ -238,8 +239,17 @@ def test_a_record_is_loaded_through_its_offsets_file_to_the_same_record(
         lambda off, raw: off[: len(off) // 2],
         lambda off, raw: gzip.compress(gzip.decompress(off).replace(b"offsets 2", b"offsets 9")),
         lambda off, raw: gzip.compress(gzip.decompress(off).rsplit(b"\n", 1)[0]),
+        lambda off, raw: gzip.compress(_reversed_line(gzip.decompress(off), 3, b"\t")),
+        lambda off, raw: gzip.compress(_reversed_line(gzip.decompress(off), -3, b"\t")),
     ],
-    ids=["not gzip", "cut short", "another format", "a line missing"],
+    ids=[
+        "not gzip",
+        "cut short",
+        "another format",
+        "a line missing",
+        "keys out of order",
+        "exports out of order",
+    ],
 )
 def test_an_offsets_file_that_is_damaged_is_not_used(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spoil: Any
@@ -250,6 +260,14 @@ def test_an_offsets_file_that_is_damaged_is_not_used(
     assert store._from_offsets(Path(written).read_bytes(), written, _unreadable) is None
     monkeypatch.setattr(store, "_file_of", lambda version: written)
     assert _plain(load_release("9.9.9")) == _without_empty_key()  # (the text is read)
+
+
+def _reversed_line(text: bytes, line: int, sep: bytes) -> bytes:
+    """The offsets file's text with the items of one line in reverse order (looked up by
+    halving, keys out of order would be missed: such a file is not used)."""
+    lines = text.split(b"\n")
+    lines[line] = sep.join(reversed(lines[line].split(sep)))
+    return b"\n".join(lines)
 
 
 def test_an_offsets_file_of_another_record_is_not_used(

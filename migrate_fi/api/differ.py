@@ -140,7 +140,7 @@ class Api:
     def __init__(self, version: str, record: dict[str, Any]) -> None:
         self.version = version
         self.defs: Mapping[str, Any] = record["defs"]
-        self.exports: dict[str, str] = record["exports"]
+        self.exports: Mapping[str, str] = record["exports"]
         self.modules: Mapping[str, Any] = record["modules"]
         self._names: dict[str, frozenset[str]] = {}
         self._asked: dict[str, list[str]] = {}  # (`_named`: the names asked, then the index)

@@ -30,9 +30,9 @@ import gc
 import json
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import cache
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from packaging.version import Version
 
@@ -418,7 +418,7 @@ class Section(Mapping[str, Any]):
     __slots__ = ("_at", "_recent", "_text", "_unreadable")
 
     def __init__(
-        self, text: _Text, at: dict[str, int], unreadable: Callable[[str], DataError]
+        self, text: _Text, at: Mapping[str, int], unreadable: Callable[[str], DataError]
     ) -> None:
         self._text = text  # the record's text
         self._at = at  # key -> where its value's text starts (it ends the line)
@@ -530,7 +530,7 @@ def encode_offsets(raw: bytes, record: Mapping[str, Any]) -> bytes | None:
     if len(texts) != 1 or not all(isinstance(s, Section) for s in sections):
         return None
     exports = record.get("exports")
-    if not isinstance(exports, dict) or not all(
+    if not isinstance(exports, Mapping) or not all(
         _tab_free(k) and _tab_free(v) for k, v in exports.items()
     ):
         return None
@@ -599,21 +599,70 @@ def _from_offsets(
         if not isinstance(record, dict):
             return None
         text = _Text(raw, pieces=(ends, starts))
+        defs: list[str] = []
         for i, name in enumerate(_LAZY):
             keys, at = _tabbed(lines[3 + 2 * i]), lines[4 + 2 * i].split()
-            if len(keys) != len(at):
+            if len(keys) != len(at) or not _ascending(keys):
                 return None
-            record[name] = Section(text, dict(zip(keys, map(int, at), strict=True)), unreadable)
-        defs = list(record["defs"])  # (each target in ``defs``: its key, the same string)
+            record[name] = Section(text, _Sorted(keys, at, int), unreadable)
+            if name == "defs":
+                defs = keys
         publics, targets = _tabbed(lines[-3]), _tabbed(lines[-2])
-        if len(publics) != len(targets):
+        if len(publics) != len(targets) or not _ascending(publics):
             return None
-        record["exports"] = dict(
-            zip(publics, (t[1:] if t[:1] == "=" else defs[int(t)] for t in targets), strict=True)
-        )
+
+        def target(token: str) -> str:  # (a key of ``defs`` by its place: the same string)
+            return token[1:] if token[:1] == "=" else defs[int(token)]
+
+        record["exports"] = _Sorted(publics, targets, target)
     except (OSError, ValueError, IndexError, zlib.error):  # (none, or not one this wrote)
         return None
     return record
+
+
+def _ascending(keys: list[str]) -> bool:
+    """Whether ``keys`` are in order, each once (as `encode_release` writes a record's keys:
+    sorted, as JSON objects' keys are)."""
+    return all(map(str.__lt__, keys, keys[1:]))
+
+
+_K = TypeVar("_K")  # (the raw form of a value, in `_Sorted`)
+_V = TypeVar("_V")
+
+
+class _Sorted(Mapping[str, _V], Generic[_K, _V]):
+    """A read-only mapping over keys in order and their values' raw forms, each value made
+    (``make``) when it is asked for: what the offsets file holds, read without building a
+    dict (0.7.4: 17,000 defs and 11,600 exports, 10 ms of each process that loads it, and
+    2 MB; a run asks a few thousand of them)."""
+
+    __slots__ = ("_keys", "_make", "_raw")
+
+    def __init__(self, keys: list[str], raw: Sequence[_K], make: Callable[[_K], _V]) -> None:
+        self._keys, self._raw, self._make = keys, raw, make
+
+    def _place(self, key: object) -> int:
+        keys = self._keys
+        if isinstance(key, str):
+            i = bisect.bisect_left(keys, key)
+            if i < len(keys) and keys[i] == key:
+                return i
+        return -1
+
+    def __getitem__(self, key: str) -> _V:
+        i = self._place(key)
+        if i < 0:
+            raise KeyError(key)
+        return self._make(self._raw[i])
+
+    def __contains__(self, key: object) -> bool:
+        return self._place(key) >= 0
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
 
 
 def _tabbed(line: bytes) -> list[str]:
