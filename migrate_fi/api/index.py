@@ -18,14 +18,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from functools import cache, lru_cache
 from typing import Any
 
-from migrate_fi.api.differ import (
-    api_for,
-    callable_parameters_naming,
-    changed_callables,
-    changed_defaults,
-    changed_enums,
-    compare_callables,
-)
 from migrate_fi.api.paths import ApiPath
 from migrate_fi.api.store import (
     DATA_DIR,
@@ -70,6 +62,8 @@ def build_index(
     Per release: ``enum_links``, for each enum name ``enums`` ever lists, the callables with a
     parameter that may take its value (its default names the enum, or the parameter is named
     after it)."""
+    from migrate_fi.api.differ import changed_callables, changed_defaults, changed_enums
+
     releases = available_releases() if releases is None else releases
     index: Index = {"logic": LOGIC, "releases": releases}
     sections: dict[str, dict[str, Any]] = {s: {} for s in _PER_PAIR}
@@ -116,6 +110,8 @@ def build_index(
 
 
 def _public_by_target(version: str) -> dict[str, list[str]]:
+    from migrate_fi.api.differ import api_for
+
     by_target: dict[str, list[str]] = {}
     for p, t in api_for(version).public_paths().items():
         by_target.setdefault(t, []).append(p)
@@ -134,6 +130,8 @@ def _public_calls(key: str, by_target: dict[str, list[str]]) -> list[str]:
 def _enum_links(version: str, names: list[str]) -> dict[str, list[str]]:
     """For each enum name, the public callables of ``version`` with a parameter that may take
     its value: what `differ.enum_parameters` can name, for any release after ``version``."""
+    from migrate_fi.api.differ import callable_parameters_naming
+
     found: dict[str, set[str]] = {}
     for path, name in callable_parameters_naming(version, names):
         found.setdefault(name, set()).add(path)
@@ -144,6 +142,8 @@ def _vanished_paths(old_version: str, new_version: str) -> set[str]:
     """Public paths of definitions and modules that no longer resolve, also where the definition
     lives on elsewhere (a module moved, its class re-exported from the package): an import
     through the old path fails."""
+    from migrate_fi.api.differ import api_for
+
     old, new = api_for(old_version), api_for(new_version)
     candidates = [*old.public_paths(), *(m for m in old.modules if "._" not in m)]
     return {p for p in candidates if new.canonical(p) is None and new.surely_missing(p)}
@@ -277,6 +277,7 @@ def changed_in(path: str) -> frozenset[str] | None:
 def first_change(path: str, old_version: str, new_version: str) -> str | None:
     """The first bundled release after ``old_version`` (up to ``new_version``) on which positional
     calls to ``path`` written for ``old_version`` need a rewrite."""
+    from migrate_fi.api.differ import api_for, compare_callables
 
     before = api_for(old_version).callable(path)
     if before is None:

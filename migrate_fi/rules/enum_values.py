@@ -57,7 +57,6 @@ class EnumValues(Rule):
 
     @classmethod
     def triggers_for(cls, options: RunOptions) -> tuple[str | tuple[str, ...], ...]:
-        from migrate_fi.api.differ import changed_enums, enum_parameter_paths
         from migrate_fi.api.index import enum_triggers
 
         old_v, new_v = str(options.from_version), str(options.to_version)
@@ -68,6 +67,9 @@ class EnumValues(Rule):
             words = {path_words(p) for p in paths}
             words.update(("flashinfer", name, m) for name, members in gone for m in members)
             return tuple(sorted(words))
+        # (an index without this release's links: the releases compared, here)
+        from migrate_fi.api.differ import changed_enums, enum_parameter_paths
+
         words = {path_words(p) for p in enum_parameter_paths(old_v, new_v)}
         for change in changed_enums(old_v, new_v).values():
             for member in change.old:
