@@ -386,3 +386,17 @@ def test_a_worker_does_its_idle_work_once_when_no_task_waits_after_one(tmp_path:
         time.sleep(0.1)
         assert sorted(m.read_text() for m in marks.iterdir()) == ["x"] * len(pids)
     assert not (marks / str(os.getpid())).exists()  # (this process never did it)
+
+
+def test_a_worker_s_results_pipe_holds_a_megabyte_where_linux_lets_it() -> None:
+    """A worker writes its results without waiting for this process to read them while it
+    reads a part itself: its results pipe holds 1 MB (unless the system's limit is lower)."""
+    fcntl = pytest.importorskip("fcntl")
+    if not hasattr(fcntl, "F_GETPIPE_SZ"):
+        pytest.skip("pipe sizes are Linux's")
+    with open("/proc/sys/fs/pipe-max-size") as fh:
+        limit = int(fh.read())
+    with Batch((), OPTIONS, "check", 2, None) as batch:
+        pool = batch._started(preload=False)
+        sizes = [fcntl.fcntl(w.results, fcntl.F_GETPIPE_SZ) for w in pool.alive()]
+    assert sizes and all(size >= min(limit, workers._WIDE) for size in sizes)
