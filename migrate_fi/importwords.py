@@ -5,6 +5,7 @@ re-export rounds (`migrate_fi.reexports`) and by a warm replay over files that c
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 from typing import NamedTuple
@@ -90,12 +91,25 @@ class Words:
     """Words (ASCII identifiers) asked of many files' import words (`FileImports.among`): a
     substring test each, when they are few; else the file's words are split and looked up."""
 
-    __slots__ = ("spaced", "words")
+    __slots__ = ("_search", "spaced", "words")
 
     def __init__(self, words: Iterable[bytes]) -> None:
         self.words = frozenset(words)
         few = len(self.words) <= _FEW_WORDS
         self.spaced = [(b" %s " % w, w) for w in self.words] if few else None
+        # (a file's words searched once for any of them: a third of the time of a test each,
+        # over the 1,800 files of vLLM's tree)
+        self._search = (
+            re.compile(b"|".join(re.escape(spaced) for spaced, _ in self.spaced)).search
+            if self.spaced
+            else None
+        )
+
+    def one_in(self, imports: FileImports) -> bool:
+        """Whether a file's import statements name one of them."""
+        if self._search is not None:
+            return self._search(imports.words) is not None
+        return not self.words.isdisjoint(imports.words.split())
 
 
 def file_imports(data: bytes) -> FileImports:
@@ -141,10 +155,4 @@ class AliasImports:
 
     def may_import(self, imports: FileImports) -> bool:
         """What a file's import words alone say (False: it imports none)."""
-        if imports.dynamic:
-            return True
-        spaced = self.modules.spaced
-        if spaced is None:
-            return not self.modules.words.isdisjoint(imports.words.split())
-        words = imports.words  # (asked of every file of a tree: no set made for each)
-        return any(w in words for w, _ in spaced)
+        return imports.dynamic or self.modules.one_in(imports)

@@ -292,3 +292,21 @@ def test_a_candidate_found_not_to_import_the_reexports_is_not_searched_again(
     depends.forget_stats()
     found = importers(aliases, [SourceFile(edited, str(path), ())], [], WalkMemo(*memo.state()))
     assert [f.path for f in found] == [str(path)] and searched == [data, edited]
+
+
+def test_words_asked_of_a_file_s_imports_are_found_as_one_test_each_would() -> None:
+    """`Words.one_in`, by one search of the file's import words (few words) or a set (many):
+    whether one of the words is among them, as a test of each would say."""
+    import random
+
+    from migrate_fi.importwords import FileImports, Words
+
+    rnd = random.Random(3)
+    vocabulary = [b"a", b"ab", b"b", b"quant", b"flashinfer", b"flashinfer_utils", b"x_y", b"mla"]
+    for _ in range(3000):
+        asked = Words(rnd.sample(vocabulary, rnd.randint(0, 5)))
+        many = Words([*asked.words, *(b"w%d" % i for i in range(rnd.choice((0, 20))))])
+        words = rnd.sample(vocabulary, rnd.randint(0, 4))
+        imports = FileImports(b" %s " % b" ".join(words), False)
+        for w in (asked, many):
+            assert w.one_in(imports) == bool(w.words & set(words)), (w.words, words)
