@@ -30,11 +30,13 @@ except ImportError:  # pragma: no cover - an interpreter built without it
 __all__ = [
     "Notes",
     "Stat",
+    "absent",
     "blake2b",
     "covered",
     "current",
     "finish",
     "forget_stats",
+    "learn_absent",
     "learn_stats",
     "note",
     "note_unbounded",
@@ -165,6 +167,29 @@ def learn_stats(signatures: Iterable[tuple[str, tuple[int, int, int, int]]]) -> 
 def forget_stats() -> None:
     """A run begins, or ends: every file is asked again."""
     _stats.clear()
+    _absent.clear()
+
+
+# words (in lower case) -> the files this run read and found to hold none of them, in any case
+_absent: dict[frozenset[bytes], frozenset[str]] = {}
+
+
+def learn_absent(found: Mapping[frozenset[bytes], Iterable[str]]) -> None:
+    """Take what this run's reading found (`migrate_fi.reading.Read.without`, in this process
+    or another): the files whose text holds none of some words, in any case (those of their
+    rules' gate)."""
+    for words, paths in found.items():
+        _absent[words] = _absent.get(words, frozenset()).union(paths)
+
+
+def absent(word: bytes) -> frozenset[str]:
+    """The files this run read and found without ``word``: those that hold none of some words
+    one of which ``word`` contains (a file holding ``flashinfer_quantize`` holds
+    "flashinfer", in any case). As the run read them: a file changed since is seen as it was
+    (as its stat, `stat`)."""
+    lowered = word.lower()
+    found = [paths for words, paths in _absent.items() if any(w in lowered for w in words)]
+    return frozenset().union(*found) if len(found) != 1 else found[0]
 
 
 @contextlib.contextmanager

@@ -199,6 +199,10 @@ def _run(
             depends.learn_stats(found.ruled_out)
             depends.learn_stats((path, signature) for path, signature, _ in found.matched)
         candidates = found.candidates
+        # (what a search for a function's callers need not read again: here, in the workers)
+        depends.learn_absent(found.without)
+        if found.without and any(not first.isdisjoint(f.prefiltered) for f in candidates):
+            batch.tell(depends.learn_absent, (found.without,))
         results.update(batch.process(candidates, {}, len(todo)))
         exporters = imported_modules(left_out, imported, tests, options)
         # (analysed for their exports only: a check, whatever the mode, and not part of the result)

@@ -54,6 +54,7 @@ from migrate_fi.suppression import Suppressions
 __all__ = [
     "Mode",
     "RuleTests",
+    "Without",
     "failed",
     "matching",
     "must_see",
@@ -197,12 +198,22 @@ def _computes_triggers(rule: type[Rule]) -> bool:
     return rule.triggers_for.__func__ is not Rule.triggers_for.__func__  # type: ignore[attr-defined]
 
 
+# files whose text holds none of some words (in any case), by those words (`must_see`)
+Without = dict[frozenset[bytes], list[str]]
+
+
 def matching(
-    tests: RuleTests, data: bytes, path: str, options: RunOptions, own_tree: bool = False
+    tests: RuleTests,
+    data: bytes,
+    path: str,
+    options: RunOptions,
+    own_tree: bool = False,
+    without: Without | None = None,
 ) -> tuple[str, ...]:
     """The ids of the rules that must see the file: its prefilter, then its finer test, and
     for a rule that `reaches_by_import`, outside FlashInfer's tree (``own_tree``), an import
-    that may reach FlashInfer."""
+    that may reach FlashInfer. A file whose text holds no word of its rules' gate is added to
+    ``without``, under those words."""
     # (a rule that does not read this kind of file never pays for its text tests: FI007 reads
     # dependency files only, and its requirement names, torch among them, are in every model file)
     readers = tests.readers(path)
@@ -212,6 +223,8 @@ def matching(
     if words is not None:
         lowered = data.lower()
         if not any(w in lowered for w in words):
+            if without is not None:
+                without.setdefault(words, []).append(path)
             return ()
     pairs = tests.pairs
     imports: bool | None = own_tree or None  # (asked once, of the first rule that needs it)
@@ -229,9 +242,14 @@ def matching(
 
 
 def must_see(
-    tests: RuleTests, data: bytes, path: str, options: RunOptions
+    tests: RuleTests,
+    data: bytes,
+    path: str,
+    options: RunOptions,
+    without: Without | None = None,
 ) -> tuple[str, ...] | None:
-    """The ids of the rules that must see the file (`matching`), or None when no rule must.
+    """The ids of the rules that must see the file (`matching`), or None when no rule must;
+    a file ruled out by its rules' gate is added to ``without``.
 
     A module of FlashInfer's own tree is tested as if it named its module (it names its own
     definitions without it: `DirectDenseGemmKernel(...)` where it is defined), and needs no
@@ -239,7 +257,7 @@ def must_see(
     relatively, for the rules that resolve names run on all of it (`process_source`)."""
     module = _own_module(path)
     if module is None:
-        return matching(tests, data, path, options) or None
+        return matching(tests, data, path, options, without=without) or None
     named = data + b"\n" + module.replace(".", " ").encode()
     found = matching(tests, named, path, options, own_tree=True)
     return found if found or b"from ." in data else None

@@ -19,7 +19,7 @@ from typing import NamedTuple
 from migrate_fi import depends
 from migrate_fi.cache import Signature
 from migrate_fi.importwords import FileImports, file_imports
-from migrate_fi.pipeline import RuleTests, must_see, rule_tests
+from migrate_fi.pipeline import RuleTests, Without, must_see, rule_tests
 from migrate_fi.rule import RunOptions
 from migrate_fi.workers import SourceFile
 
@@ -44,6 +44,9 @@ class Read:
     imports: dict[str, FileImports] = field(default_factory=dict)  # (see `read_part`)
     ruled_out: list[tuple[str, Signature]] = field(default_factory=list)  # for the walk memo
     matched: list[tuple[str, Signature, tuple[str, ...]]] = field(default_factory=list)  # (too)
+    # the files whose text holds no word of their rules' gate, by those words: a search for
+    # a word that contains one of them need not read them (`depends.learn_absent`)
+    without: Without = field(default_factory=dict)
 
     def merge(self, other: Read) -> None:
         self.candidates += other.candidates
@@ -52,6 +55,8 @@ class Read:
         self.imports.update(other.imports)
         self.ruled_out += other.ruled_out
         self.matched += other.matched
+        for words, paths in other.without.items():
+            self.without.setdefault(words, []).extend(paths)
 
 
 def read_part(
@@ -84,7 +89,7 @@ def read_part(
         if sign and signature is None and depends.settled(st, now):
             signature = (*st,)  # (a plain tuple, as the memo keeps it)
         if matched is None:
-            matched = must_see(tests, data, path, options)
+            matched = must_see(tests, data, path, options, out.without)
             if matched is None:
                 out.skipped.append(path)
                 if signature is not None:

@@ -282,6 +282,14 @@ class Batch:
             raise
         return out
 
+    def tell(self, task: Callable[..., object], arguments: tuple[object, ...]) -> None:
+        """Have each worker started do ``task(*arguments)`` (a module's function) before the
+        tasks it is given next: what this process learnt that they may ask; what it gives
+        back is dropped."""
+        if self._pool is not None:
+            for worker in self._pool.alive():
+                worker.give(_ASIDE, task, arguments)
+
     def worth_reading_in_workers(self, files: int) -> bool:
         """Whether reading and testing ``files`` files is worth sharing with worker processes."""
         return self.jobs > 1 and files >= _PARALLEL_MIN_WALK
@@ -387,6 +395,9 @@ class Work(Generic[T, R]):
     failed: Callable[[T, Exception], None]
 
 
+_ASIDE = object()  # (a task `Batch.tell` gave a worker)
+
+
 class _Share(Generic[T, R]):
     """Tasks shared between the workers and this process, until none is left. Each worker is
     given the next task as soon as it gives back one (the workers take ``waiting`` from its
@@ -427,6 +438,8 @@ class _Share(Generic[T, R]):
     def _take(self, back: list[tuple[Any, bool, Any]]) -> None:
         self._hand_out()  # (first: a worker is given its next before this process goes on)
         for t, ok, value in back:
+            if t is _ASIDE:
+                continue  # (`Batch.tell`: nothing to take; failed, the tasks do without it)
             if ok:
                 self.work.done(t, value)
             else:

@@ -325,3 +325,52 @@ def test_a_search_reads_each_file_into_one_buffer_and_a_larger_one_whole(
     if os.geteuid() == 0:
         expected.append(("d.py", b"quantize\n"))
     assert names == expected and found[1] == []
+
+
+def test_a_search_skips_the_files_the_reading_found_without_a_word_its_words_contain(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file the run's reading found without "flashinfer" (in any case) cannot hold
+    ``flashinfer_quantize``: a search for it does not read it, and finds what it finds reading
+    every file. A word that contains none of the words it was read for is searched in all."""
+    from migrate_fi import depends, discovery
+    from migrate_fi.rules import _callers
+
+    root = tmp_path / "proj"
+    root.mkdir()
+    texts = {
+        "a.py": "def flashinfer_quantize(x):\n    return x\n",
+        "b.py": "from proj.a import flashinfer_quantize\nflashinfer_quantize(1)\n",
+        "c.py": "import torch\n",
+        "d.py": "x = 1\n",
+    }
+    for name, text in texts.items():
+        (root / name).write_text(text)
+    discovery.python_files.cache_clear()
+    paths = {name: str(root / name) for name in texts}
+    opened: list[str] = []
+    real = _callers._into_buffer
+
+    def reading(path: str) -> tuple[object, int]:
+        opened.append(os.path.basename(path))
+        return real(path)
+
+    monkeypatch.setattr(_callers, "_into_buffer", reading)
+    words = [(b"flashinfer_quantize",), (b"FlashInfer_quantize", b"flashinfer")]
+    depends.forget_stats()
+    try:
+        everything = _callers._containing(str(root), words, kept=False)
+        assert sorted(opened) == ["a.py", "b.py", "c.py", "d.py"]
+        depends.learn_absent({frozenset({b"flashinfer"}): [paths["c.py"], paths["d.py"]]})
+        depends.learn_absent({frozenset({b"other"}): [paths["a.py"]]})  # (another gate's)
+        assert depends.absent(b"FLASHINFER_x") == {paths["c.py"], paths["d.py"]}
+        assert depends.absent(b"quantize") == frozenset()
+        opened.clear()
+        assert _callers._containing(str(root), words, kept=False) == everything
+        assert sorted(opened) == ["a.py", "b.py"]
+        opened.clear()
+        _callers._containing(str(root), [*words, (b"torch",)], kept=False)
+        assert sorted(opened) == ["a.py", "b.py", "c.py", "d.py"]  # (torch: any file may)
+    finally:
+        depends.forget_stats()
+    assert depends.absent(b"flashinfer_quantize") == frozenset()  # (a run's, forgotten)

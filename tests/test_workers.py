@@ -400,3 +400,43 @@ def test_a_worker_s_results_pipe_holds_a_megabyte_where_linux_lets_it() -> None:
         pool = batch._started(preload=False)
         sizes = [fcntl.fcntl(w.results, fcntl.F_GETPIPE_SZ) for w in pool.alive()]
     assert sizes and all(size >= min(limit, workers._WIDE) for size in sizes)
+
+
+def _absent_here(word: bytes) -> list[str]:
+    """(a task done in a worker) The files its process knows to be without ``word``."""
+    return sorted(depends.absent(word))
+
+
+def test_the_reading_tells_the_workers_which_files_hold_no_word_of_their_gate(
+    tmp_path: Path,
+) -> None:
+    """The reading keeps the files whose text holds no word of their rules' gate
+    (``flashinfer``, in any case), by those words; the workers forked before it are told
+    (`Batch.tell`), for the searches of their analyses (`migrate_fi.rules._callers`)."""
+    from migrate_fi.pipeline import rule_tests
+    from migrate_fi.reading import Todo, read_part
+
+    texts = {"a.py": "import flashinfer\n", "b.py": "x = 1\n", "c.py": "# FLASHINFER\n"}
+    for name, text in texts.items():
+        (tmp_path / name).write_text(text)
+    todo = [Todo(str(tmp_path / name), None, None) for name in texts]
+    found = read_part(todo, rule_tests(list(all_rules()), OPTIONS), OPTIONS)
+    assert found.without == {frozenset({b"flashinfer"}): [str(tmp_path / "b.py")]}
+    work = Work(
+        _absent_here,
+        lambda t: (b"flashinfer_quantize",),
+        lambda t: None,  # (a part this process does itself)
+        lambda t, result: seen.append(result),
+        lambda t, exc: pytest.fail(f"a worker failed: {exc}"),
+    )
+    seen: list[list[str] | None] = []
+    depends.forget_stats()
+    with Batch((), OPTIONS, "check", 2, None) as batch:
+        batch.share(list(range(8)), work)  # (forked, knowing nothing)
+        assert [] in seen and not any(seen)
+        batch.tell(depends.learn_absent, (found.without,))
+        seen.clear()
+        batch.share(list(range(8)), work)
+    by_workers = [s for s in seen if s is not None]
+    assert by_workers and all(s == [str(tmp_path / "b.py")] for s in by_workers)
+    assert depends.absent(b"flashinfer_quantize") == frozenset()  # (told the workers alone)
