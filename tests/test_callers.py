@@ -374,3 +374,48 @@ def test_a_search_skips_the_files_the_reading_found_without_a_word_its_words_con
     finally:
         depends.forget_stats()
     assert depends.absent(b"flashinfer_quantize") == frozenset()  # (a run's, forgotten)
+
+
+def test_the_lines_naming_a_function_give_its_uses_as_the_whole_walk_does() -> None:
+    """`_naming` (the subtrees on the lines that hold a word) gives every Name and Attribute
+    of that word `ast.walk` gives, in the same order, with the calls they are the callee of:
+    over this package's own modules and cases where a node's line is not where its text is
+    (a decorator above its def, expressions inside f-strings, a call spanning lines)."""
+    import ast
+    import random
+    import re
+
+    from migrate_fi import nodes
+    from migrate_fi.rules import _callers
+
+    package = Path(_callers.__file__).parent.parent
+    sources = [p.read_bytes() for p in sorted(package.rglob("*.py"))]
+    sources.append(
+        b"@quantize\ndef f(x):\n    return x\n\n\n@other(\n    quantize,\n)\nclass C:\n"
+        b"    pass\n\n\nx = f'''{\n quantize(1)\n}''' + f\"{quantize}\"\n"
+        b"y = (a.\n    quantize)(\n    2)\nz = [quantize for _ in ()]\n"
+    )
+    rnd = random.Random(5)
+    for data in sources:
+        tree = ast.parse(data)
+        names = sorted(set(re.findall(rb"[A-Za-z_]\w*", data)))
+        for word in [b"quantize", *rnd.sample(names, min(8, len(names)))]:
+            text = word.decode()
+            seen = _callers._naming(tree, data, {word})
+            assert seen is not None
+
+            def named(found: list[ast.AST], text: str = text) -> list[ast.AST]:
+                return [
+                    n
+                    for n in found
+                    if (isinstance(n, ast.Name) and n.id == text)
+                    or (isinstance(n, ast.Attribute) and n.attr == text)
+                ]
+
+            everywhere = named(nodes.walk(tree))
+            assert named(seen) == everywhere, word
+            called = {id(c.func): c for c in seen if isinstance(c, ast.Call)}
+            for n in everywhere:
+                assert called.get(id(n)) is nodes.called_by(tree).get(id(n))
+        nodes.release()
+    assert _callers._naming(ast.parse(b"a\rb\n"), b"a\rb\n", {b"a"}) is None  # (a lone CR)
