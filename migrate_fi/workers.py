@@ -396,14 +396,19 @@ class Work(Generic[T, R]):
 
 
 _ASIDE = object()  # (a task `Batch.tell` gave a worker)
+# Parts held by each worker while this process reads too: with two, the workers of a cold
+# `check` of vLLM's tree sat idle half of the reading, waiting for this process to finish a
+# part of its own and give them their next (the reading's span 105-120 -> 94-106 ms with four;
+# the last parts, 3 ms each, are what one worker may still hold when the others are done)
+_HELD = 4
 
 
 class _Share(Generic[T, R]):
     """Tasks shared between the workers and this process, until none is left. Each worker is
     given the next task as soon as it gives back one (the workers take ``waiting`` from its
     end); this process, unless ``here_too`` is False, takes the next from its start whenever
-    it is free, and then each worker holds two, so that none waits for this process to be free
-    (tasks shared so are small: the parts of a walk). A worker that dies fails the tasks it held
+    it is free, and then each worker holds `_HELD`, so that none waits for this process to be
+    free (tasks shared so are small: the parts of a walk). A worker that dies fails the tasks it held
     (``work.failed``); what is left once none is alive is done here. ``done`` and ``failed`` run
     here, in this process."""
 
@@ -412,7 +417,7 @@ class _Share(Generic[T, R]):
     ) -> None:
         self.pool, self.waiting, self.work = pool, waiting, work
         self.here_too = here_too  # (False: only what no worker can take, once none is alive)
-        self.held = 2 if here_too else 1  # tasks given to a worker at once
+        self.held = _HELD if here_too else 1  # tasks given to a worker at once
 
     def run(self) -> None:
         self._hand_out()
