@@ -203,7 +203,12 @@ def _run(
         depends.learn_absent(found.without)
         if found.without and any(not first.isdisjoint(f.prefiltered) for f in candidates):
             batch.tell(depends.learn_absent, (found.without,))
-        results.update(batch.process(candidates, {}, len(todo)))
+
+        def digest() -> None:  # (the tree's, from the stats the reading gave: done meanwhile)
+            nonlocal state, later
+            state, later = tree_state(walked, stale, links), False
+
+        results.update(batch.process(candidates, {}, len(todo), digest if later else None))
         exporters = imported_modules(left_out, imported, tests, options)
         # (analysed for their exports only: a check, whatever the mode, and not part of the result)
         with Batch(ids, options, Mode.CHECK.value, jobs, None, cache, preload, first) as aside:
@@ -224,7 +229,8 @@ def _run(
         )
     if later:
         state = tree_state(walked, stale, links)
-        tree = state.tree if state is not None else None
+    if tree is None and state is not None:
+        tree = state.tree
     if cache is not None and tree is not None:
         cache.save_replay(tree, result)
         if recording is not None and cache.replayable and not result.errors and state:

@@ -211,12 +211,17 @@ class Batch:
             raise
 
     def process(
-        self, files: Sequence[SourceFile], aliases: Mapping[str, str], walked: int = 0
+        self,
+        files: Sequence[SourceFile],
+        aliases: Mapping[str, str],
+        walked: int = 0,
+        meanwhile: Callable[[], object] | None = None,
     ) -> dict[str, FileResult]:
         """Every file's result: from the cache where it holds one, else analysed (and stored):
         here, or by the workers when the work is worth them (in a walk of ``walked`` files),
         the largest files first, while this process waits (`_Share`): it holds what the run
-        has gathered, and its memory stays that."""
+        has gathered, and its memory stays that; ``meanwhile`` is done here once, while they
+        work (or before the files are analysed here)."""
         out: dict[str, FileResult] = {}
         keys: dict[str, str] = {}
         todo: list[SourceFile] = []
@@ -244,6 +249,8 @@ class Batch:
             self._analysed(f.path, out[f.path])
 
         if not self._worth_workers(len(todo), sum(len(f.data) for f in todo), walked):
+            if meanwhile is not None:
+                meanwhile()
             for f in todo:  # (too little work for workers: here)
                 done(f, here(f))
             return out
@@ -276,7 +283,7 @@ class Batch:
             failed,
         )
         try:
-            _Share(pool, _groups(todo, searches), work, here_too=False).run()
+            _Share(pool, _groups(todo, searches), work, here_too=False).run(meanwhile)
         except BaseException:
             self._stop()
             raise
@@ -419,8 +426,11 @@ class _Share(Generic[T, R]):
         self.here_too = here_too  # (False: only what no worker can take, once none is alive)
         self.held = _HELD if here_too else 1  # tasks given to a worker at once
 
-    def run(self) -> None:
+    def run(self, meanwhile: Callable[[], object] | None = None) -> None:
+        """Do the tasks; ``meanwhile`` here once the workers have their first."""
         self._hand_out()
+        if meanwhile is not None:
+            meanwhile()
         while True:
             if self.here_too and self.waiting:
                 t = self.waiting.pop(0)
