@@ -415,9 +415,9 @@ class _Share(Generic[T, R]):
     given the next task as soon as it gives back one (the workers take ``waiting`` from its
     end); this process, unless ``here_too`` is False, takes the next from its start whenever
     it is free, and then each worker holds `_HELD`, so that none waits for this process to be
-    free (tasks shared so are small: the parts of a walk). A worker that dies fails the tasks it held
-    (``work.failed``); what is left once none is alive is done here. ``done`` and ``failed`` run
-    here, in this process."""
+    free (tasks shared so are small: the parts of a walk). A worker that dies fails the tasks
+    it held (``work.failed``); what is left once none is alive is done here. ``done`` and
+    ``failed`` run here, in this process."""
 
     def __init__(
         self, pool: _Forked, waiting: list[T], work: Work[T, R], here_too: bool = True

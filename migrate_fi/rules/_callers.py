@@ -157,10 +157,11 @@ def arguments(function: Function, param: str, methods: bool = False) -> list[Pas
         for path in _mentioning(_search_root(function.path), tuple(sorted(words))):
             if os.path.abspath(path) == os.path.abspath(function.path):
                 continue
-            resolver = _resolver_for(path)
-            if resolver is None:
+            parsed = _resolver_for(path)
+            if parsed is None:
                 return None  # a file that mentions it but cannot be read: unknown
-            found = _uses_in_file(function, param, resolver, path, qualname, _read(path))
+            resolver, data = parsed
+            found = _uses_in_file(function, param, resolver, path, qualname, data)
             if found is None:
                 return None
             out += found
@@ -191,9 +192,10 @@ def _method_arguments(function: Function, param: str) -> list[Passed] | None:
     module = function.resolver.module_name
     out: list[Passed] = []
     for path in paths:
-        resolver = function.resolver if path == function.path else _resolver_for(path)
-        if resolver is None:
+        parsed = (function.resolver, b"") if path == function.path else _resolver_for(path)
+        if parsed is None:
             return None
+        resolver = parsed[0]
         if resolver is not function.resolver and not _names_class(resolver, f"{module}.{cls.name}"):
             continue  # another class of the same name
         called = nodes.called_by(resolver.tree)
@@ -599,7 +601,8 @@ def _digest(files: Iterable[tuple[str, bytes]]) -> str:
 
 
 @lru_cache(maxsize=256)
-def _resolver_for(path: str) -> NameResolver | None:
+def _resolver_for(path: str) -> tuple[NameResolver, bytes] | None:
+    """The resolver of another file of the project, with the bytes it was parsed from."""
     data = _read(path)
     if data is None:
         return None
@@ -608,4 +611,4 @@ def _resolver_for(path: str) -> NameResolver | None:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     module, is_package = module_identity(path)
-    return NameResolver(tree, module, is_package)
+    return NameResolver(tree, module, is_package), data
