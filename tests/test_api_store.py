@@ -321,3 +321,37 @@ def test_every_bundled_record_has_offsets_that_read_it_as_its_text_does() -> Non
         assert {k: v for k, v in via.items() if k not in ("defs", "modules")} == {
             k: v for k, v in scanned.items() if k not in ("defs", "modules")
         }
+
+
+def test_a_release_s_keys_read_through_offsets_answer_as_dicts_do() -> None:
+    """A bundled release's keys and exports, held as the sorted lists of its offsets file and
+    looked up by halving (then by a dict of places, once asked often), answer every lookup as
+    dicts of them would, and their items come in the same order; its public paths are those
+    its definitions and exports reach (as `Api.canonical` tells)."""
+    import random
+
+    from migrate_fi.api.differ import Api
+
+    load_release.cache_clear()
+    record = load_release("0.6.11")
+    defs, exports = record["defs"], record["exports"]
+    assert isinstance(defs._at, store._Sorted) and isinstance(exports, store._Sorted)
+    as_dicts = {k: defs._at[k] for k in defs._at}, dict(exports.items())
+    assert list(as_dicts[1]) == list(exports) and len(as_dicts[1]) == len(exports)
+    rnd = random.Random(11)
+    asked = [*rnd.sample(list(as_dicts[0]), 400), *rnd.sample(list(as_dicts[1]), 400)]
+    asked += [k + "x" for k in asked[:200]] + ["", "zzz", "flashinfer."]
+    for mapping, plain in zip((defs._at, exports), as_dicts, strict=True):
+        for key in asked * 3:  # (the third time through, a dict of places answers)
+            assert (key in mapping) == (key in plain)
+            assert mapping.get(key) == plain.get(key)
+        assert mapping._index is not None
+        assert 1 not in mapping  # (not a string: in none)
+    api = Api("0.6.11", record)
+    expected = {}
+    for path in [*defs, *exports]:
+        target = api.canonical(path)
+        if "._" not in path and not path.startswith("_") and target in defs:
+            expected[path] = target
+    assert list(api.public_paths().items()) == list(expected.items())
+    load_release.cache_clear()

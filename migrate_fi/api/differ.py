@@ -134,6 +134,11 @@ class CallableDiff:
         return min(indexes) if indexes else None
 
 
+def _public(path: str) -> bool:
+    """No component of ``path`` starts with `_`."""
+    return "._" not in path and not path.startswith("_")
+
+
 class Api:
     """One release's API record (`migrate_fi.api.extract`), with lookups by public path."""
 
@@ -388,12 +393,10 @@ class Api:
         """Every public path (no component starting with `_`) of a def -> its canonical path
         (worked out once: do not change the dict)."""
         if self._public is None:
-            out: dict[str, str] = {}
-            for path in [*self.defs, *self.exports]:
-                if "._" in path or path.startswith("_"):  # (a component starts with `_`)
-                    continue
-                target = self.canonical(path)
-                if target is not None and target in self.defs:
+            # (a def's path is its own; an export's, what it names, when that is a def)
+            out = {path: path for path in self.defs if _public(path)}
+            for path, target in self.exports.items():
+                if path not in out and _public(path) and target in self.defs:
                     out[path] = target
             self._public = out
         return self._public
