@@ -347,6 +347,11 @@ def test_a_release_s_keys_read_through_offsets_answer_as_dicts_do() -> None:
             assert mapping.get(key) == plain.get(key)
         assert mapping._index is not None
         assert 1 not in mapping  # (not a string: in none)
+    for mapping in (defs, exports, record["modules"], {"a.b": 1, "b": 2}):
+        for suffix in [".f", ".mm_fp4", "_plan", "a.b", "zzz", *(k[-7:] for k in asked[:50])]:
+            assert store.keys_ending_with(mapping, suffix) == [
+                k for k in mapping if k.endswith(suffix)
+            ]
     api = Api("0.6.11", record)
     expected = {}
     for path in [*defs, *exports]:

@@ -21,7 +21,7 @@ from typing import Any
 
 from migrate_fi import patterns
 from migrate_fi.api.paths import ApiPath
-from migrate_fi.api.store import Section, load_release, on_forget
+from migrate_fi.api.store import Section, keys_ending_with, load_release, on_forget
 
 __all__ = [
     "Api",
@@ -434,7 +434,7 @@ class Api:
         found = self._asked.get(name)
         if found is None:
             suffix = "." + name
-            found = [k for keys in (self.defs, self.exports) for k in keys if k.endswith(suffix)]
+            found = [*keys_ending_with(self.defs, suffix), *keys_ending_with(self.exports, suffix)]
             if name in self.defs or name in self.exports:
                 found.append(name)  # (a path of one component)
             self._asked[name] = found

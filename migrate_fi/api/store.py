@@ -49,6 +49,7 @@ __all__ = [
     "encode_offsets",
     "encode_release",
     "forget",
+    "keys_ending_with",
     "load_release",
     "missing_data",
     "newest_release",
@@ -638,12 +639,25 @@ class _Sorted(Mapping[str, _V], Generic[_K, _V]):
     it has been asked as many times as it has keys over `_INDEX_AFTER`: then a dict of its keys'
     places is built (a rule that goes through every public path asks each)."""
 
-    __slots__ = ("_asked", "_index", "_keys", "_make", "_raw")
+    __slots__ = ("_asked", "_index", "_joined", "_keys", "_make", "_raw")
 
     def __init__(self, keys: list[str], raw: Sequence[_K], make: Callable[[_K], _V]) -> None:
         self._keys, self._raw, self._make = keys, raw, make
         self._asked = 0
         self._index: dict[str, int] | None = None
+        self._joined: str | None = None  # (the keys between tabs: `ending_with`)
+
+    def ending_with(self, suffix: str) -> list[str]:
+        """The keys that end with ``suffix`` (which holds no tab), in order: found in the keys
+        joined (once), not by a test of each (0.7.4's 28,000 keys and exports: 5 ms a name)."""
+        if self._joined is None:
+            self._joined = "\t" + "\t".join(self._keys) + "\t"
+        joined, needle, out = self._joined, suffix + "\t", []
+        at = joined.find(needle)
+        while at >= 0:
+            out.append(joined[joined.rfind("\t", 0, at) + 1 : at + len(suffix)])
+            at = joined.find(needle, at + len(needle))
+        return out
 
     def _place(self, key: object) -> int:
         if self._index is not None:
@@ -678,6 +692,15 @@ class _Sorted(Mapping[str, _V], Generic[_K, _V]):
 
 
 _INDEX_AFTER = 8  # (a dict of a `_Sorted`'s keys once it was asked an eighth of their number)
+
+
+def keys_ending_with(mapping: Mapping[str, Any], suffix: str) -> list[str]:
+    """The keys of a record's ``defs``, ``modules`` or ``exports`` that end with ``suffix``, in
+    order."""
+    keys = mapping._at if isinstance(mapping, Section) else mapping
+    if isinstance(keys, _Sorted) and suffix and "\t" not in suffix:
+        return keys.ending_with(suffix)
+    return [k for k in keys if k.endswith(suffix)]
 
 
 class _SortedItems(ItemsView[str, _V]):
