@@ -18,6 +18,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from functools import cache, lru_cache
 from typing import Any
 
+# (`migrate_fi.api.differ` is imported by the functions that compare releases: the main
+# process of a `check` reads this index, and compares none)
 from migrate_fi.api.paths import ApiPath
 from migrate_fi.api.store import (
     DATA_DIR,
