@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+from collections import deque
 from collections.abc import Collection
 from typing import TypeVar
 
@@ -96,21 +97,26 @@ def called_by(tree: ast.AST) -> dict[int, ast.Call]:
 
 
 def on_lines(tree: ast.AST, lines: Collection[int]) -> list[ast.AST]:
-    """The nodes of ``tree`` whose source spans one of ``lines`` (the subtrees that span none
-    are not visited: in a large file, most of it)."""
+    """The nodes of ``tree`` whose source spans one of ``lines``, in `ast.walk`'s order (the
+    subtrees that span none are not visited: in a large file, most of it). A def's or class's
+    span starts at its first decorator (its own line is that of `def`); inside an f-string,
+    every node is kept (the positions there are not trusted)."""
     ordered = sorted(lines)
     out: list[ast.AST] = []
-    pending: list[ast.AST] = [tree]
+    pending: deque[tuple[ast.AST, bool]] = deque([(tree, False)])
     while pending:
-        node = pending.pop()
+        node, whole = pending.popleft()
         first = getattr(node, "lineno", None)
-        if first is not None:
+        if first is not None and not whole:
+            for decorator in getattr(node, "decorator_list", ()):
+                first = min(first, decorator.lineno)
             last = getattr(node, "end_lineno", None) or first
             at = bisect.bisect_left(ordered, first)  # (the first of the lines from ``first``)
             if at == len(ordered) or ordered[at] > last:
                 continue
         out.append(node)
-        pending.extend(ast.iter_child_nodes(node))
+        whole = whole or isinstance(node, ast.JoinedStr)
+        pending.extend((child, whole) for child in ast.iter_child_nodes(node))
     return out
 
 
