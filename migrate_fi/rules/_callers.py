@@ -17,7 +17,6 @@ files that mention the name are the same, with the same bytes (`mentions_hold`).
 from __future__ import annotations
 
 import ast
-import bisect
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -348,9 +347,9 @@ def _uses_in_file(
 
 def _naming(tree: ast.AST, data: bytes, words: Iterable[bytes]) -> list[ast.AST] | None:
     """The nodes of ``tree`` (parsed from ``data``) whose source spans a line that holds one
-    of ``words``, in `ast.walk`'s order (breadth first); None where lines cannot be told from
-    the bytes (a lone CR ends a line too). A file a search found names the function on a few
-    lines: `_custom_ops.py` of vLLM, 3,500 lines, walked whole took 10-15 ms."""
+    of ``words``, in `ast.walk`'s order (`nodes.on_lines`); None where lines cannot be told
+    from the bytes (a lone CR ends a line too). A file a search found names the function on a
+    few lines: `_custom_ops.py` of vLLM, 3,500 lines, walked whole took 10-15 ms."""
     if b"\r" in data:
         return None
     lines: set[int] = set()
@@ -359,26 +358,7 @@ def _naming(tree: ast.AST, data: bytes, words: Iterable[bytes]) -> list[ast.AST]
         while at >= 0:
             lines.add(data.count(b"\n", 0, at) + 1)
             at = data.find(word, at + len(word))
-    ordered = sorted(lines)
-    found: list[tuple[int, tuple[int, ...], ast.AST]] = []
-    pending: list[tuple[ast.AST, tuple[int, ...], bool]] = [(tree, (), False)]
-    while pending:
-        node, place, whole = pending.pop()
-        first = getattr(node, "lineno", None)
-        if first is not None and not whole:
-            # (a def's or class's line is that of `def`: its decorators are above it)
-            for decorator in getattr(node, "decorator_list", ()):
-                first = min(first, decorator.lineno)
-            last = getattr(node, "end_lineno", None) or first
-            i = bisect.bisect_left(ordered, first)  # (the first of the lines from ``first``)
-            if i == len(ordered) or ordered[i] > last:
-                continue
-        found.append((len(place), place, node))
-        whole = whole or isinstance(node, ast.JoinedStr)  # (inside, positions are not trusted)
-        children = enumerate(ast.iter_child_nodes(node))
-        pending += ((child, (*place, i), whole) for i, child in children)
-    found.sort(key=lambda f: f[:2])  # (by depth, then by place: `ast.walk`'s order)
-    return [node for _, _, node in found]
+    return nodes.on_lines(tree, lines)
 
 
 def _caller(scope: Scope, resolver: NameResolver, path: str) -> Function | None:
