@@ -149,9 +149,10 @@ def _run(
         recording.walked(walking, walked)
     tree = None  # the digest of what the walk found, when the run may be replayed
     state: TreeState | None = None  # (and what it is made of)
-    # (with no result kept to replay, the digest waits for the end of the run: the stats of
-    # the files it reads come with their reading, in the workers too, not from a stat of each
-    # file here first; 12 ms of a cold `check` of vLLM's tree, before any file was read)
+    # (with no result kept to replay, the digest waits for the reading: the stats of the
+    # files it reads come with their reading, in the workers too, not from a stat of each file
+    # here first, 12 ms of a cold `check` of vLLM's tree; it is made while the files are
+    # analysed, `digest` below)
     later = False
     if cache is not None and only is None and not results:
         later = before is None and not cache.may_replay()
@@ -205,8 +206,8 @@ def _run(
             batch.tell(depends.learn_absent, (found.without,))
 
         def digest() -> None:  # (the tree's, from the stats the reading gave: done meanwhile)
-            nonlocal state, later
-            state, later = tree_state(walked, stale, links), False
+            nonlocal state
+            state = tree_state(walked, stale, links)
 
         results.update(batch.process(candidates, {}, len(todo), digest if later else None))
         exporters = imported_modules(left_out, imported, tests, options)
@@ -227,9 +228,7 @@ def _run(
             f"{len(links)} symbolic link(s) skipped ({_shown(links)}): migrate-fi never reads or writes"
             " through a link; give the file it leads to, if it is the project's"
         )
-    if later:
-        state = tree_state(walked, stale, links)
-    if tree is None and state is not None:
+    if tree is None and state is not None:  # (made up front, or by `digest`)
         tree = state.tree
     if cache is not None and tree is not None:
         cache.save_replay(tree, result)

@@ -294,8 +294,9 @@ class Batch:
         tasks it is given next: what this process learnt that they may ask; what it gives
         back is dropped."""
         if self._pool is not None:
+            message = _message(task, arguments)  # (pickled once for all of them)
             for worker in self._pool.alive():
-                worker.give(_ASIDE, task, arguments)
+                worker.give(_ASIDE, task, arguments, message)
 
     def worth_reading_in_workers(self, files: int) -> bool:
         """Whether reading and testing ``files`` files is worth sharing with worker processes."""
@@ -466,6 +467,11 @@ class WorkerDied(Exception):
     """A worker process ended before giving back a task it held (a crash in a parser)."""
 
 
+def _message(task: Callable[..., object], arguments: tuple[object, ...]) -> bytes:
+    """A task as a worker reads it (`_serve`)."""
+    return pickle.dumps((task, arguments), protocol=pickle.HIGHEST_PROTOCOL)
+
+
 class _Worker:
     """One forked worker: its process, the pipes it is given tasks and gives results through,
     the tasks it holds (in order), and what is left to write to it or read from it."""
@@ -476,8 +482,16 @@ class _Worker:
         self.out = bytearray()  # (written as the pipe takes it: this process never blocks)
         self.inbox = bytearray()
 
-    def give(self, t: object, task: Callable[..., object], arguments: tuple[object, ...]) -> None:
-        message = pickle.dumps((task, arguments), protocol=pickle.HIGHEST_PROTOCOL)
+    def give(
+        self,
+        t: object,
+        task: Callable[..., object],
+        arguments: tuple[object, ...],
+        message: bytes | None = None,
+    ) -> None:
+        """Hand the worker ``task(*arguments)`` (``message``: them pickled, when they are)."""
+        if message is None:
+            message = _message(task, arguments)
         self.held.append(t)
         self.out += len(message).to_bytes(8, "little") + message
         self.flush()

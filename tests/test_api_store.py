@@ -330,8 +330,6 @@ def test_a_release_s_keys_read_through_offsets_answer_as_dicts_do() -> None:
     its definitions and exports reach (as `Api.canonical` tells)."""
     import random
 
-    from migrate_fi.api.differ import Api
-
     load_release.cache_clear()
     record = load_release("0.6.11")
     defs, exports = record["defs"], record["exports"]
@@ -352,7 +350,7 @@ def test_a_release_s_keys_read_through_offsets_answer_as_dicts_do() -> None:
             assert store.keys_ending_with(mapping, suffix) == [
                 k for k in mapping if k.endswith(suffix)
             ]
-    api = Api("0.6.11", record)
+    api = differ.Api("0.6.11", record)
     expected = {}
     for path in [*defs, *exports]:
         target = api.canonical(path)

@@ -191,10 +191,13 @@ def _method_arguments(function: Function, param: str) -> list[Passed] | None:
     module = function.resolver.module_name
     out: list[Passed] = []
     for path in paths:
-        parsed = (function.resolver, b"") if path == function.path else _resolver_for(path)
-        if parsed is None:
-            return None
-        resolver = parsed[0]
+        if path == function.path:
+            resolver = function.resolver
+        else:
+            parsed = _resolver_for(path)
+            if parsed is None:
+                return None
+            resolver = parsed[0]
         if resolver is not function.resolver and not _names_class(resolver, f"{module}.{cls.name}"):
             continue  # another class of the same name
         called = nodes.called_by(resolver.tree)
