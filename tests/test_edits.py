@@ -447,7 +447,8 @@ def test_the_shared_walk_is_ast_walk() -> None:
 
 
 def test_the_pruned_walks_find_what_a_whole_walk_finds() -> None:
-    """`nodes.on_lines` gives the nodes that span one of the lines (under parents that do),
+    """`nodes.on_lines` gives the nodes that span one of the lines (under parents that do; a
+    decorated def or class from its first decorator; inside an f-string, every node),
     `nodes.blocks` those that hold statements: what filtering a whole walk would give."""
     from pathlib import Path
 
@@ -456,9 +457,12 @@ def test_the_pruned_walks_find_what_a_whole_walk_finds() -> None:
     def spanning(node: ast.AST, lines: set[int]) -> list[ast.AST]:
         first = getattr(node, "lineno", None)
         if first is not None:
+            first = min([first, *(d.lineno for d in getattr(node, "decorator_list", ()))])
             last = getattr(node, "end_lineno", None) or first
             if not any(first <= x <= last for x in lines):
                 return []
+        if isinstance(node, ast.JoinedStr):
+            return list(ast.walk(node))
         return [node, *(m for c in ast.iter_child_nodes(node) for m in spanning(c, lines))]
 
     for path in sorted(Path(__file__).resolve().parent.parent.joinpath("migrate_fi").rglob("*.py")):
