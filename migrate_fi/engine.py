@@ -337,6 +337,7 @@ def _reexport_rounds(
                 now,
                 looked_for,
                 read.get(f.path),
+                f.path,
             )
         ]
         results.update(batch.process(again, now.aliases))

@@ -6,14 +6,15 @@ re-export rounds (`migrate_fi.reexports`) and by a warm replay over files that c
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from typing import NamedTuple
 
 from migrate_fi import patterns
+from migrate_fi.modules import module_identity
 from migrate_fi.prefilter import TO_SPACES, identifiers, names_one_of
 
-__all__ = ["AliasImports", "FileImports", "Words", "file_imports", "import_words"]
+__all__ = ["AliasImports", "FileImports", "Words", "file_imports", "import_words", "may_bind"]
 
 # an import statement, with a parenthesized or backslash-continued list of names
 _STATEMENT = (
@@ -31,15 +32,24 @@ _FEW_NAMES = 32  # up to this many, their occurrences are looked at instead of e
 
 def import_words(data: bytes) -> set[bytes]:
     """The words of a file's import statements (module names and the names imported)."""
-    return _scanned(data)[0]
+    return set(_scanned(data)[0].translate(TO_SPACES).split())  # (the ASCII words)
 
 
 # (the two ways a module is imported by call: each says "import" where it is named)
 _BY_CALL = (b"import_module", b"importorskip")
 
 
-def _scanned(data: bytes) -> tuple[set[bytes], bool]:
-    """`import_words`, and whether the file names a way of importing a module by call."""
+def _scanned(data: bytes) -> tuple[bytes, bool]:
+    """The text of a file's import statements, and whether the file names a way of importing
+    a module by call."""
+    statements, by_call = _statements(data)
+    text = b" ".join(statements)
+    return text, by_call or any(way in text for way in _BY_CALL)
+
+
+def _statements(data: bytes) -> tuple[list[bytes], bool]:
+    """The file's import statements, a block of them at a time, and whether the file names a
+    way of importing a module by call outside them."""
     # (each statement is matched where a line holding "import" starts, or after a `;` on it:
     # searching the whole file for statement starts took ten times longer; every "import" of
     # the file is seen by the search or lies in a statement it matched)
@@ -62,9 +72,64 @@ def _scanned(data: bytes) -> tuple[set[bytes], bool]:
             continue
         statements.append(found.group(0))
         pos = max(found.end(), at + 1)
-    text = b" ".join(statements)
-    by_call = by_call or any(way in text for way in _BY_CALL)
-    return set(text.translate(TO_SPACES).split()), by_call  # (the ASCII words)
+    return statements, by_call
+
+
+# one statement of a block: the module of a `from` statement (None: `import a.b`), and the rest
+_PARTS = re.compile(
+    rb"(?:from[ \t]+([\w.]+)[ \t]+)?import[ \t]*(\([^)]*\)|[^\n#;]*(?:\\\r?\n[^\n#;]*)*)"
+)
+
+
+def _parts(data: bytes) -> Iterator[tuple[bytes | None, bytes]]:
+    """Each import statement of the file: the module a `from` statement names (None for an
+    `import` statement), and the rest of it (what it imports)."""
+    for block in _statements(data)[0]:
+        for m in _PARTS.finditer(block):
+            yield m.group(1), m.group(2)
+
+
+def _package_of(path: str, level: int) -> bytes | None:
+    """The last part of the package that ``from <level dots> import ...`` names in the file at
+    ``path`` (None: none, or not ASCII)."""
+    module, is_package = module_identity(path)
+    if module is None:
+        return None
+    parts = module.split(".")
+    if not is_package:
+        parts.pop()
+    if level - 1 >= len(parts):
+        return None
+    last = parts[len(parts) - level]
+    return last.encode() if last.isascii() else None
+
+
+def _relative(module: bytes) -> int:
+    """``from . import x``: 1, ``from .. import x``: 2; 0 when ``module`` names a module."""
+    return len(module) if not module.strip(b".") else 0
+
+
+def may_bind(data: bytes, path: str, module: bytes, name: bytes) -> bool:
+    """Whether an import statement of the file at ``path`` may bind ``name`` of a module whose
+    last part is ``module``, or that module (then `module.name` reaches it): ``from pkg.module
+    import name`` (or ``*``), ``from . import name`` in that package, ``from pkg import
+    module``, ``import pkg.module``. ``from pkg.module import other`` binds only ``other``:
+    a file that names ``name`` and imports another name of the module never imports it.
+    Conservative: every word of a statement counts as a name it may bind, and a name or
+    module that is not ASCII is bound (import words are ASCII)."""
+    if not (name.isascii() and module.isascii()):
+        return True
+    for source, rest in _parts(data):
+        names = rest.translate(TO_SPACES).split()
+        if module in names:
+            return True  # (the module itself is bound)
+        if source is None:
+            continue
+        level = _relative(source)
+        last = _package_of(path, level) if level else source.rpartition(b".")[2]
+        if (last is None or last == module) and (name in names or b"*" in rest):
+            return True
+    return False
 
 
 class FileImports(NamedTuple):
@@ -112,11 +177,20 @@ class Words:
         return not self.words.isdisjoint(imports.words.split())
 
 
-def file_imports(data: bytes) -> FileImports:
-    """The words of the file's import statements, and whether it imports modules by call
-    (`importlib.import_module`, `pytest.importorskip`)."""
-    words, by_call = _scanned(data)
+def file_imports(data: bytes, path: str) -> FileImports:
+    """The words of the import statements of the file at ``path`` (and, for ``from . import
+    x``, the last part of the package it names: ``x`` may be one of its names), and whether
+    it imports modules by call (`importlib.import_module`, `pytest.importorskip`)."""
+    text, by_call = _scanned(data)
+    words = set(text.translate(TO_SPACES).split())  # (the ASCII words)
+    for dots in set(_BARE.findall(text)):
+        package = _package_of(path, len(dots))
+        if package is not None:
+            words.add(package)
     return FileImports(b" %s " % b" ".join(words), by_call)
+
+
+_BARE = re.compile(rb"from[ \t]+(\.+)[ \t]+import")  # (a package's own names: `from . import x`)
 
 
 class AliasImports:
@@ -136,8 +210,9 @@ class AliasImports:
             self.names_of.setdefault(last, set()).add(name.encode())
         self.modules = Words(self.names_of)
 
-    def imported_by(self, imports: FileImports, data: bytes) -> bool:
-        """Whether the file of ``data``, whose import words are ``imports``, may import one."""
+    def imported_by(self, imports: FileImports, data: bytes, path: str) -> bool:
+        """Whether the file at ``path``, of ``data``, whose import words are ``imports``, may
+        import one: it names one, and an import statement may bind it (`may_bind`)."""
         if imports.dynamic:  # modules named in strings: no import statement to read
             possible: set[bytes] = set(self.modules_of)
         else:
@@ -150,8 +225,17 @@ class AliasImports:
         if any(not n.isascii() and n in data for n in possible):
             return True
         if len(ascii_names) <= _FEW_NAMES:  # (cheaper than collecting the identifiers)
-            return names_one_of(data, ascii_names)
-        return not identifiers(data).isdisjoint(ascii_names)
+            named = names_one_of(data, ascii_names)
+        else:
+            named = not identifiers(data).isdisjoint(ascii_names)
+        if not named or imports.dynamic:
+            return named
+        return any(
+            may_bind(data, path, module, name)
+            for module in imported
+            for name in self.names_of[module]
+            if name in data
+        )
 
     def may_import(self, imports: FileImports) -> bool:
         """What a file's import words alone say (False: it imports none)."""

@@ -112,7 +112,7 @@ def changes(
                 from migrate_fi.importwords import AliasImports, file_imports
 
                 aliases = aliases or AliasImports(patch.aliases)
-                if aliases.imported_by(file_imports(data), data):
+                if aliases.imported_by(file_imports(data, path), data, path):
                     return None
         before = depends.Stat(*struct.unpack_from("=4q", patch.numbers, i * RECORD))
         out[path] = depends.Change(before, data, same=digest is not None)

@@ -98,7 +98,7 @@ def read_part(
                 out.matched.append((path, signature, matched))
         python = path.endswith(".py")
         if every_import or (python and (ruled_out_imports or (matched is None and out.candidates))):
-            out.imports[path] = file_imports(data)
+            out.imports[path] = file_imports(data, path)
         if matched is not None:
             out.candidates.append(SourceFile(data, path, matched))
     return out

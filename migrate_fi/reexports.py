@@ -11,7 +11,7 @@ from functools import lru_cache
 
 from migrate_fi import depends
 from migrate_fi.cache import WalkMemo
-from migrate_fi.importwords import AliasImports, FileImports, Words, file_imports
+from migrate_fi.importwords import AliasImports, FileImports, Words, file_imports, may_bind
 from migrate_fi.modules import module_identity
 from migrate_fi.pipeline import RuleTests, must_see
 from migrate_fi.resolver import ProjectAliases
@@ -59,6 +59,7 @@ def unaffected(
     after: ProjectAliases,
     looked_for: Mapping[str, AbstractSet[bytes]] | None = None,
     imports: FileImports | None = None,
+    path: str | None = None,
 ) -> bool:
     """Whether analysing the file again with the re-exports ``after`` instead of those it was
     analysed with (``before``) would give ``result`` again: every name its resolvers looked up
@@ -67,7 +68,9 @@ def unaffected(
     find something only where the re-export reaches a name it looks for: one of its triggers'
     names, in ``looked_for`` (rule id -> names; without it, any re-export named counts), and
     where the file may import it: ``imports``, the file's, name its module (as `importers`
-    asks; without them, any re-export named counts)."""
+    asks; without them, any re-export named counts) and, with its ``path``, one of its import
+    statements may bind it (`may_bind`: a file that imports other names of that module, and
+    binds the name itself, is not analysed again)."""
     lookups = result.lookups
     if lookups is None:
         return False
@@ -80,9 +83,16 @@ def unaffected(
             for module in imports.among(modules):
                 reachable += by_module[module]
         for key in reachable:
-            name = key.rpartition(".")[2]
+            home, _, name = key.rpartition(".")
             if name.isascii() and name.encode() not in data:
                 continue  # (not in the file: it runs no rule)
+            if (
+                path is not None
+                and imports is not None
+                and not imports.dynamic
+                and not may_bind(data, path, home.rpartition(".")[2].encode(), name.encode())
+            ):
+                continue  # (no import statement of the file binds it)
             # (where it leads, and its own target: a chain `follow` cannot end leads to both)
             reached = {
                 t.rpartition(".")[2].encode() for t in (after.follow(key), after.aliases[key])
@@ -156,8 +166,8 @@ def importers(
     def imports_one(path: str, data: bytes) -> bool:
         found = known.get(path)
         if found is None:
-            found = known[path] = file_imports(data)
-        return asked_of.imported_by(found, data)
+            found = known[path] = file_imports(data, path)
+        return asked_of.imported_by(found, data, path)
 
     def may_import(path: str) -> bool:
         """What the words kept from an earlier round say (True: the file must be read)."""

@@ -87,10 +87,19 @@ def test_a_rule_left_out_runs_again_only_for_a_name_it_looks_for() -> None:
     # and only where the file may import it: an import statement names its module
     looked_for = {"a": {b"fp4_quantize"}, "b": set()}
     other = b"from elsewhere import q\n"
-    assert unaffected(partial, other, NONE, after, looked_for, file_imports(other))
-    assert not unaffected(partial, text, NONE, after, looked_for, file_imports(text))
+    assert unaffected(partial, other, NONE, after, looked_for, file_imports(other, "m.py"))
+    assert not unaffected(partial, text, NONE, after, looked_for, file_imports(text, "m.py"))
     dynamic = b"q = importlib.import_module(name).q\n"  # (modules named in strings)
-    assert not unaffected(partial, dynamic, NONE, after, looked_for, file_imports(dynamic))
+    assert not unaffected(partial, dynamic, NONE, after, looked_for, file_imports(dynamic, "m.py"))
+    # and, with its path, where an import statement of it may bind the name: a file that
+    # imports another name of the module and binds `q` itself is not analysed again
+    own = b"from proj.ops import r\nq = r()\n"
+    imports = file_imports(own, "m.py")
+    assert not unaffected(partial, own, NONE, after, looked_for, imports)
+    assert unaffected(partial, own, NONE, after, looked_for, imports, "m.py")
+    assert not unaffected(
+        partial, text, NONE, after, looked_for, file_imports(text, "m.py"), "m.py"
+    )
 
 
 # A project whose modules re-export each other's FlashInfer names: `proj.quant` is found to
@@ -110,7 +119,7 @@ PROJECT = {
     # kept it from the first pass), never again (every rule that looks for it ran on it)
     "proj/other.py": (
         "from proj.utils import helper\n"
-        "from . import quant  # flashinfer's fp4_quantize lives there\n\n\n"
+        "import proj.quant as quant  # flashinfer's fp4_quantize lives there\n\n\n"
         "def f(x):\n"
         "    return helper(quant, x)\n"
     ),
@@ -171,6 +180,96 @@ def test_only_files_the_new_reexports_can_change_are_analysed_again(
     assert counts["proj/other.py"] > 1
 
 
+# A package's modules import its re-export by a relative import that names no module
+# (`from . import fp4_quantize`, `from .. import fp4_quantize`): found by the rounds as
+# `from pkg.quant import fp4_quantize` is. `proj/quant/other.py` names the re-export and
+# imports another name of the package: never analysed for it.
+RELATIVE = {
+    "proj/__init__.py": "",
+    "proj/quant/__init__.py": "from flashinfer import fp4_quantize\n\n\ndef helper(x):\n    return x\n",
+    "proj/quant/user.py": (
+        "from . import fp4_quantize\n\n\n"
+        "def q(x, gs):\n"
+        "    return fp4_quantize(x, gs[:1], 16, False, True, False, True)\n"
+    ),
+    "proj/quant/deep/__init__.py": "",
+    "proj/quant/deep/user.py": (
+        "from .. import (\n    fp4_quantize,\n)\n\n\n"
+        "def q(x, gs):\n"
+        "    return fp4_quantize(x, gs[:1], 16, False, True, False, True)\n"
+    ),
+    "proj/quant/other.py": (
+        "from proj.quant import helper\n\n\ndef fp4_quantize(x):  # its own\n    return helper(x)\n"
+    ),
+}
+
+
+def test_a_reexport_imported_from_its_own_package_is_followed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(tmp_path, RELATIVE)
+    found, counts = check(tmp_path, monkeypatch)
+    assert [(d["path"], d["code"]) for d in found["diagnostics"]] == [
+        ("proj/quant/deep/user.py", "FI001"),
+        ("proj/quant/user.py", "FI001"),
+    ]
+    assert "proj/quant/other.py" not in counts  # (it binds the name itself)
+
+
+@pytest.mark.parametrize(
+    ("data", "bound"),
+    [
+        (b"from pkg.quant import q\n", True),
+        (b"from pkg.quant import (\n    r,\n    q as s,\n)\n", True),
+        (b"from .quant import *\n", True),
+        (b"import pkg.quant\n", True),  # (`pkg.quant.q`)
+        (b"import pkg.quant as m\n", True),
+        (b"from pkg import quant\n", True),
+        (b"from . import q\n", True),  # (the file is in `pkg.quant`)
+        (b"from .. import quant\n", True),
+        (b"x = 1; from pkg.quant import q\n", True),
+        (b"from pkg.quant import r, s\n", False),  # (another name of the module)
+        (b"from pkg.quant.sub import q\n", False),  # (a module of it: its own `q`)
+        (b"from other import q\n", False),
+        (b"from .. import q\n", False),  # (`pkg`'s `q`)
+        (b"import os\nq = 1\n", False),
+        (b"# from pkg.quant import q\n", False),  # (not a statement)
+    ],
+)
+def test_an_import_statement_may_bind_a_name_of_a_module(
+    data: bytes, bound: bool, tmp_path: Path
+) -> None:
+    """`may_bind`: whether a statement of the file may bind `q` of a module whose last part is
+    `quant` (or the module itself): what keeps a file that names `q` out of the rounds."""
+    from migrate_fi.importwords import may_bind
+
+    write(tmp_path, {"pkg/__init__.py": "", "pkg/quant/__init__.py": ""})
+    path = str(tmp_path / "pkg" / "quant" / "user.py")
+    assert may_bind(data, path, b"quant", b"q") is bound
+    # a name or module that is not ASCII: bound (import words are ASCII)
+    assert may_bind(data, path, b"quant", "q\u00e9".encode())
+    assert may_bind(data, path, "qu\u00e9".encode(), b"q")
+
+
+def test_a_relative_import_of_a_package_names_it_among_the_import_words(tmp_path: Path) -> None:
+    """``from . import x`` names no module: its package's last part is added to the words (the
+    rounds ask the words for the module of a re-export)."""
+    write(tmp_path, {"pkg/__init__.py": "", "pkg/quant/__init__.py": ""})
+    inner = str(tmp_path / "pkg" / "quant" / "user.py")
+    package = str(tmp_path / "pkg" / "quant" / "__init__.py")
+    assert b" quant " in file_imports(b"from . import q\n", inner).words
+    assert b" quant " in file_imports(b"from . import q\n", package).words  # (its own)
+    assert b" pkg " in file_imports(b"from .. import q\n", inner).words
+    assert b" quant " not in file_imports(b"from .. import q\n", inner).words
+    assert b" quant " not in file_imports(b"from .sub import q\n", inner).words
+    # a top-level module has no package: nothing added
+    assert file_imports(b"from . import q\n", str(tmp_path / "top.py")).all() == {
+        b"from",
+        b"import",
+        b"q",
+    }
+
+
 def test_flashinfer_own_modules_are_never_followed_as_reexports(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -220,7 +319,7 @@ def test_a_files_import_words_answer_few_or_many_words_asked() -> None:
     many (a tree of 2,000 modules each re-exporting a name asks 2,000): the same answer."""
     from migrate_fi.importwords import _FEW_WORDS, Words
 
-    found = file_imports(b"from pkg.quant import q\nimport os, quantize as z\n")
+    found = file_imports(b"from pkg.quant import q\nimport os, quantize as z\n", "m.py")
     assert found.all() == {
         b"from",
         b"pkg",
@@ -258,7 +357,7 @@ def test_a_file_that_imports_modules_by_call_is_told_from_the_scan(
     """Whether a file names `importlib.import_module` or `pytest.importorskip` (its imports
     are then in strings, and the rounds read it whatever its import statements name): told
     from the same scan as its import words, in a statement or anywhere else."""
-    assert file_imports(data).dynamic is by_call
+    assert file_imports(data, "m.py").dynamic is by_call
 
 
 def test_a_candidate_found_not_to_import_the_reexports_is_not_searched_again(
