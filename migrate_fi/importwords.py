@@ -136,7 +136,7 @@ class FileImports(NamedTuple):
     """What a file's import statements name, kept for every file a run reads (a compact form:
     a set of words per file held 13 MB over SGLang's 5,300 files)."""
 
-    words: bytes  # the words of its import statements, each between spaces
+    words: bytes  # the words of its import statements, each between spaces (or more)
     dynamic: bool  # whether it imports modules by call (their names are strings)
 
     def among(self, asked: Words) -> AbstractSet[bytes]:
@@ -182,12 +182,15 @@ def file_imports(data: bytes, path: str) -> FileImports:
     x``, the last part of the package it names: ``x`` may be one of its names), and whether
     it imports modules by call (`importlib.import_module`, `pytest.importorskip`)."""
     text, by_call = _scanned(data)
-    words = set(text.translate(TO_SPACES).split())  # (the ASCII words)
-    for dots in set(_BARE.findall(text)):
-        package = _package_of(path, len(dots))
-        if package is not None:
-            words.add(package)
-    return FileImports(b" %s " % b" ".join(words), by_call)
+    # (the ASCII words, as they come: a set of them, joined, cost half the reading's time of
+    # working them out, over vLLM's 1,800 files)
+    words = text.translate(TO_SPACES)
+    if b". " in text or b".\t" in text:  # (what `_BARE` needs: a search of few files)
+        for dots in set(_BARE.findall(text)):
+            package = _package_of(path, len(dots))
+            if package is not None:
+                words += b" " + package
+    return FileImports(b" %s " % words, by_call)
 
 
 _BARE = re.compile(rb"from[ \t]+(\.+)[ \t]+import")  # (a package's own names: `from . import x`)
