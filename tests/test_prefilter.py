@@ -108,6 +108,19 @@ def test_triggers_that_share_words_share_them_in_the_prefilter() -> None:
     assert not prefilter.matches(b"import flashinfer\nWrapper().f7()\n")  # (no `decode`)
 
 
+def test_the_words_of_many_paths_are_those_of_each() -> None:
+    """`paths_words` (a range's thousands of paths at once) gives what `path_words` gives for
+    each, in order: over a release pair's trigger paths, and paths of one part, of a call in
+    a chain, and a module's prefix met again after another."""
+    from migrate_fi.api.index import trigger_paths
+    from migrate_fi.rules._api import path_words, paths_words
+
+    odd = ["f", "flashinfer.W().run", "flashinfer.a.f", "flashinfer.b.g", "flashinfer.a.h", ""]
+    for paths in (list(trigger_paths("0.6.8.post1", "0.7.4")), odd, []):
+        assert paths_words(paths) == tuple(path_words(p) for p in paths)
+    assert paths_words(["flashinfer.x.y"])[0][1] is path_words("flashinfer.x.z")[1]  # (interned)
+
+
 def test_a_lazy_prefilter_names_its_triggers_without_building() -> None:
     """The re-export rounds ask every rule for its names: the trigger's last identifiers, the
     same before and after the filter is built, and asking never builds it."""

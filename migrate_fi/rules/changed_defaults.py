@@ -9,7 +9,7 @@ from migrate_fi.calls import Via
 from migrate_fi.edits import add_keyword
 from migrate_fi.results import FixSafety
 from migrate_fi.rule import FileContext, Rule, RuleOption, RunOptions
-from migrate_fi.rules._api import flashinfer_calls, path_words
+from migrate_fi.rules._api import flashinfer_calls, paths_words
 from migrate_fi.rules._layout import overflows, quote_like
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ class ChangedDefaults(Rule):
 
         # (from the prefilter index: the pair's defaults are compared only for what is called)
         paths = default_trigger_paths(str(options.from_version), str(options.to_version))
-        return tuple(sorted({path_words(p) for p in paths}))
+        return tuple(sorted(set(paths_words(paths))))
 
     def find(self, ctx: FileContext) -> None:
         from migrate_fi.api.differ import api_for, defaults_of

@@ -11,7 +11,7 @@ from migrate_fi.calls import Via
 from migrate_fi.edits import replace_with, set_argument
 from migrate_fi.results import FixSafety
 from migrate_fi.rule import FileContext, Rule, RunOptions
-from migrate_fi.rules._api import flashinfer_calls, path_words
+from migrate_fi.rules._api import flashinfer_calls, paths_words
 from migrate_fi.rules._imports import flashinfer_name
 from migrate_fi.rules._layout import line_length
 
@@ -64,13 +64,13 @@ class EnumValues(Rule):
         indexed = enum_triggers(old_v, new_v)
         if indexed is not None:
             gone, paths = indexed
-            words = {path_words(p) for p in paths}
+            words = set(paths_words(paths))
             words.update(("flashinfer", name, m) for name, members in gone for m in members)
             return tuple(sorted(words))
         # (an index without this release's links: the releases compared, here)
         from migrate_fi.api.differ import changed_enums, enum_parameter_paths
 
-        words = {path_words(p) for p in enum_parameter_paths(old_v, new_v)}
+        words = set(paths_words(enum_parameter_paths(old_v, new_v)))
         for change in changed_enums(old_v, new_v).values():
             for member in change.old:
                 if change.new and member not in change.new:  # (a use of a gone member names it)

@@ -6,7 +6,7 @@ from typing import ClassVar
 
 from migrate_fi.results import FixSafety
 from migrate_fi.rule import FileContext, Rule, RunOptions
-from migrate_fi.rules._api import path_words
+from migrate_fi.rules._api import paths_words
 from migrate_fi.rules._positional import Wording, check_calls
 
 
@@ -75,7 +75,7 @@ class PositionalBinding(Rule):
         # `load`), however it imports it. Files that reach FlashInfer only through the project's
         # own re-exports are found by the engine's re-export pass.
         paths = trigger_paths(str(options.from_version), str(options.to_version))
-        return tuple(path_words(path) for path in paths)
+        return paths_words(paths)
 
     def find(self, ctx: FileContext) -> None:
         from migrate_fi.api.differ import api_for
