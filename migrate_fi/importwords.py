@@ -81,10 +81,11 @@ _PARTS = re.compile(
 )
 
 
-def _parts(data: bytes) -> Iterator[tuple[bytes | None, bytes]]:
-    """Each import statement of the file: the module a `from` statement names (None for an
-    `import` statement), and the rest of it (what it imports)."""
-    for block in _statements(data)[0]:
+def _parts(statements: list[bytes]) -> Iterator[tuple[bytes | None, bytes]]:
+    """Each import statement of ``statements`` (blocks of them, `_statements`): the module a
+    `from` statement names (None for an `import` statement), and the rest of it (what it
+    imports)."""
+    for block in statements:
         for m in _PARTS.finditer(block):
             yield m.group(1), m.group(2)
 
@@ -113,13 +114,18 @@ def may_bind(data: bytes, path: str, module: bytes, name: bytes) -> bool:
     """Whether an import statement of the file at ``path`` may bind ``name`` of a module whose
     last part is ``module``, or that module (then `module.name` reaches it): ``from pkg.module
     import name`` (or ``*``), ``from . import name`` in that package, ``from pkg import
-    module``, ``import pkg.module``. ``from pkg.module import other`` binds only ``other``:
-    a file that names ``name`` and imports another name of the module never imports it.
-    Conservative: every word of a statement counts as a name it may bind, and a name or
-    module that is not ASCII is bound (import words are ASCII)."""
+    module``, ``import pkg.module``. ``from pkg.module import other`` binds only ``other``, but
+    it loads the module, which a package bound elsewhere then reaches by attribute
+    (``pkg.module.name``, ``m = pkg.module``): that writes the module's name outside the import
+    statements. A file that names ``name``, imports other names of the module and writes its
+    name nowhere else never imports it. Conservative: every word of a statement counts as a
+    name it may bind, and a name or module that is not ASCII is bound (import words are
+    ASCII)."""
     if not (name.isascii() and module.isascii()):
         return True
-    for source, rest in _parts(data):
+    statements = _statements(data)[0]
+    loaded = False  # (a `from` statement of the module, of other names)
+    for source, rest in _parts(statements):
         names = rest.translate(TO_SPACES).split()
         if module in names:
             return True  # (the module itself is bound)
@@ -127,9 +133,14 @@ def may_bind(data: bytes, path: str, module: bytes, name: bytes) -> bool:
             continue
         level = _relative(source)
         last = _package_of(path, level) if level else source.rpartition(b".")[2]
-        if (last is None or last == module) and (name in names or b"*" in rest):
-            return True
-    return False
+        if last is None or last == module:
+            if name in names or b"*" in rest:
+                return True
+            loaded = True
+    if not loaded:
+        return False
+    word = re.compile(rb"(?<!\w)%s(?!\w)" % re.escape(module))
+    return len(word.findall(data)) > sum(len(word.findall(block)) for block in statements)
 
 
 class FileImports(NamedTuple):

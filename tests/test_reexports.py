@@ -201,6 +201,13 @@ RELATIVE = {
     "proj/quant/other.py": (
         "from proj.quant import helper\n\n\ndef fp4_quantize(x):  # its own\n    return helper(x)\n"
     ),
+    # imports another name of the package, which loads it: `proj.quant` reaches its re-export
+    "proj/chain.py": (
+        "import proj\n"
+        "from proj.quant import helper\n\n\n"
+        "def q(x, gs):\n"
+        "    return proj.quant.fp4_quantize(helper(x), gs[:1], 16, False, True, False, True)\n"
+    ),
 }
 
 
@@ -210,6 +217,7 @@ def test_a_reexport_imported_from_its_own_package_is_followed(
     write(tmp_path, RELATIVE)
     found, counts = check(tmp_path, monkeypatch)
     assert [(d["path"], d["code"]) for d in found["diagnostics"]] == [
+        ("proj/chain.py", "FI001"),
         ("proj/quant/deep/user.py", "FI001"),
         ("proj/quant/user.py", "FI001"),
     ]
@@ -229,6 +237,11 @@ def test_a_reexport_imported_from_its_own_package_is_followed(
         (b"from .. import quant\n", True),
         (b"x = 1; from pkg.quant import q\n", True),
         (b"from pkg.quant import r, s\n", False),  # (another name of the module)
+        (b"from pkg.quant import r\nfrom pkg.quant import s\n", False),
+        # (it loads the module: a package bound elsewhere reaches it by attribute)
+        (b"import pkg\nfrom pkg.quant import r\npkg.quant.q(x)\n", True),
+        (b"import pkg\nfrom pkg.quant import r\nm = pkg.quant\nm.q(x)\n", True),
+        (b"import pkg\nfrom pkg.quant import r\nquantize(q)\n", False),
         (b"from pkg.quant.sub import q\n", False),  # (a module of it: its own `q`)
         (b"from other import q\n", False),
         (b"from .. import q\n", False),  # (`pkg`'s `q`)
