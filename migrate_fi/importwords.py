@@ -114,8 +114,8 @@ def may_bind(data: bytes, path: str, module: bytes, name: bytes) -> bool:
     """Whether an import statement of the file at ``path`` may bind ``name`` of a module whose
     last part is ``module``, or that module (then `module.name` reaches it): ``from pkg.module
     import name`` (or ``*``), ``from . import name`` in that package, ``from pkg import
-    module``, ``import pkg.module``. ``from pkg.module import other`` binds only ``other``, but
-    it loads the module, which a package bound elsewhere then reaches by attribute
+    module``, ``import pkg.module``. ``from pkg.module import other`` (or ``from
+    pkg.module.sub import other``) binds only ``other``, but it loads the module, which a package bound elsewhere then reaches by attribute
     (``pkg.module.name``, ``m = pkg.module``): that writes the module's name outside the import
     statements. A file that names ``name``, imports other names of the module and writes its
     name nowhere else never imports it. Conservative: every word of a statement counts as a
@@ -137,6 +137,8 @@ def may_bind(data: bytes, path: str, module: bytes, name: bytes) -> bool:
             if name in names or b"*" in rest:
                 return True
             loaded = True
+        elif module in source.split(b"."):
+            loaded = True  # (`from pkg.module.sub import x` loads the module too)
     if not loaded:
         return False
     word = re.compile(rb"(?<!\w)%s(?!\w)" % re.escape(module))

@@ -242,6 +242,8 @@ def test_a_reexport_imported_from_its_own_package_is_followed(
         (b"import pkg\nfrom pkg.quant import r\npkg.quant.q(x)\n", True),
         (b"import pkg\nfrom pkg.quant import r\nm = pkg.quant\nm.q(x)\n", True),
         (b"import pkg\nfrom pkg.quant import r\nquantize(q)\n", False),
+        (b"import pkg\nfrom pkg.quant.sub import r\npkg.quant.q(x)\n", True),
+        (b"from pkg.quant.sub import r\nquantize(q)\n", False),
         (b"from pkg.quant.sub import q\n", False),  # (a module of it: its own `q`)
         (b"from other import q\n", False),
         (b"from .. import q\n", False),  # (`pkg`'s `q`)
