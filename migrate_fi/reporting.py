@@ -254,7 +254,10 @@ def _matching_blocks(a: list[str], b: list[str]) -> list[difflib.Match]:
     end_a, end_b = len(a) - tail, len(b) - tail
     i, j = head, head
     for ai, bj in [*_anchors(a, b, head, end_a, end_b), (end_a, end_b)]:
-        if ai > i or bj > j:
+        if ai - i == 1 and bj - j == 1:  # (one line for one, as most edits: what difflib finds)
+            if a[i] == b[j]:
+                blocks.append((i, j, 1))
+        elif ai > i and bj > j:  # (one side empty: nothing in common)
             gap = difflib.SequenceMatcher(None, a[i:ai], b[j:bj], autojunk=False)
             blocks += [(i + m.a, j + m.b, m.size) for m in gap.get_matching_blocks() if m.size]
         if (ai, bj) != (end_a, end_b):
