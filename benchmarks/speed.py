@@ -20,7 +20,8 @@ fresh process as a user runs it:
   --output-format sarif` (every fix's replacements) beside `--output-format json`;
 - files parsed, sites, peak memory (RSS) of `check` cold and warm.
 The ratios of `check` cold and warm to floor A are the medians of pairs, each run right after a
-floor A of its own (a burst of load on a shared machine moves them far less than seconds).
+floor A of its own (a burst of load on a shared machine moves them far less than seconds); so is
+that of `diff` to `apply`, each `diff` run right before an `apply`.
 Then the slope, intercept and correlation of `check` cold time against the size of the SGLang
 copies. With --save-baseline the findings and patches are kept; later runs say whether theirs are
 byte-identical (the speed work must not change a finding); "NO (warm)" when a warm `check`
@@ -306,20 +307,22 @@ def run_corpus(
     json_t = measure([*MIGRATE_FI, "check", *common, "--no-cache", "--output-format", "json",
                       "."], root, env)[0]  # fmt: skip
 
-    diff_t, _, patch = 0.0, 0, ""
-    diffs = [measure([*MIGRATE_FI, "diff", *span, "."], root, env) for _ in range(repeat)]
-    diff_t = statistics.median(t for t, _, _ in diffs)
-    patch = diffs[0][2]
-    changed = sorted({line[6:] for line in patch.splitlines() if line.startswith("+++ b/")})
-    apply_times = []
+    # (in pairs, each `diff` right before an `apply` of a fresh copy: the ratio is the median
+    # of the pairs', as for `check` and floor A)
+    diffs, apply_times = [], []
     for _ in range(repeat):
+        diffs.append(measure([*MIGRATE_FI, "diff", *span, "."], root, env))
         copy = work / "copy"
         shutil.rmtree(copy, ignore_errors=True)
         shutil.copytree(root, copy)
         apply_times.append(
             measure([*MIGRATE_FI, "apply", *span, "--allow-dirty", "."], copy, env)[0]
         )
+    diff_t = statistics.median(t for t, _, _ in diffs)
     apply_t = statistics.median(apply_times)
+    diff_x = statistics.median(d / a for (d, _, _), a in zip(diffs, apply_times, strict=True))
+    patch = diffs[0][2]
+    changed = sorted({line[6:] for line in patch.splitlines() if line.startswith("+++ b/")})
     # (patch paths start at the git work tree above the files, else at the project's root)
     bases = [root, *root.parents]
     files = [next((b / c for b in bases if (b / c).is_file()), root / c) for c in changed]
@@ -341,7 +344,7 @@ def run_corpus(
         "name": name, "files": len(py), "mb": mb, "parsed": parsed, "sites": sites,
         "floor_a": floor_a, "cold": cold_t, "j1": j1, "warm": warm_t, "cached": cached_t,
         "cold_x": cold_x, "warm_x": statistics.median(warm_x),
-        "touch": touch_t, "diff": diff_t, "apply": apply_t, "libcst": cst_t,
+        "touch": touch_t, "diff": diff_t, "diff_x": diff_x, "apply": apply_t, "libcst": cst_t,
         "sarif": sarif_t, "json": json_t,
         "cold_mem": cold_mem, "warm_mem": warm_mem, "identical": identical,
     }  # fmt: skip
@@ -370,7 +373,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
             f" | {a:.2f} | {r['cold']:.2f} ({r['cold_x']:.2f}) | {r['j1']:.2f}"
             f" | {r['warm']:.2f} ({r['warm_x']:.2f}) | {r['cached']:.2f} | {r['touch']:.2f}"
             f" | {r['sarif']:.2f} ({r['sarif'] / r['json']:.2f})"
-            f" | {r['diff']:.2f} ({r['diff'] / apply_t:.2f}) | {apply_t:.2f} ({cst_ratio})"
+            f" | {r['diff']:.2f} ({r['diff_x']:.2f}) | {apply_t:.2f} ({cst_ratio})"
             f" | {r['cold_mem']} / {r['warm_mem']} | {r['identical']} |"
         )
 
