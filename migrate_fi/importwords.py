@@ -6,7 +6,7 @@ re-export rounds (`migrate_fi.reexports`) and by a warm replay over files that c
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 from typing import NamedTuple
 
@@ -14,7 +14,15 @@ from migrate_fi import patterns
 from migrate_fi.modules import module_identity
 from migrate_fi.prefilter import TO_SPACES, identifiers, names_one_of
 
-__all__ = ["AliasImports", "FileImports", "Words", "file_imports", "import_words", "may_bind"]
+__all__ = [
+    "AliasImports",
+    "FileImports",
+    "ImportStatements",
+    "Words",
+    "file_imports",
+    "import_words",
+    "may_bind",
+]
 
 # an import statement, with a parenthesized or backslash-continued list of names
 _STATEMENT = (
@@ -32,19 +40,19 @@ _FEW_NAMES = 32  # up to this many, their occurrences are looked at instead of e
 
 def import_words(data: bytes) -> set[bytes]:
     """The words of a file's import statements (module names and the names imported)."""
-    return set(_scanned(data)[0].translate(TO_SPACES).split())  # (the ASCII words)
+    return set(_scanned(data)[1].translate(TO_SPACES).split())  # (the ASCII words)
 
 
 # (the two ways a module is imported by call: each says "import" where it is named)
 _BY_CALL = (b"import_module", b"importorskip")
 
 
-def _scanned(data: bytes) -> tuple[bytes, bool]:
-    """The text of a file's import statements, and whether the file names a way of importing
-    a module by call."""
+def _scanned(data: bytes) -> tuple[list[bytes], bytes, bool]:
+    """A file's import statements (`_statements`), their text, and whether the file names a
+    way of importing a module by call."""
     statements, by_call = _statements(data)
     text = b" ".join(statements)
-    return text, by_call or any(way in text for way in _BY_CALL)
+    return statements, text, by_call or any(way in text for way in _BY_CALL)
 
 
 def _statements(data: bytes) -> tuple[list[bytes], bool]:
@@ -81,15 +89,6 @@ _PARTS = re.compile(
 )
 
 
-def _parts(statements: list[bytes]) -> Iterator[tuple[bytes | None, bytes]]:
-    """Each import statement of ``statements`` (blocks of them, `_statements`): the module a
-    `from` statement names (None for an `import` statement), and the rest of it (what it
-    imports)."""
-    for block in statements:
-        for m in _PARTS.finditer(block):
-            yield m.group(1), m.group(2)
-
-
 def _package_of(path: str, level: int) -> bytes | None:
     """The last part of the package that ``from <level dots> import ...`` names in the file at
     ``path`` (None: none, or not ASCII)."""
@@ -105,44 +104,70 @@ def _package_of(path: str, level: int) -> bytes | None:
     return last.encode() if last.isascii() else None
 
 
-def _relative(module: bytes) -> int:
-    """``from . import x``: 1, ``from .. import x``: 2; 0 when ``module`` names a module."""
-    return len(module) if not module.strip(b".") else 0
+class ImportStatements:
+    """The import statements of the file at ``path`` (its bytes ``data``), read once, and what
+    they may bind (`binds`)."""
+
+    def __init__(self, data: bytes, path: str, statements: list[bytes] | None = None) -> None:
+        self.data, self.path = data, path
+        # (blocks of statements, as `_statements` finds them)
+        self.blocks = _statements(data)[0] if statements is None else statements
+        # each statement: the last part of the module a `from` statement imports from (b"" for
+        # an `import` statement; None where it cannot be told), the parts of that module, the
+        # words of what it imports, and whether it imports `*`
+        self.parts: list[tuple[bytes | None, list[bytes], list[bytes], bool]] = []
+        for block in self.blocks:
+            for m in _PARTS.finditer(block):
+                source, rest = m.group(1), m.group(2)
+                names = rest.translate(TO_SPACES).split()
+                if source is None:
+                    self.parts.append((b"", [], names, False))
+                    continue
+                dots = len(source) - len(source.lstrip(b"."))
+                last = source.rpartition(b".")[2]
+                if not last:  # (`from . import x`: the package the file is in, or above it)
+                    last = _package_of(path, dots)
+                self.parts.append((last, source.split(b"."), names, b"*" in rest))
+
+    def relative_packages(self) -> set[bytes]:
+        """The last parts of the packages its ``from . import x`` statements import from."""
+        return {last for last, parts, _, _ in self.parts if last and not any(parts)}
+
+    def binds(self, module: bytes, name: bytes) -> bool:
+        """Whether a statement may bind ``name`` of a module whose last part is ``module``, or
+        that module (then `module.name` reaches it): ``from pkg.module import name`` (or
+        ``*``), ``from . import name`` in that package, ``from pkg import module``, ``import
+        pkg.module``. ``from pkg.module import other`` (or ``from pkg.module.sub import
+        other``) binds only ``other``, but it loads the module, which a package bound
+        elsewhere then reaches by attribute (``pkg.module.name``, ``m = pkg.module``): that
+        writes the module's name outside the import statements. A file that names ``name``,
+        imports other names of the module and writes its name nowhere else never imports it.
+        Conservative: every word of a statement counts as a name it may bind, and a name or
+        module that is not ASCII is bound (import words are ASCII)."""
+        if not (name.isascii() and module.isascii()):
+            return True
+        loaded = False  # (a `from` statement of the module, of other names)
+        for last, parts, names, star in self.parts:
+            if module in names:
+                return True  # (the module itself is bound)
+            if last == b"":
+                continue  # (an `import` statement that does not name it)
+            if last is None or last == module:
+                if name in names or star:
+                    return True
+                loaded = True
+            elif module in parts:
+                loaded = True  # (`from pkg.module.sub import x` loads the module too)
+        if not loaded:
+            return False
+        word = re.compile(rb"(?<!\w)%s(?!\w)" % re.escape(module))
+        written = len(word.findall(self.data))
+        return written > sum(len(word.findall(block)) for block in self.blocks)
 
 
 def may_bind(data: bytes, path: str, module: bytes, name: bytes) -> bool:
-    """Whether an import statement of the file at ``path`` may bind ``name`` of a module whose
-    last part is ``module``, or that module (then `module.name` reaches it): ``from pkg.module
-    import name`` (or ``*``), ``from . import name`` in that package, ``from pkg import
-    module``, ``import pkg.module``. ``from pkg.module import other`` (or ``from
-    pkg.module.sub import other``) binds only ``other``, but it loads the module, which a package bound elsewhere then reaches by attribute
-    (``pkg.module.name``, ``m = pkg.module``): that writes the module's name outside the import
-    statements. A file that names ``name``, imports other names of the module and writes its
-    name nowhere else never imports it. Conservative: every word of a statement counts as a
-    name it may bind, and a name or module that is not ASCII is bound (import words are
-    ASCII)."""
-    if not (name.isascii() and module.isascii()):
-        return True
-    statements = _statements(data)[0]
-    loaded = False  # (a `from` statement of the module, of other names)
-    for source, rest in _parts(statements):
-        names = rest.translate(TO_SPACES).split()
-        if module in names:
-            return True  # (the module itself is bound)
-        if source is None:
-            continue
-        level = _relative(source)
-        last = _package_of(path, level) if level else source.rpartition(b".")[2]
-        if last is None or last == module:
-            if name in names or b"*" in rest:
-                return True
-            loaded = True
-        elif module in source.split(b"."):
-            loaded = True  # (`from pkg.module.sub import x` loads the module too)
-    if not loaded:
-        return False
-    word = re.compile(rb"(?<!\w)%s(?!\w)" % re.escape(module))
-    return len(word.findall(data)) > sum(len(word.findall(block)) for block in statements)
+    """`ImportStatements.binds` of the file at ``path``, for one name."""
+    return ImportStatements(data, path).binds(module, name)
 
 
 class FileImports(NamedTuple):
@@ -194,19 +219,15 @@ def file_imports(data: bytes, path: str) -> FileImports:
     """The words of the import statements of the file at ``path`` (and, for ``from . import
     x``, the last part of the package it names: ``x`` may be one of its names), and whether
     it imports modules by call (`importlib.import_module`, `pytest.importorskip`)."""
-    text, by_call = _scanned(data)
+    statements, text, by_call = _scanned(data)
     # (the ASCII words, as they come: a set of them, joined, cost half the reading's time of
     # working them out, over vLLM's 1,800 files)
     words = text.translate(TO_SPACES)
-    if b". " in text or b".\t" in text:  # (what `_BARE` needs: a search of few files)
-        for dots in set(_BARE.findall(text)):
-            package = _package_of(path, len(dots))
-            if package is not None:
-                words += b" " + package
+    if b". " in text or b".\t" in text:  # (a `from . import x` may be there: few files)
+        packages = ImportStatements(data, path, statements).relative_packages()
+        if packages:
+            words += b" " + b" ".join(sorted(packages))
     return FileImports(b" %s " % words, by_call)
-
-
-_BARE = re.compile(rb"from[ \t]+(\.+)[ \t]+import")  # (a package's own names: `from . import x`)
 
 
 class AliasImports:
@@ -228,7 +249,7 @@ class AliasImports:
 
     def imported_by(self, imports: FileImports, data: bytes, path: str) -> bool:
         """Whether the file at ``path``, of ``data``, whose import words are ``imports``, may
-        import one: it names one, and an import statement may bind it (`may_bind`)."""
+        import one: it names one, and an import statement may bind it (`ImportStatements`)."""
         if imports.dynamic:  # modules named in strings: no import statement to read
             possible: set[bytes] = set(self.modules_of)
         else:
@@ -246,8 +267,9 @@ class AliasImports:
             named = not identifiers(data).isdisjoint(ascii_names)
         if not named or imports.dynamic:
             return named
+        statements = ImportStatements(data, path)
         return any(
-            may_bind(data, path, module, name)
+            statements.binds(module, name)
             for module in imported
             for name in self.names_of[module]
             if name in data

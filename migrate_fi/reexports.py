@@ -11,7 +11,13 @@ from functools import lru_cache
 
 from migrate_fi import depends
 from migrate_fi.cache import WalkMemo
-from migrate_fi.importwords import AliasImports, FileImports, Words, file_imports, may_bind
+from migrate_fi.importwords import (
+    AliasImports,
+    FileImports,
+    ImportStatements,
+    Words,
+    file_imports,
+)
 from migrate_fi.modules import module_identity
 from migrate_fi.pipeline import RuleTests, must_see
 from migrate_fi.resolver import ProjectAliases
@@ -69,8 +75,8 @@ def unaffected(
     names, in ``looked_for`` (rule id -> names; without it, any re-export named counts), and
     where the file may import it: ``imports``, the file's, name its module (as `importers`
     asks; without them, any re-export named counts) and, with its ``path``, one of its import
-    statements may bind it (`may_bind`: a file that imports other names of that module, and
-    binds the name itself, is not analysed again)."""
+    statements may bind it (`ImportStatements.binds`: a file that imports other names of that
+    module, and binds the name itself, is not analysed again)."""
     lookups = result.lookups
     if lookups is None:
         return False
@@ -82,17 +88,15 @@ def unaffected(
             reachable = list(by_module.get(None, ()))
             for module in imports.among(modules):
                 reachable += by_module[module]
+        statements = None  # (read the first time a name is found in the file)
         for key in reachable:
             home, _, name = key.rpartition(".")
             if name.isascii() and name.encode() not in data:
                 continue  # (not in the file: it runs no rule)
-            if (
-                path is not None
-                and imports is not None
-                and not imports.dynamic
-                and not may_bind(data, path, home.rpartition(".")[2].encode(), name.encode())
-            ):
-                continue  # (no import statement of the file binds it)
+            if path is not None and imports is not None and not imports.dynamic:
+                statements = statements or ImportStatements(data, path)
+                if not statements.binds(home.rpartition(".")[2].encode(), name.encode()):
+                    continue  # (no import statement of the file binds it)
             # (where it leads, and its own target: a chain `follow` cannot end leads to both)
             reached = {
                 t.rpartition(".")[2].encode() for t in (after.follow(key), after.aliases[key])

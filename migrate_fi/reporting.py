@@ -254,12 +254,7 @@ def _matching_blocks(a: list[str], b: list[str]) -> list[difflib.Match]:
     end_a, end_b = len(a) - tail, len(b) - tail
     i, j = head, head
     for ai, bj in [*_anchors(a, b, head, end_a, end_b), (end_a, end_b)]:
-        if ai - i == 1 and bj - j == 1:  # (one line for one, as most edits: what difflib finds)
-            if a[i] == b[j]:
-                blocks.append((i, j, 1))
-        elif ai > i and bj > j:  # (one side empty: nothing in common)
-            gap = difflib.SequenceMatcher(None, a[i:ai], b[j:bj], autojunk=False)
-            blocks += [(i + m.a, j + m.b, m.size) for m in gap.get_matching_blocks() if m.size]
+        blocks += _gap_blocks(a, b, i, ai, j, bj)
         if (ai, bj) != (end_a, end_b):
             blocks.append((ai, bj, 1))
         i, j = ai + 1, bj + 1
@@ -276,6 +271,22 @@ def _matching_blocks(a: list[str], b: list[str]) -> list[difflib.Match]:
         else:
             merged.append(block)
     return [difflib.Match(*m) for m in merged] + [difflib.Match(len(a), len(b), 0)]
+
+
+def _gap_blocks(
+    a: list[str], b: list[str], i: int, end_a: int, j: int, end_b: int
+) -> list[tuple[int, int, int]]:
+    """difflib's matching blocks of ``a[i:end_a]`` and ``b[j:end_b]`` (in the files' places,
+    none of size 0): a stretch of one line for one (most edits) or of lines on one side only
+    is told without difflib."""
+    import difflib
+
+    if end_a - i == 1 and end_b - j == 1:
+        return [(i, j, 1)] if a[i] == b[j] else []
+    if end_a == i or end_b == j:
+        return []  # (one side empty: nothing in common)
+    gap = difflib.SequenceMatcher(None, a[i:end_a], b[j:end_b], autojunk=False)
+    return [(i + m.a, j + m.b, m.size) for m in gap.get_matching_blocks() if m.size]
 
 
 def _anchors(a: list[str], b: list[str], lo: int, end_a: int, end_b: int) -> list[tuple[int, int]]:

@@ -97,8 +97,7 @@ def _keyed_calls(ctx: FileContext, apis: tuple[Api, ...]) -> _Keyed:
 def path_words(path: object) -> tuple[str, ...]:
     """The prefilter trigger of a public path: every part of it is in a file that reaches it,
     however the file imports it (``flashinfer.Wrapper().run`` names ``Wrapper`` and ``run``)."""
-    prefix, dot, last = str(path).replace("()", "").rpartition(".")
-    return (_prefix_words(prefix) if dot else ()) + (sys.intern(last),)
+    return paths_words((path,))[0]
 
 
 def paths_words(paths: Iterable[object]) -> tuple[tuple[str, ...], ...]:
