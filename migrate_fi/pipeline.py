@@ -230,14 +230,15 @@ def matching(
     imports: bool | None = own_tree or None  # (asked once, of the first rule that needs it)
     out = []
     for c, p in (pairs[i] for i in readers):
-        if not (p.matches(data) and c.wants(data, path, options)):
-            continue
+        # (the import first: most files that name FlashInfer outside an import, in a string
+        # such as `backend == "flashinfer"`, are ruled out by it before any rule's own test)
         if c.reaches_by_import:
             if imports is None:
                 imports = reaches_flashinfer(data)
             if not imports:
                 continue
-        out.append(c.id)
+        if p.matches(data) and c.wants(data, path, options):
+            out.append(c.id)
     return tuple(out)
 
 
