@@ -119,7 +119,7 @@ def _groups(todo: list[SourceFile], first: Callable[[SourceFile], bool]) -> list
     return out
 
 
-def _worker_signals(lifeline: tuple[int, int] | None = None) -> None:
+def _worker_signals(lifeline: tuple[int, int] | None = None, collect: bool = True) -> None:
     """Workers leave Ctrl-C to the main process, which stops them with SIGTERM: that ends a
     worker at once and quietly (a forked worker would otherwise run the main process's SIGTERM
     handler and print a traceback). And they end with the main process, even when it is killed
@@ -130,8 +130,15 @@ def _worker_signals(lifeline: tuple[int, int] | None = None) -> None:
     10 ms at its start, 3% of a cold `check` of vLLM's tree.)"""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    gc.enable()  # (the engine holds it off in the main process for the run; each worker
-    # collects as it did, but while it analyses a file: `migrate_fi.pipeline.process_source`)
+    # The engine holds the cycle collector off in the main process for the run. A worker
+    # (``collect``) collects as it did, but while it analyses a file
+    # (`migrate_fi.pipeline.process_source`): a fix applied (LibCST) leaves cycles (FlashInfer's
+    # own tree, `diff --unsafe-fixes`: 94 MB at the peak so, 106 MB without). A `check` that
+    # applies none leaves almost none (each file's resolver is released: on FlashInfer's tree,
+    # 10,000 objects in all), while the collector, on between files, walked again and again
+    # what the worker keeps for the run (the API data decoded, the caches): off there too.
+    if collect:
+        gc.enable()
     if lifeline is not None:
         import threading
 
@@ -370,7 +377,9 @@ class Batch:
         # workers stop cost 4% of a run)
         gc.freeze()
         self._lifeline = os.pipe()
-        self._pool = _Forked(self.jobs, self._lifeline, self.preload)
+        # (a run that applies no fix leaves no cycles to collect: `_worker_signals`)
+        collect = self.mode != "check" or self.options.fix_details
+        self._pool = _Forked(self.jobs, self._lifeline, self.preload, collect)
         return self._pool
 
     def _analysed(self, path: str, result: FileResult) -> None:
@@ -530,7 +539,11 @@ class _Forked:
     the first pipe ends (`close`: this process closed it, or this process is gone)."""
 
     def __init__(
-        self, jobs: int, lifeline: tuple[int, int], idle: Callable[[], None] | None = None
+        self,
+        jobs: int,
+        lifeline: tuple[int, int],
+        idle: Callable[[], None] | None = None,
+        collect: bool = True,
     ) -> None:
         self.workers: list[_Worker] = []
         global _reaping
@@ -560,7 +573,7 @@ class _Forked:
                     # hold them, so that a worker's task pipe ends when this process closes it)
                     for fd in (tasks_out, results_in, *_held):
                         os.close(fd)
-                    _worker_signals(lifeline)
+                    _worker_signals(lifeline, collect)
                     _serve(tasks_in, results_out, idle)
                     code = 0
                 finally:

@@ -440,3 +440,46 @@ def test_the_reading_tells_the_workers_which_files_hold_no_word_of_their_gate(
     by_workers = [s for s in seen if s is not None]
     assert by_workers and all(s == [str(tmp_path / "b.py")] for s in by_workers)
     assert depends.absent(b"flashinfer_quantize") == frozenset()  # (told the workers alone)
+
+
+def _collecting() -> tuple[int, bool]:
+    """(a task done in a worker) Its process, and whether its cycle collector is on."""
+    import gc
+
+    return os.getpid(), gc.isenabled()
+
+
+@pytest.mark.parametrize(
+    ("mode", "fix_details", "collects"),
+    [("check", False, False), ("check", True, True), ("diff", False, True), ("apply", False, True)],
+)
+def test_a_worker_collects_cycles_only_in_a_run_that_applies_fixes(
+    mode: str, fix_details: bool, collects: bool
+) -> None:
+    """A fix applied (LibCST) leaves reference cycles, which a worker collects between files; a
+    `check` that applies none (no SARIF fix details) leaves the collector off in its workers, as
+    in the main process."""
+    import dataclasses
+    import gc
+
+    options = dataclasses.replace(OPTIONS, fix_details=fix_details)
+    seen: list[tuple[int, bool]] = []
+    work = Work(
+        _collecting,
+        lambda t: (),
+        lambda t: None,  # (a part this process does itself)
+        lambda t, result: seen.append(result),
+        lambda t, exc: pytest.fail(f"a worker failed: {exc}"),
+    )
+    was = gc.isenabled()
+    gc.disable()  # (as the engine holds it for a run, before the workers are forked)
+    try:
+        with Batch((), options, mode, 2, None) as batch:
+            batch.share(list(range(8)), work)
+            assert batch._pool is not None
+            pids = set(batch._pool.pids)
+    finally:
+        if was:
+            gc.enable()
+    by_workers = {s for s in seen if s is not None and s[0] in pids}
+    assert by_workers and {on for _, on in by_workers} == {collects}
