@@ -237,10 +237,13 @@ def test_a_record_is_loaded_through_its_offsets_file_to_the_same_record(
     [
         lambda off, raw: b"junk",
         lambda off, raw: off[: len(off) // 2],
-        lambda off, raw: gzip.compress(gzip.decompress(off).replace(b"offsets 2", b"offsets 9")),
+        lambda off, raw: gzip.compress(gzip.decompress(off).replace(store._OFFSETS, b"offsets 9")),
         lambda off, raw: gzip.compress(gzip.decompress(off).rsplit(b"\n", 1)[0]),
         lambda off, raw: gzip.compress(_reversed_line(gzip.decompress(off), 3, b"\t")),
-        lambda off, raw: gzip.compress(_reversed_line(gzip.decompress(off), -3, b"\t")),
+        lambda off, raw: gzip.compress(_reversed_line(gzip.decompress(off), -4, b"\t")),
+        lambda off, raw: gzip.compress(_with_line(gzip.decompress(off), -2, b'{"x":[99999]}')),
+        lambda off, raw: gzip.compress(_with_line(gzip.decompress(off), -2, b'{"x":["0"]}')),
+        lambda off, raw: gzip.compress(_with_line(gzip.decompress(off), -2, b"[]")),
     ],
     ids=[
         "not gzip",
@@ -249,6 +252,9 @@ def test_a_record_is_loaded_through_its_offsets_file_to_the_same_record(
         "a line missing",
         "keys out of order",
         "exports out of order",
+        "a word held by a key there is not",
+        "a word held by what is no place",
+        "no index of words",
     ],
 )
 def test_an_offsets_file_that_is_damaged_is_not_used(
@@ -260,6 +266,13 @@ def test_an_offsets_file_that_is_damaged_is_not_used(
     assert store._from_offsets(Path(written).read_bytes(), written, _unreadable) is None
     monkeypatch.setattr(store, "_file_of", lambda version: written)
     assert _plain(load_release("9.9.9")) == _without_empty_key()  # (the text is read)
+
+
+def _with_line(text: bytes, line: int, new: bytes) -> bytes:
+    """The offsets file's text with one line replaced."""
+    lines = text.split(b"\n")
+    lines[line] = new
+    return b"\n".join(lines)
 
 
 def _reversed_line(text: bytes, line: int, sep: bytes) -> bytes:
@@ -295,7 +308,9 @@ def test_a_user_record_read_from_its_text_gets_its_offsets_written_again(
     folder = tmp_path / "data"
     written = store.write_release(_without_empty_key(), str(folder))
     offsets = Path(store.offsets_file(written))
-    old = gzip.compress(gzip.decompress(offsets.read_bytes()).replace(b"offsets 2", b"offsets 1"))
+    old = gzip.compress(
+        gzip.decompress(offsets.read_bytes()).replace(store._OFFSETS, b"migrate-fi offsets 2")
+    )
     offsets.write_bytes(old)
     store.register(str(folder), _without_empty_key())
     monkeypatch.setenv(store.DATA_ENV, str(folder))
@@ -321,6 +336,8 @@ def test_every_bundled_record_has_offsets_that_read_it_as_its_text_does() -> Non
         assert {k: v for k, v in via.items() if k not in ("defs", "modules")} == {
             k: v for k, v in scanned.items() if k not in ("defs", "modules")
         }
+        for word in store.INDEXED:  # (listed by the offsets file; found in the text)
+            assert via["defs"]._holding[word] == scanned["defs"].keys_holding(word), path.name
 
 
 def test_a_release_s_keys_read_through_offsets_answer_as_dicts_do() -> None:
@@ -358,3 +375,24 @@ def test_a_release_s_keys_read_through_offsets_answer_as_dicts_do() -> None:
             expected[path] = target
     assert list(api.public_paths().items()) == list(expected.items())
     load_release.cache_clear()
+
+
+def test_the_offsets_file_lists_the_definitions_that_hold_an_indexed_word(tmp_path: Path) -> None:
+    """Which definitions hold a word of `store.INDEXED` (an enum's ``"enum":``) is read from
+    the offsets file, none of the text decompressed; any other word is looked for in the
+    text; a record decoded whole answers every key."""
+    record = _without_empty_key()
+    record["defs"]["flashinfer.m007.E"] = {"k": "c", "enum": {"A": 0, "B": 1}}
+    record["defs"]["flashinfer.m200.F"] = {"k": "c", "enum": {"C": 2}}
+    written = store.write_release(record, str(tmp_path))
+    raw = Path(written).read_bytes()
+    via = store._from_offsets(raw, written, _unreadable)
+    assert via is not None
+    enums = sorted(k for k, v in record["defs"].items() if "enum" in v)
+    assert {"flashinfer.m007.E", "flashinfer.m200.F"} < set(enums)
+    assert store.keys_holding(via["defs"], b'"enum":') == enums
+    assert not via["defs"]._text._kept  # (listed: nothing decompressed)
+    assert store.keys_holding(via["defs"], b'"C":') == ["flashinfer.m200.F"]  # (found)
+    scanned = store._decode(store._Text(raw), _unreadable)
+    assert store.keys_holding(scanned["defs"], b'"enum":') == enums
+    assert store.keys_holding(record["defs"], b'"enum":') == list(record["defs"])

@@ -21,7 +21,13 @@ from typing import Any
 
 from migrate_fi import patterns
 from migrate_fi.api.paths import ApiPath
-from migrate_fi.api.store import Section, keys_ending_with, load_release, on_forget
+from migrate_fi.api.store import (
+    Section,
+    keys_ending_with,
+    keys_holding,
+    load_release,
+    on_forget,
+)
 
 __all__ = [
     "Api",
@@ -880,17 +886,20 @@ class EnumChange:
         return found[0] if len(found) == 1 else None
 
 
+_ENUM_WORD = b'"enum":'  # (what an enum's entry holds: one of `store.INDEXED`)
+
+
 @cache
 def changed_enums(old_version: str, new_version: str) -> dict[str, EnumChange]:
     """Enums of the old release (by definition) with a member removed or renumbered."""
     old, new = api_for(old_version), api_for(new_version)
     public = old.public_paths()
     targets = set(public.values())
-    # (in the record's order: each of its pieces is decompressed once, `store._Text`)
+    # (the definitions whose text says "enum", as the offsets file lists them: `store.INDEXED`)
     enums = {
         key
-        for key in old.defs
-        if key in targets and old.may_mention(key, (b'"enum":',)) and old.defs[key].get("enum")
+        for key in keys_holding(old.defs, _ENUM_WORD)
+        if key in targets and old.defs[key].get("enum")
     }
     shortest: dict[str, str] = {}
     for path, target in public.items():
