@@ -27,9 +27,11 @@ import bisect
 import contextlib
 import functools
 import gc
+import itertools
 import json
 import os
 import time
+from array import array
 from collections.abc import Callable, ItemsView, Iterator, Mapping, Sequence
 from functools import cache
 from typing import Any, Generic, TypeVar
@@ -611,25 +613,32 @@ def _from_offsets(
 
     try:
         with open(offsets_file(path), "rb") as fh:
-            lines = zlib.decompress(fh.read(), wbits=31).split(b"\n")
-        magic, size, crc = lines[0].rsplit(b" ", 2)
+            data = zlib.decompress(fh.read(), wbits=31)
+        # (its lines as views of it, not copies: 0.7.4's are 2.7 MB; each is read once)
+        cuts = [-1]
+        while (cut := data.find(b"\n", cuts[-1] + 1)) >= 0:
+            cuts.append(cut)
+        cuts.append(len(data))
+        view = memoryview(data)
+        lines = [view[a + 1 : b] for a, b in itertools.pairwise(cuts)]
+        magic, size, crc = bytes(lines[0]).rsplit(b" ", 2)
         if magic != _OFFSETS or int(size) != len(raw) or int(crc) != zlib.crc32(raw):
             return None
-        ends, starts = [int(n) for n in lines[1].split()], [int(n) for n in lines[2].split()]
+        ends, starts = _numbers(lines[1]), _numbers(lines[2])
         if len(lines) != 7 + 2 * len(_LAZY) or len(ends) != len(starts) or not ends:
             return None
         if ends[-1] != len(raw) or starts[0] != 0:
             return None
-        record = json.loads(lines[-1])
+        record = json.loads(bytes(lines[-1]))
         if not isinstance(record, dict):
             return None
-        text = _Text(raw, pieces=(ends, starts))
+        text = _Text(raw, pieces=(list(ends), list(starts)))
         defs: list[str] = []
         for i, name in enumerate(_LAZY):
-            keys, at = _tabbed(lines[3 + 2 * i]), lines[4 + 2 * i].split()
+            keys, at = _tabbed(lines[3 + 2 * i]), _numbers(lines[4 + 2 * i])
             if len(keys) != len(at) or not _ascending(keys):
                 return None
-            holding = _holding(lines[-2], keys) if name == "defs" else None
+            holding = _holding(bytes(lines[-2]), keys) if name == "defs" else None
             record[name] = Section(text, _Sorted(keys, at, int), unreadable, holding)
             if name == "defs":
                 defs = keys
@@ -641,9 +650,15 @@ def _from_offsets(
             return token[1:] if token[:1] == "=" else defs[int(token)]
 
         record["exports"] = _Sorted(publics, targets, target)
-    except (OSError, ValueError, IndexError, zlib.error):  # (none, or not one this wrote)
+    except (OSError, ValueError, IndexError, OverflowError, zlib.error):  # (not one this wrote)
         return None
     return record
+
+
+def _numbers(line: memoryview) -> array[int]:
+    """The numbers of a line of the offsets file, between spaces (places in a record's text:
+    an array holds 0.7.4's 20,000 in 160 KB, not the 1 MB of their words)."""
+    return array("q", map(int, bytes(line).split()))
 
 
 def _holding(line: bytes, keys: list[str]) -> dict[bytes, list[str]]:
@@ -759,9 +774,9 @@ class _SortedItems(ItemsView[str, _V]):
         return zip(m._keys, map(m._make, m._raw), strict=True)
 
 
-def _tabbed(line: bytes) -> list[str]:
+def _tabbed(line: memoryview) -> list[str]:
     """The strings of a line of the offsets file, between tabs (none on an empty line)."""
-    return line.decode().split("\t") if line else []
+    return str(line, "utf-8").split("\t") if line else []
 
 
 def _share_targets(record: dict[str, Any]) -> None:
