@@ -644,3 +644,40 @@ def test_a_release_against_itself_changes_nothing() -> None:
     keywords that could disappear)."""
     for v in available_releases():
         assert diff_releases(v, v) == [], v
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [("0.6.8.post1", "0.7.4"), ("0.5.0", "0.7.4"), ("0.7.2", "0.7.4"), ("0.5.3", "0.6.16")],
+)
+def test_first_change_is_the_first_release_that_binds_old_calls_otherwise(
+    old: str, new: str
+) -> None:
+    """`first_change` of every path a range's index names is the first release of the range
+    on which positional calls written for ``old`` bind otherwise, found by comparing each
+    release in turn; where one release alone changes the path it is read without any release
+    in between (and it is right there too)."""
+    from migrate_fi.api.index import changed_in
+    from migrate_fi.api.paths import ApiPath
+    from migrate_fi.versions import parse_version
+
+    lo, hi = parse_version(old), parse_version(new)
+    found = 0
+    for path in trigger_paths(old, new):
+        before = api_for(old).callable(path)
+        expected = None
+        if before is not None:
+            named = ApiPath(path).owner if ApiPath(path).is_method else path
+            candidates = changed_in(named)
+            for v in available_releases():
+                if not lo < parse_version(v) <= hi:
+                    continue
+                if candidates is not None and v not in candidates:
+                    continue  # (its predecessor binds the path's calls as it does)
+                after = api_for(v).callable(path)
+                if after is not None and compare_callables(before, after).affected_from is not None:
+                    expected = v
+                    break
+        assert first_change.__wrapped__(path, old, new) == expected, path
+        found += expected is not None
+    assert found  # (each range changes some)
