@@ -83,7 +83,12 @@ def run_triggers(rule: type[Rule], options: RunOptions) -> tuple[str | tuple[str
     """``rule.triggers_for(options)``, held to the rule's `triggers_contain`."""
     triggers = rule.triggers_for(options)
     needed = rule.triggers_contain
-    if needed is not None:
+    # (each context once where every one contains it, as most often: FI002's 7,500 triggers
+    # share one, and testing each took 2.4 ms of every run, before the files are read)
+    if needed is not None and not all(
+        needed in first
+        for first in {t if isinstance(t, str) else (t[0] if t else "") for t in triggers}
+    ):
         for t in triggers:
             parts = (t,) if isinstance(t, str) else t
             if parts and needed in parts[0]:

@@ -53,6 +53,20 @@ def test_a_trigger_without_the_declared_string_is_a_rule_bug() -> None:
     with pytest.raises(RuleDefinitionError, match="'torch', 'compile'"):
         run_triggers(Broken, OPTIONS)
 
+    # (the string in a later part holds; an empty trigger, or one of an empty string, does not)
+    for triggers, holds in [
+        ((("flashinfer", "ok"), ("torch", "flashinfer_ops")), True),
+        ((("flashinfer", "ok"), ()), False),
+        ((("flashinfer", "ok"), ""), False),
+        (("flashinfer_x", "flashinfer"), True),
+    ]:
+        Broken.triggers_for = classmethod(lambda cls, options, t=triggers: t)  # type: ignore[method-assign,assignment]
+        if holds:
+            assert run_triggers(Broken, OPTIONS) == triggers
+        else:
+            with pytest.raises(RuleDefinitionError):
+                run_triggers(Broken, OPTIONS)
+
 
 def test_a_tree_that_never_names_flashinfer_loads_no_release_data(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
