@@ -9,7 +9,7 @@ $MIGRATE_FI_PRECISION_CACHE; the package index is needed the first time only): S
 copies of SGLang 0.5.11 side by side (--scales), a tree of 2,000 small files with a site each, and
 one 50,000-line file with 5,000 sites.
 
-First the start-up: `check` of a one-file tree that never names FlashInfer (cold and warm),
+First the start-up: `check` of a one-file tree that never names FlashInfer (cold and warm, nine runs each),
 next to `python -c pass`. Then, for each corpus, medians of --repeat runs, each command in a
 fresh process as a user runs it:
 - floor A: start Python, read every .py file, `ast.parse` those that mention "flashinfer";
@@ -21,7 +21,9 @@ fresh process as a user runs it:
 - files parsed, sites, peak memory (RSS) of `check` cold and warm.
 The ratios of `check` cold and warm to floor A are the medians of pairs, each run right after a
 floor A of its own (a burst of load on a shared machine moves them far less than seconds); so is
-that of `diff` to `apply`, each `diff` run right before an `apply`.
+that of `diff` to `apply`, each `diff` run right before an `apply`. A tree checked cold in under a
+second gets nine such pairs at least (its ratio is the one the host's load moves most), and a
+`diff` under 2.5 s five pairs with `apply`.
 Then the slope, intercept and correlation of `check` cold time against the size of the SGLang
 copies. With --save-baseline the findings and patches are kept; later runs say whether theirs are
 byte-identical (the speed work must not change a finding); "NO (warm)" when a warm `check`
@@ -203,6 +205,10 @@ def main() -> None:
         )
 
 
+_QUICK_PAIRS = 9  # (runs at least, of what takes under a second)
+_QUICK_DIFFS = 5  # (`diff` and `apply` pairs at least, where `diff` takes under 2.5 s)
+
+
 def startup(work: Path, repeat: int) -> str:
     """Start-up: `check` of a one-file tree that never names FlashInfer, with an empty result
     cache and a warm one, next to starting Python itself (medians, and peak memory)."""
@@ -218,10 +224,11 @@ def startup(work: Path, repeat: int) -> str:
         shutil.rmtree(work / "tiny-cache", ignore_errors=True)
         return measure(command, tiny, env)
 
-    colds = [cold() for _ in range(repeat)]
-    warms = [measure(command, tiny, env) for _ in range(repeat)]
+    runs = max(repeat, _QUICK_PAIRS)  # (a tenth of a second each)
+    colds = [cold() for _ in range(runs)]
+    warms = [measure(command, tiny, env) for _ in range(runs)]
     python = statistics.median(
-        measure([sys.executable, "-c", "pass"], tiny, env)[0] for _ in range(repeat)
+        measure([sys.executable, "-c", "pass"], tiny, env)[0] for _ in range(runs)
     )
     return (
         f"start-up, a one-file tree: check cold {statistics.median(t for t, _, _ in colds):.2f} s"
@@ -269,8 +276,10 @@ def run_corpus(
 
     # (each `check` right after a floor A: the ratios are the medians of those pairs, which a
     # burst of load on a shared machine moves far less than seconds measured apart)
+    # (a tree checked in under a second gets nine pairs at least: its ratio moves most with
+    # the host, and nine cost a few seconds)
     floors, colds = [], []
-    for _ in range(repeat):
+    while len(colds) < repeat or (len(colds) < _QUICK_PAIRS and max(t for t, _ in colds) < 1.0):
         floors.append(floor(root))
         colds.append(cold())
     floor_a = statistics.median(floors)
@@ -309,8 +318,10 @@ def run_corpus(
 
     # (in pairs, each `diff` right before an `apply` of a fresh copy: the ratio is the median
     # of the pairs', as for `check` and floor A)
+    # (five pairs at least where a `diff` takes under 2.5 s: one slow pair moved the ratio of
+    # three by a tenth)
     diffs, apply_times = [], []
-    for _ in range(repeat):
+    while len(diffs) < repeat or (len(diffs) < _QUICK_DIFFS and max(t for t, _, _ in diffs) < 2.5):
         diffs.append(measure([*MIGRATE_FI, "diff", *span, "."], root, env))
         copy = work / "copy"
         shutil.rmtree(copy, ignore_errors=True)
