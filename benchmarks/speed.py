@@ -9,9 +9,9 @@ $MIGRATE_FI_PRECISION_CACHE; the package index is needed the first time only): S
 copies of SGLang 0.5.11 side by side (--scales), a tree of 2,000 small files with a site each, and
 one 50,000-line file with 5,000 sites.
 
-First the start-up: `check` of a one-file tree that never names FlashInfer (cold and warm, nine runs each),
-next to `python -c pass`. Then, for each corpus, medians of --repeat runs, each command in a
-fresh process as a user runs it:
+First the start-up: `check` of a one-file tree that never names FlashInfer (cold and warm,
+nine runs each), next to `python -c pass`. Then, for each corpus, medians of --repeat runs, each
+command in a fresh process as a user runs it:
 - floor A: start Python, read every .py file, `ast.parse` those that mention "flashinfer";
 - `check` cold (an empty result cache) and warm (nothing changed: the same command, replayed,
   `migrate_fi.warm`), warm from the result cache alone (the same options in another environment
