@@ -139,6 +139,8 @@ def _worker_signals(lifeline: tuple[int, int] | None = None, collect: bool = Tru
     # what the worker keeps for the run (the API data decoded, the caches): off there too.
     if collect:
         gc.enable()
+    else:
+        gc.disable()  # (as it is in the engine's main process: off whatever forked it)
     if lifeline is not None:
         import threading
 

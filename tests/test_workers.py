@@ -472,14 +472,14 @@ def test_a_worker_collects_cycles_only_in_a_run_that_applies_fixes(
         lambda t, exc: pytest.fail(f"a worker failed: {exc}"),
     )
     was = gc.isenabled()
-    gc.disable()  # (as the engine holds it for a run, before the workers are forked)
+    gc.enable()  # (whatever this process does, the run's mode decides)
     try:
         with Batch((), options, mode, 2, None) as batch:
             batch.share(list(range(8)), work)
             assert batch._pool is not None
             pids = set(batch._pool.pids)
     finally:
-        if was:
-            gc.enable()
+        if not was:
+            gc.disable()
     by_workers = {s for s in seen if s is not None and s[0] in pids}
     assert by_workers and {on for _, on in by_workers} == {collects}
