@@ -396,3 +396,8 @@ def test_the_offsets_file_lists_the_definitions_that_hold_an_indexed_word(tmp_pa
     scanned = store._decode(store._Text(raw), _unreadable)
     assert store.keys_holding(scanned["defs"], b'"enum":') == enums
     assert store.keys_holding(record["defs"], b'"enum":') == list(record["defs"])
+    # (the word `differ.changed_enums` asks is one the offsets file lists: else every run
+    # would decompress the whole old record to find the enums)
+    from migrate_fi.api import differ
+
+    assert differ._ENUM_WORD in store.INDEXED

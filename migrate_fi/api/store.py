@@ -32,7 +32,7 @@ import json
 import os
 import time
 from array import array
-from collections.abc import Callable, ItemsView, Iterator, Mapping, Sequence
+from collections.abc import Callable, ItemsView, Iterator, Mapping, MutableSequence, Sequence
 from functools import cache
 from typing import Any, Generic, TypeVar
 
@@ -348,14 +348,15 @@ class _Text:
         self,
         raw: bytes | memoryview,
         plain: bytes | None = None,
-        pieces: tuple[list[int], list[int]] | None = None,
+        pieces: tuple[MutableSequence[int], MutableSequence[int]] | None = None,
     ) -> None:
         """``plain``: the text itself (``raw`` is not read); ``pieces``: where they end in
         ``raw`` and start in the text, known (`pieces` need not read ``raw`` to learn it)."""
         self._raw = raw
         # where each piece ends in ``raw`` (it starts where the one before ends)
-        self._ends: list[int] = pieces[0] if pieces else []
-        self._starts: list[int] = pieces[1] if pieces else []  # where each starts in the text
+        self._ends: MutableSequence[int] = pieces[0] if pieces else []
+        # where each starts in the text
+        self._starts: MutableSequence[int] = pieces[1] if pieces else []
         self._kept: dict[int, bytes] = {}
         self._current, self._low, self._high = b"", 0, 0  # the piece last read, and its span
         if plain is not None:
@@ -632,7 +633,7 @@ def _from_offsets(
         record = json.loads(bytes(lines[-1]))
         if not isinstance(record, dict):
             return None
-        text = _Text(raw, pieces=(list(ends), list(starts)))
+        text = _Text(raw, pieces=(ends, starts))
         defs: list[str] = []
         for i, name in enumerate(_LAZY):
             keys, at = _tabbed(lines[3 + 2 * i]), _numbers(lines[4 + 2 * i])
