@@ -19,6 +19,7 @@ from migrate_fi.results import RunResult
 
 if TYPE_CHECKING:
     from migrate_fi.migration import MigrationRange
+    from migrate_fi.record import LeftSite
     from migrate_fi.report import Report
 
 INTERRUPTED = 130
@@ -343,6 +344,17 @@ def _execute(
     result.from_version, result.to_version = str(from_v), str(to_v)
     result.rules = [c.code for c in selection.rules]
     result.notices = [*span.notices, *selection.dropped, *span.problems, *result.notices]
+    if span.record is not None and span.record.in_progress:
+        from migrate_fi.carryover import carry_over, pending_here
+
+        carry_over(span.root, span.record, result)
+        if mode != "apply":  # (apply says what it could not write itself)
+            result.pending = pending_here(span.root, span.record, settled.paths)
+        result.notices += [
+            f"{p.path}: not migrated yet (the last apply could not: {p.reason});"
+            " `migrate-fi apply` migrates it"
+            for p in result.pending
+        ]
     if only is not None:
         result.notices.append(
             f"--changed-since {common.changed_since}: {len(result.files)} of the"
@@ -436,6 +448,7 @@ def _finish(
     if fmt == "text":
         err += "".join(f"migrate-fi: note: {notice}\n" for notice in result.notices)
         err += summary(result, command)
+    found = found or bool(result.pending)
     code = 2 if result.errors else 1 if found and not common.exit_zero else 0
     if out:
         click.echo(out, nl=False)
@@ -530,7 +543,7 @@ def apply(allow_dirty: bool, **kwargs: Any) -> None:
 
     common = _common(kwargs)
     if not allow_dirty:
-        _refuse_dirty(common.paths)
+        _refuse_dirty(common.paths, _written_by_the_migration(common.paths))
     result, settled, span = _execute(common, "apply")
     _write_and_record(result, span)
     if settled.output_format == "text":
@@ -570,8 +583,9 @@ def _pr_facts(result: RunResult, settled: _Settled, span: MigrationRange) -> Rep
 
 
 def _written_by_the_migration(paths: tuple[str, ...]) -> frozenset[str]:
-    """The files the migration in progress rewrote (absolute paths): a second `upgrade` before
-    they are committed is not blocked by its own changes."""
+    """The files that hold what the recorded migration's apply wrote into them (absolute
+    paths): the next `apply` or `upgrade` (after an interruption, say) is not blocked by the
+    migration's own changes, only by a person's."""
     from migrate_fi.project import project_root
     from migrate_fi.record import RecordError, read_record
 
@@ -580,9 +594,12 @@ def _written_by_the_migration(paths: tuple[str, ...]) -> frozenset[str]:
         record = read_record(root)
     except RecordError:
         return frozenset()
-    if record is None or not record.in_progress:
+    if record is None:
         return frozenset()
-    return frozenset(os.path.abspath(os.path.join(root, p)) for p in record.written)
+    files = [os.path.abspath(os.path.join(root, p)) for p in record.written]
+    if not record.digests:  # (a record of an earlier release: no digests, so by name)
+        return frozenset(files) if record.in_progress else frozenset()
+    return frozenset(f for f in files if record.wrote_as_is(root, f))
 
 
 UPGRADE_EXIT_CODES = """\b
@@ -730,37 +747,52 @@ def _write_and_record(result: RunResult, span: MigrationRange) -> None:
     """apply's writes: code first, pin and version files last (an apply stopped halfway leaves
     the old pins), and the record of where the migration stands, interrupted or not. What the
     writes did is kept for the rest of the command (`_tells_writes`)."""
+    from migrate_fi.carryover import left_sites
     from migrate_fi.project import is_pin_file
     from migrate_fi.sources import signals_deferred, write_changes
 
+    # (the sites' lines as the writes leave them)
+    rewritten = {
+        f.path: (f.old_text, f.new_text)
+        for f in result.changed
+        if f.old_text is not None and f.new_text is not None
+    }
+    sites = left_sites(span.root, result.manual, rewritten)
     try:
         write_changes(result, last=is_pin_file)
     except KeyboardInterrupt as exc:
-        record = _record_apply(span, result, interrupted=_signal_name(exc))
+        record = _record_apply(span, result, sites, interrupted=_signal_name(exc))
         raise ApplyInterrupted(_signal_name(exc), list(result.written), record) from None
     told = _WRITES.get(None)
     with signals_deferred():  # (the files are written: their record is written too)
-        record = _record_apply(span, result) if result.written or span.record else None
+        needed = result.written or span.record or sites or result.errors
+        record = _record_apply(span, result, sites) if needed else None
         if told is not None:
             told.written, told.record = list(result.written), record
 
 
 def _record_apply(
-    span: MigrationRange, result: RunResult, interrupted: str | None = None
+    span: MigrationRange,
+    result: RunResult,
+    sites: list[LeftSite],
+    interrupted: str | None = None,
 ) -> str | None:
-    """Keep where the migration stands, for the next runs and for `verify` (a warning, never a
-    failure, when it cannot); the record's path, or None."""
-    from migrate_fi.record import RecordError, write_record
+    """Keep where the migration stands, for the next runs, for a clone of the migration
+    commit and for `verify` (a warning, never a failure, when it cannot); the record's path,
+    or None."""
+    from migrate_fi.record import Applied, Pending, RecordError, relative, write_record
 
+    new_bytes = {f.path: f.new_bytes for f in result.changed if f.new_bytes is not None}
+    failed = [Pending(relative(span.root, e.path), e.reason) for e in result.errors]
+    applied = Applied(
+        written={p: new_bytes[p] for p in result.written if p in new_bytes},
+        seen=frozenset(f.path for f in result.files if f.error is None),
+        sites=sites,
+        failed=failed,
+        interrupted=interrupted,
+    )
     try:
-        return write_record(
-            span.root,
-            result.from_version,
-            result.to_version,
-            result.written,
-            left=len(result.manual),
-            interrupted=interrupted,
-        )
+        return write_record(span.root, result.from_version, result.to_version, applied)
     except RecordError as exc:
         click.echo(f"migrate-fi: warning: cannot record this apply: {exc}", err=True)
         return None
@@ -792,21 +824,23 @@ def finish(paths: tuple[str, ...], config: str | None) -> None:
             click.echo(f"migrate-fi: note: {notice}", err=True)
         click.echo("No migration in progress here: nothing to finish.")
         sys.exit(2 if result.errors else 0)
-    if result.diagnostics or result.errors:
+    if result.diagnostics or result.errors or result.pending:
+        files = f", {_plural_files(len(result.pending))} not migrated" if result.pending else ""
         click.echo(
             f"The migration {span.record.from_version} -> {span.record.to_version} is not"
-            f" finished: {len(result.diagnostics)} site(s) left (resolve them, or mark a checked"
-            " site with `# migrate-fi: ignore[CODE]`).",
+            f" finished: {len(result.diagnostics)} site(s) left{files} (resolve them, or mark"
+            " a checked site with `# migrate-fi: ignore[CODE]`).",
             err=True,
         )
         _finish(result, common, settled, "check", found=True)
     try:
-        end_migration(span.root, span.record)
+        end_migration(span.root)
     except RecordError as exc:
         raise Fatal(str(exc)) from None
     click.echo(
         f"Migration {span.record.from_version} -> {span.record.to_version} finished: nothing"
-        " is left; the pins alone say where the project is from now on."
+        " is left, and its record is removed (commit that); the pins alone say where the"
+        " project is from now on."
     )
 
 

@@ -123,6 +123,8 @@ def _in_progress_notice(record: ApplyRecord, pinned: Version | None, root: str) 
         if record.interrupted
         else f"{record.left} site(s) left for a person"
     )
+    if record.pending:
+        left += f", {len(record.pending)} file(s) not migrated"
     pins = f", the pins say {pinned}" if pinned is not None else ""
     shown = os.path.relpath(os.path.join(root, RECORD))
     return (

@@ -159,6 +159,8 @@ class RunResult:
     notices: list[str] = field(default_factory=list)  # e.g. a selected rule that does not run
     unsafe_fixes: bool = False
     patch: str | None = None  # diff in a structured format: the patch, in the document
+    # files the migration in progress has not migrated yet, with why (`migrate_fi.carryover`)
+    pending: list[FileError] = field(default_factory=list)
 
     def __getstate__(self) -> dict[str, Any]:
         # (a result kept for a replay holds every file of the tree, most never parsed: those

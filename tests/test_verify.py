@@ -17,7 +17,7 @@ from click.testing import CliRunner, Result
 
 from migrate_fi.cli import cli
 from migrate_fi.junit import Outcome, parse_junit
-from migrate_fi.record import read_record, write_record
+from migrate_fi.record import Applied, read_record, write_record
 from migrate_fi.verify import select_tests
 
 SAMPLE = Path(__file__).parent / "fixtures" / "projects" / "verify_sample"
@@ -57,7 +57,9 @@ def fake_python(tmp_path: Path, flashinfer: str | None = "0.6.14") -> str:
 
 
 def record(root: Path, *written: str, to: str = "0.6.14") -> None:
-    write_record(str(root), "0.6.8.post1", to, [str(root / w) for w in written])
+    files = {str(root / w): (root / w).read_bytes() for w in written if (root / w).is_file()}
+    applied = Applied(written=files, seen=frozenset(), sites=[], failed=[])
+    write_record(str(root), "0.6.8.post1", to, applied)
 
 
 # --------------------------------------------------------------------- selection
