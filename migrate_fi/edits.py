@@ -39,6 +39,7 @@ __all__ = [
     "check_overlaps",
     "keeps_arguments",
     "keywordize",
+    "merge_same_node",
     "moved_up",
     "remove_keyword",
     "rename_keyword",
@@ -148,6 +149,42 @@ def check_overlaps(edits: Sequence[LabeledEdit]) -> None:
             ):
                 continue  # a call inside an argument of a call whose arguments get named
             raise EditError(f"two edits overlap ({label} and {other}): a bug in the rule")
+
+
+def merge_same_node(edits: Sequence[LabeledEdit]) -> list[LabeledEdit]:
+    """``edits`` with the `Replace` edits of one node (same span and node type) made one, their
+    transforms applied in turn: one call that needs two fixes (two keywords added, an argument
+    named and a keyword renamed) gets both, never an overlap. The merged edit is made by LibCST
+    (each transform returns a node of the type the next one takes); the others are kept as
+    they are, in their order."""
+    groups: dict[tuple[Span, str], list[int]] = {}
+    for i, (_, edit) in enumerate(edits):
+        if isinstance(edit, Replace):
+            groups.setdefault((edit.span, edit.node_type), []).append(i)
+    if all(len(group) == 1 for group in groups.values()):
+        return list(edits)
+    merged: dict[int, LabeledEdit] = {}
+    dropped: set[int] = set()
+    for (span, node_type), group in groups.items():
+        if len(group) == 1:
+            continue
+        parts = [edits[i] for i in group]
+        transforms = [e.transform for _, e in parts if isinstance(e, Replace)]
+        label = " and ".join(label for label, _ in parts)
+        merged[group[0]] = (label, Replace(span, node_type, _composed(transforms)))
+        dropped.update(group[1:])
+    return [merged.get(i, e) for i, e in enumerate(edits) if i not in dropped]
+
+
+def _composed(transforms: Sequence[Transform]) -> Transform:
+    def transform(node: Any) -> Any:
+        for each in transforms:
+            node = each(node)
+        return node
+
+    if all(getattr(t, "keeps_arguments", False) for t in transforms):
+        return keeps_arguments(transform)
+    return transform
 
 
 @dataclass(frozen=True, order=True)

@@ -10,7 +10,7 @@ import ast
 import dataclasses
 from collections.abc import Callable, Sequence
 
-from migrate_fi.edits import Edit, EditError, Replace, TextEdit
+from migrate_fi.edits import Edit, EditError, Replace, TextEdit, merge_same_node
 from migrate_fi.results import (
     Diagnostic,
     FixSafety,
@@ -96,6 +96,11 @@ def text_edits(
 
 
 def _labeled(fixes: Sequence[Fix], cls: type[Rule]) -> list[tuple[str, Edit]]:
-    return [
-        (f"{cls.code} at {f.diagnostic.line}:{f.diagnostic.col}", e) for f in fixes for e in f.edits
-    ]
+    """Every edit of ``fixes``, named by its site; the edits of one node merged into one."""
+    return merge_same_node(
+        [
+            (f"{cls.code} at {f.diagnostic.line}:{f.diagnostic.col}", e)
+            for f in fixes
+            for e in f.edits
+        ]
+    )

@@ -18,6 +18,7 @@ from migrate_fi.edits import (
     add_keyword,
     check_overlaps,
     keywordize,
+    merge_same_node,
     remove_keyword,
     replace_with,
 )
@@ -476,3 +477,31 @@ def test_the_pruned_walks_find_what_a_whole_walk_finds() -> None:
             if any(isinstance(getattr(n, f, None), list) for f in nodes._BLOCKS)
         ]  # fmt: skip
         assert {id(n) for n in nodes.blocks(tree)} == {id(n) for n in holding}, path
+
+
+# ----------------------------------------------------------- several fixes of one node
+
+
+def test_edits_of_one_call_are_merged_into_one_rewrite() -> None:
+    source = "f(x, 1, 2)\n"
+    call = span(first(source, ast.Call))
+    two = [
+        ("a", Replace(call, "Call", keywordize({1: "one", 2: "two"}))),
+        ("b", Replace(call, "Call", add_keyword("extra", "3"))),
+    ]
+    with pytest.raises(EditError):
+        check_overlaps(two)
+    merged = merge_same_node(two)
+    assert [label for label, _ in merged] == ["a and b"]
+    assert edit(source, *(e for _, e in merged)) == "f(x, one=1, two=2, extra=3)\n"
+
+
+def test_merging_leaves_other_edits_and_their_order_alone() -> None:
+    source = "f(g(1), 2)\n"
+    outer = span(first(source, ast.Call))
+    inner = span([n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Call)][1])
+    edits = [
+        ("outer", Replace(outer, "Call", add_keyword("k", "1"))),
+        ("inner", Replace(inner, "Call", add_keyword("j", "2"))),
+    ]
+    assert merge_same_node(edits) == edits
