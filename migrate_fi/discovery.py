@@ -288,8 +288,13 @@ def _walk(
     for entry in entries:
         if entry.is_symlink():
             # never follow links out of the tree, never write through them (said, when the
-            # link leads to a folder or to a file that would have been taken)
-            if (entry.is_dir() or wanted(entry.path)) and not any(
+            # link leads to a folder or to a file that would have been taken, or nowhere: a
+            # loop of links)
+            try:
+                to_folder = entry.is_dir()
+            except OSError:
+                to_folder = True  # (ELOOP: a link that leads back to itself)
+            if (to_folder or wanted(entry.path)) and not any(
                 ig.matches(entry.path, False) for ig in [*user, *ignores]
             ):
                 link(entry.path)

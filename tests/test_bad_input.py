@@ -174,6 +174,24 @@ def test_a_link_given_by_name_is_skipped_and_said(tmp_path: Path) -> None:
     assert "enable_pdl=True" in (project / "real.py").read_text()  # processed once
 
 
+def test_a_loop_of_links_is_skipped_with_a_note(tmp_path: Path) -> None:
+    """Links that lead to each other (or to themselves) cannot be followed at all: skipped
+    and said, as any link, never an internal error."""
+    project = tmp_path / "project"
+    (project / "pkg").mkdir(parents=True)
+    (project / "pkg" / "real.py").write_text(LEGACY)
+    (project / "pkg" / "one").symlink_to("two")
+    (project / "pkg" / "two").symlink_to("one")
+    (project / "self.py").symlink_to("self.py")
+    for command in ("check", "apply"):
+        r = run(project, command, *RANGE, ".")
+        err = r.stderr.decode()
+        assert r.returncode == (1 if command == "check" else 0), err
+        assert "internal error" not in err and "Traceback" not in err, err
+        (note,) = [line for line in err.splitlines() if "symbolic link" in line]
+        assert "3 symbolic link(s) skipped (self.py, pkg/one, pkg/two)" in note, note
+
+
 @pytest.mark.slow
 def test_diff_patches_apply_and_apply_keeps_every_byte_it_does_not_mean_to_change(
     tree: Path, tmp_path: Path
