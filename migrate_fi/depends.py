@@ -56,6 +56,8 @@ Notes = tuple[tuple[str, str, str], ...]  # (kind, argument, value)
 # another that stands for the same now, or None
 _RECOMPUTE = {
     "line-length": "migrate_fi.rules._layout:line_length_text",
+    # where a search for the callers of a function in a file looks (its `.git`, its packages)
+    "search-root": "migrate_fi.rules._callers:search_root",
     # the extras of flashinfer-python a project's pin files install (FI007)
     "flashinfer-extras": "migrate_fi.rules.companion_requirements:project_extras_text",
 }

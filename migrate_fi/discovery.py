@@ -342,8 +342,11 @@ def python_files(root: str) -> tuple[str, ...]:
 
 @lru_cache(maxsize=256)
 def tree_signature(root: str) -> str:
-    """A digest of the size, modification time and inode of every file `python_files` finds
-    under ``root`` (while it is the same, a search there holds: `migrate_fi.rules._callers`)."""
+    """A digest of the size, modification and change times and inode of every file
+    `python_files` finds under ``root`` (while it is the same, a search there holds:
+    `migrate_fi.rules._callers`). The change time is git's safeguard: no tool sets it, so a
+    file rewritten at the same size with its modification time put back (`touch -r`, `cp -p`,
+    `rsync -a`, a file made again on the same inode) still changes the digest."""
     return tree_signature_with(root, {})
 
 
@@ -359,7 +362,9 @@ def tree_signature_with(root: str, stats: Mapping[str, depends.Stat]) -> str:
             continue
         if not depends.settled(st, now):
             return f"changed just now: {time.time_ns()}"  # never the same: not reused
-        h.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}\0".encode())
+        h.update(
+            f"{path}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}\0{st.st_ctime_ns}\0".encode()
+        )
     return h.hexdigest()
 
 
@@ -385,6 +390,7 @@ def with_includes(paths: list[str]) -> list[str]:
         for m in _INCLUDE.finditer(text):
             found = os.path.join(os.path.dirname(path), m.group(1))
             real = os.path.abspath(found)
+            depends.watch(real)  # (absent now, it may appear: a replayed run relies on it)
             if real in seen or not os.path.isfile(real) or os.path.islink(real):
                 continue
             seen.add(real)

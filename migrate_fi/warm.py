@@ -81,8 +81,8 @@ _fingerprint: bytes | None = None
 
 def fingerprint() -> bytes:
     """migrate-fi's own code and bundled data, the user's API data and value-change files, and
-    the libraries a result depends on: what every result depends on (a stat of each file; an
-    edited rule, a new release or an upgraded library changes it)."""
+    the libraries a result depends on: what every result depends on (a stat of each file,
+    `_stamp`; an edited rule, a new release or an upgraded library changes it)."""
     global _fingerprint
     if _fingerprint is None:
         package = os.path.dirname(os.path.abspath(__file__))
@@ -98,10 +98,21 @@ def fingerprint() -> bytes:
                             st = os.stat(path)
                         except OSError:
                             continue
-                        h.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+                        h.update(_stamp(path, st).encode())
         h.update(_libraries().encode("utf-8", "surrogateescape"))
         _fingerprint = h.digest()
     return _fingerprint
+
+
+def _stamp(path: str, st: os.stat_result) -> str:
+    """What the fingerprint keeps of a file: its size, modification and change times and
+    inode (git's index: no tool sets the change time, so a file edited at the same size with
+    its modification time put back still changes it). A file changed too recently for its
+    times to tell a later change from this one (`depends.settled`) makes the fingerprint
+    unlike any other: nothing is reused while it settles."""
+    if not depends.settled(st):
+        return f"{path}\0changed just now\0{time.time_ns()}\0"
+    return f"{path}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}\0"
 
 
 # the libraries a `check` result depends on: its walk (pathspec), its versions (packaging), its
@@ -120,7 +131,7 @@ def _libraries() -> str:
                 st = os.stat(init)
             except OSError:
                 continue
-            out.append(f"{init}\0{st.st_size}\0{st.st_mtime_ns}\0")
+            out.append(_stamp(init, st))
             break
     return "".join(out)
 
@@ -209,15 +220,31 @@ class Command(NamedTuple):
             and not {"--no-cache", "--changed-since", "-h", "--help"} & set(self.argv)
             and not any(a.startswith("--changed-since=") for a in self.argv)
             and dict(self.environ).get("MIGRATE_FI_NO_CACHE") != "1"
+            and not self._cache_among_the_project()
         )
+
+    def _cache_folder(self) -> str:
+        folder = dict(self.environ).get(_CACHE_ENV) or user_folder("cache", _CACHE_ENV, "results")
+        return os.path.abspath(os.path.expanduser(folder))
+
+    def _cache_among_the_project(self) -> bool:
+        """Whether the cache folder holds the current folder or a path given, or lies inside
+        one: a recording leaves out what is read in the cache folder (its own files change
+        with every run), so a project file there would go unseen. Such a run is not replayed."""
+        cache = os.path.join(self._cache_folder(), "")
+        places = [self.cwd, *(os.path.join(self.cwd, a) for a in self.argv[1:] if a[:1] != "-")]
+        for place in places:
+            place = os.path.join(os.path.abspath(place), "")
+            if place.startswith(cache) or cache.startswith(place):
+                return True
+        return False
 
     def entry(self) -> str:
         """The file of this command's entry."""
         h = blake2b(fingerprint(), digest_size=20)
         h.update(repr((_FORMAT, self)).encode("utf-8", "surrogateescape"))
         key = h.hexdigest()
-        folder = dict(self.environ).get(_CACHE_ENV) or user_folder("cache", _CACHE_ENV, "results")
-        return os.path.join(os.path.abspath(os.path.expanduser(folder)), key[:2], "w" + key[2:])
+        return os.path.join(self._cache_folder(), key[:2], "w" + key[2:])
 
 
 def _stat(path: str) -> _Stat:

@@ -153,7 +153,7 @@ def arguments(function: Function, param: str, methods: bool = False) -> list[Pas
         words = {function.name.encode()} | {
             op.rsplit(".", 1)[-1].encode() for op in _op_names(function)
         }
-        for path in _mentioning(_search_root(function.path), tuple(sorted(words))):
+        for path in _mentioning(search_root_noted(function.path), tuple(sorted(words))):
             if os.path.abspath(path) == os.path.abspath(function.path):
                 continue
             parsed = _resolver_for(path)
@@ -184,7 +184,7 @@ def _method_arguments(function: Function, param: str) -> list[Passed] | None:
         return None  # a property, or a decorator that may change how it is called
     paths = [function.path] + [
         p
-        for p in _mentioning(_search_root(function.path), (cls.name.encode(),))
+        for p in _mentioning(search_root_noted(function.path), (cls.name.encode(),))
         if os.path.abspath(p) != os.path.abspath(function.path)
         and node.name.encode() in (_read(p) or b"")
     ]
@@ -376,7 +376,16 @@ def _caller(scope: Scope, resolver: NameResolver, path: str) -> Function | None:
     return Function(node, bound, outer, resolver, path)
 
 
-def _search_root(path: str) -> str:
+def search_root_noted(path: str) -> str:
+    """`search_root`, noted as a dependency of the analysis: a `.git` made above the project
+    or an `__init__.py` that appears or goes moves it, and a result reused must search where
+    the analysis would search now."""
+    root = search_root(path)
+    depends.note("search-root", path, root)
+    return root
+
+
+def search_root(path: str) -> str:
     """Where the project's callers of a function in ``path`` may be: the git work tree above its
     package, else the folder above its outermost package."""
     module, is_package = module_identity(path)
@@ -574,10 +583,13 @@ def _searched(root: str, words: tuple[bytes, ...]) -> str:
 
 
 def _digest(files: Iterable[tuple[str, bytes]]) -> str:
-    """A digest of the paths and bytes of ``files``, in order."""
+    """A digest of the paths, module names (the package layout around them: an `__init__.py`
+    that appears or goes changes what their relative imports reach) and bytes of ``files``, in
+    order."""
     h = depends.blake2b(digest_size=16)
     for path, data in files:
-        for part in (os.fsencode(path), data):
+        module = repr(module_identity(path)).encode("utf-8", "surrogateescape")
+        for part in (os.fsencode(path), module, data):
             h.update(len(part).to_bytes(8, "little"))
             h.update(part)
     return h.hexdigest()
