@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 
-from migrate_fi.edits import AddImport, add_keyword
+from migrate_fi.edits import AddImport, add_keyword, replace_with
 from migrate_fi.pipeline import Mode, process_source
 from migrate_fi.reporting import format_diagnostic, summary
 from migrate_fi.results import FileResult, FixAvailability, FixSafety, RunResult, Status
@@ -151,14 +151,31 @@ def test_suppression_drops_the_whole_fix() -> None:
     assert result.status is Status.UNCHANGED and result.diagnostics == []
 
 
-def test_overlapping_edits_fail_the_file_and_write_nothing() -> None:
-    class Overlapping(_Rule):
+def test_two_fixes_of_one_call_are_made_one_rewrite() -> None:
+    class Both(_Rule):
         """A test double whose two fixes edit the same call."""
 
         def find(self, ctx: FileContext) -> None:
             (call,) = calls(ctx)
             for name in ("a", "b"):
                 ctx.fix(call, name, ctx.replace(call, "Call", add_keyword(name, "1")))
+
+    Both.id = "both"
+    result = run(Both)
+    assert result.status is Status.CHANGED and result.error is None
+    assert "flashinfer.make(8, a=1, b=1)" in (result.new_text or "")
+
+
+def test_overlapping_edits_fail_the_file_and_write_nothing() -> None:
+    class Overlapping(_Rule):
+        """A test double whose two fixes edit overlapping source: the call, and its argument
+        inside it (a transform that does not keep the arguments)."""
+
+        def find(self, ctx: FileContext) -> None:
+            (call,) = calls(ctx)
+            ctx.fix(call, "call", ctx.replace(call, "Call", replace_with("g()")))
+            arg = call.args[0]
+            ctx.fix(arg, "arg", ctx.replace(arg, "Integer", replace_with("9")))
 
     Overlapping.id = "overlapping"
     result = run(Overlapping)
