@@ -20,6 +20,7 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 
 from migrate_fi import patterns
+from migrate_fi.modules import is_python_path
 from migrate_fi.record import ApplyRecord, LeftSite, relative
 from migrate_fi.results import Diagnostic, FileError, FileResult, RunResult
 from migrate_fi.suppression import UNUSED_CODE, Suppressions
@@ -134,7 +135,7 @@ def carry_over(root: str, record: ApplyRecord, result: RunResult) -> None:
             ):
                 continue  # the rule reports it itself
             if suppressions is None:
-                suppressions = Suppressions.of("\n".join(lines), file.path.endswith(".py"))
+                suppressions = Suppressions.of("\n".join(lines), is_python_path(file.path))
             carried = Diagnostic(
                 path=file.path,
                 line=start,

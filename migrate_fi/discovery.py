@@ -18,6 +18,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from migrate_fi import depends, patterns
+from migrate_fi.modules import PYTHON_SUFFIXES, python_script
 
 if TYPE_CHECKING:  # (pathspec is imported where a .gitignore is read: it costs start-up)
     import pathspec
@@ -96,7 +97,10 @@ class _Wanted:
     glob on the end of the path when the pattern has a ``/`` (``requirements/*.txt``)."""
 
     def __init__(self, suffixes: tuple[str, ...], patterns: Sequence[str]) -> None:
-        self.suffixes = suffixes
+        # (".py" stands for Python files: stubs too, and scripts without a suffix that start
+        # with a Python shebang, `migrate_fi.modules.is_python_path`)
+        self.scripts = ".py" in suffixes
+        self.suffixes = (*suffixes, ".pyi") if self.scripts else suffixes
         names = [p for p in patterns if "/" not in p]
         paths = [p for p in patterns if "/" in p]
         self.names = re.compile("|".join(fnmatch.translate(p) for p in names)) if names else None
@@ -112,6 +116,8 @@ class _Wanted:
     def __call__(self, path: str) -> bool:
         name = os.path.basename(path)
         if name.endswith(self.suffixes):
+            return True
+        if self.scripts and "." not in name and python_script(path):
             return True
         if (
             self.names is not None
@@ -334,7 +340,7 @@ def python_files(root: str) -> tuple[str, ...]:
     found: list[str] = []
     for folder, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS and not d.startswith("."))
-        found += [os.path.join(folder, f) for f in sorted(files) if f.endswith(".py")]
+        found += [os.path.join(folder, f) for f in sorted(files) if f.endswith(PYTHON_SUFFIXES)]
         if len(found) > SEARCH_LIMIT:
             return ()
     return tuple(found)

@@ -17,7 +17,7 @@ from migrate_fi import depends
 from migrate_fi.cache import ResultCache, WalkMemo
 from migrate_fi.discovery import discover, with_includes
 from migrate_fi.importwords import FileImports
-from migrate_fi.modules import display_path, display_paths
+from migrate_fi.modules import display_path, display_paths, is_python_path
 from migrate_fi.patching import Patch
 from migrate_fi.pipeline import (
     Mode,
@@ -170,7 +170,7 @@ def _run(
     todo: list[Todo] = []  # the files to read
     for abspath in walked:
         if only is not None and os.path.realpath(abspath) not in only:
-            if abspath.endswith(".py"):
+            if is_python_path(abspath):
                 left_out.append(abspath)
             continue
         signature = walk.signature(abspath) if only is None and not sign else None

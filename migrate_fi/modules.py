@@ -3,18 +3,46 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
 __all__ = [
+    "PYTHON_SUFFIXES",
     "display_path",
     "display_paths",
     "enclosing_packages",
     "in_flashinfer",
+    "is_python_path",
     "module_identity",
     "module_name_for_path",
     "splits",
 ]
+
+
+PYTHON_SUFFIXES = (".py", ".pyi")  # sources and stubs; scripts without a suffix by shebang
+_SHEBANG = re.compile(rb"^#![^\n]*\bpython[0-9.]*\b")
+
+
+def is_python_path(path: str) -> bool:
+    """A Python file: ``.py``, a ``.pyi`` stub, or a script without a suffix whose first line
+    runs Python (``#!/usr/bin/env python3``)."""
+    name = os.path.basename(path)
+    if name.endswith(PYTHON_SUFFIXES):
+        return True
+    return "." not in name and python_script(path)
+
+
+@lru_cache(maxsize=4096)
+def python_script(path: str) -> bool:
+    """Whether the file at ``path`` starts with a Python shebang (False where it cannot be
+    read: a run that reads it says why)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(256)
+    except OSError:
+        return False
+    return _SHEBANG.match(head) is not None
 
 
 def display_path(path: str) -> str:
@@ -99,7 +127,7 @@ def module_name_for_path(parts: tuple[str, ...]) -> tuple[str | None, bool]:
     if not parts:
         return None, False
     *dirs, filename = parts
-    stem = filename[:-3] if filename.endswith(".py") else filename
+    stem = filename.rsplit(".", 1)[0] if filename.endswith(PYTHON_SUFFIXES) else filename
     if stem == "__init__":
         return (".".join(dirs) or None), True
     return ".".join([*dirs, stem]), False

@@ -30,6 +30,7 @@ from typing import NamedTuple
 
 from migrate_fi import depends
 from migrate_fi.depends import blake2b
+from migrate_fi.modules import is_python_path
 
 __all__ = ["RECORD", "Gate", "Patch", "changed_files", "changes", "content_digest"]
 
@@ -96,7 +97,7 @@ def changes(
     out: dict[str, depends.Change] = {}
     for i in places:
         path = files[i]
-        if path in inputs or not path.endswith(".py"):
+        if path in inputs or not is_python_path(path):
             return None
         try:
             data = depends.read_bytes(path)

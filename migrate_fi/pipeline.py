@@ -27,7 +27,7 @@ from migrate_fi.cache import ResultCache
 from migrate_fi.discovery import wanted_files
 from migrate_fi.edits import EditError
 from migrate_fi.fixes import apply_fixes, settle
-from migrate_fi.modules import in_flashinfer, module_identity
+from migrate_fi.modules import in_flashinfer, is_python_path, module_identity
 from migrate_fi.patching import Gate
 from migrate_fi.prefilter import LazyPrefilter, Prefilter, Triggers, reaches_flashinfer
 from migrate_fi.resolver import NameResolver
@@ -356,7 +356,7 @@ def _process(
 ) -> FileResult:
     source = decode_source(data)
     text = source.text
-    is_python = path.endswith(".py")
+    is_python = is_python_path(path)
     # Old Mac line endings (a lone CR): LibCST cannot print them back, so such a file is
     # migrated with LF endings and given its CRs back at the end; a file that mixes lone CRs
     # with other endings cannot be rewritten without changing them (refused where it has fixes).

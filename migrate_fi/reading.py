@@ -19,6 +19,7 @@ from typing import NamedTuple
 from migrate_fi import depends
 from migrate_fi.cache import Signature
 from migrate_fi.importwords import FileImports, file_imports
+from migrate_fi.modules import is_python_path
 from migrate_fi.pipeline import RuleTests, Without, must_see, rule_tests
 from migrate_fi.rule import RunOptions
 from migrate_fi.workers import SourceFile
@@ -96,7 +97,7 @@ def read_part(
                     out.ruled_out.append((path, signature))
             elif signature is not None:
                 out.matched.append((path, signature, matched))
-        python = path.endswith(".py")
+        python = is_python_path(path)
         if every_import or (python and (ruled_out_imports or (matched is None and out.candidates))):
             out.imports[path] = file_imports(data, path)
         if matched is not None:

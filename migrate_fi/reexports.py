@@ -18,7 +18,7 @@ from migrate_fi.importwords import (
     Words,
     file_imports,
 )
-from migrate_fi.modules import module_identity
+from migrate_fi.modules import is_python_path, module_identity
 from migrate_fi.pipeline import RuleTests, must_see
 from migrate_fi.resolver import ProjectAliases
 from migrate_fi.results import (
@@ -194,7 +194,7 @@ def importers(
     # candidates are in memory)
     unknown = set(walk.not_known_to_import_none([f.path for f in candidates], asked))
     out = [f for f in candidates if f.path in unknown and importing(f.path, f.data)]
-    python = [path for path in others if path.endswith(".py")]  # (the others import nothing)
+    python = [path for path in others if is_python_path(path)]  # (the others import nothing)
     for path in walk.not_known_to_import_none(python, asked):
         if not may_import(path):  # (the kept words say so)
             none.append(path)
