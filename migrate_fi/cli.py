@@ -501,6 +501,45 @@ def check(no_cache: bool, **kwargs: Any) -> None:
     _finish(result, common, settled, "check", found=bool(result.diagnostics))
 
 
+def _version_key(text: str) -> tuple[int, object]:
+    """Order version strings as releases are ordered (one that does not parse sorts last)."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return (0, Version(text))
+    except InvalidVersion:
+        return (1, text)
+
+
+def _patch_roots(paths: tuple[str, ...]) -> list[str]:
+    """Where the patch names files from, for the given paths outside the current folder: the
+    top of the git work tree that holds each, else its project's root (`git apply` takes no
+    absolute path and no ``..``); the deepest first."""
+    from migrate_fi.project import project_root
+    from migrate_fi.vcs import repository_root
+
+    here = os.path.join(os.path.realpath(os.getcwd()), "")
+    roots = {
+        repository_root(p) or os.path.realpath(project_root(p))
+        for p in (os.path.realpath(p) for p in paths)
+        if not os.path.join(p, "").startswith(here)
+    }
+    return sorted(roots, key=len, reverse=True)
+
+
+def _patch_path(path: str, roots: list[str], used: set[str]) -> str:
+    """How the patch names a file: as shown when it is under the current folder, else from the
+    root of ``roots`` that holds it (noted in ``used``)."""
+    if not os.path.isabs(path):
+        return path
+    real = os.path.realpath(path)
+    for root in roots:
+        if real.startswith(os.path.join(root, "")):
+            used.add(root)
+            return os.path.relpath(real, root).replace(os.sep, "/")
+    return path
+
+
 @cli.command(epilog=EXIT_CODES)
 @_common_options
 def diff(**kwargs: Any) -> None:
@@ -513,9 +552,16 @@ def diff(**kwargs: Any) -> None:
 
     common = _common(kwargs)
     result, settled, _ = _execute(common, "diff")
+    roots, used = _patch_roots(settled.paths), set[str]()
     patch = b"".join(
-        unified_diff(f.path, f.old_bytes or b"", f.new_bytes or b"") for f in result.changed
+        unified_diff(_patch_path(f.path, roots, used), f.old_bytes or b"", f.new_bytes or b"")
+        for f in result.changed
     )
+    result.notices += [
+        f"the patch names the files under {root} from there: apply it there"
+        f" (`git -C {root} apply`)"
+        for root in sorted(used)
+    ]
     if settled.output_format == "text":
         click.echo(patch, nl=False)  # bytes: written as they are
     else:  # the patch is part of the document (as UTF-8: a Latin-1 byte shows as U+FFFD)
@@ -1481,7 +1527,18 @@ def plan(
             {p.describe() for p in all_pins if p.package != MAIN and p.version != str(from_v)}
         )
         if lagging and span.record is None:
-            click.echo(f"  not at {from_v}: {', '.join(lagging)} (FI006 reports them)")
+            if rules:
+                click.echo(f"  not at {from_v}: {', '.join(lagging)} (FI006 reports them)")
+            else:  # (no range, so no rule looks at them: say what would)
+                older = min(
+                    (p.version for p in all_pins if p.package != MAIN and p.version != str(from_v)),
+                    key=_version_key,
+                )
+                click.echo(
+                    f"  not at {from_v}: {', '.join(lagging)}; no rule runs while the pins say"
+                    f" {from_v}: if the code was written for {older}, migrate it with"
+                    f" `--from {older}`, else move these pins by hand"
+                )
     click.echo("Migrations:")
     if not rules:
         click.echo("No rule runs for this range.")

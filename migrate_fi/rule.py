@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import enum
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -70,6 +71,7 @@ class RuleOption:
     default: Any  # str, int, float, bool, or a tuple of str (a list in TOML)
     help: str
     choices: tuple[str, ...] = ()  # the values allowed (a string option), when they are few
+    minimum: float | None = None  # the smallest value allowed (a number option)
 
     def parse(self, value: Any, where: str) -> Any:
         """The configured value, checked against the default's type and the choices;
@@ -83,9 +85,14 @@ class RuleOption:
                 raise ValueError(f"{where}: {self.name} must be a list of strings")
             return tuple(value)
         if expected is float and isinstance(value, int) and not isinstance(value, bool):
-            return float(value)
+            value = float(value)
         if type(value) is not expected:
             raise ValueError(f"{where}: {self.name} must be a {expected.__name__}")
+        if isinstance(value, float) and not math.isfinite(value):
+            # (the value is written into code: `inf` or `nan` there is a NameError)
+            raise ValueError(f"{where}: {self.name} must be a finite number, not {value!r}")
+        if self.minimum is not None and isinstance(value, (int, float)) and value < self.minimum:
+            raise ValueError(f"{where}: {self.name} must be at least {self.minimum:g}")
         return value
 
     def show_default(self) -> str:

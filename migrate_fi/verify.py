@@ -229,11 +229,21 @@ def run_tests(
             if done.returncode == 5:
                 return VerifyRun([], 5, tail)
             raise VerifyError(
-                f"pytest wrote no report (exit {done.returncode}): {tail.strip().splitlines()[-1:]}"
+                f"pytest wrote no report (exit {done.returncode}): {_pytest_reason(tail)}"
             )
         with open(report, encoding="utf-8") as fh:
             results = parse_junit(fh.read())
     return VerifyRun(results, done.returncode, tail)
+
+
+def _pytest_reason(output: str) -> str:
+    """The line of pytest's output that says why it stopped: its usage error ("unrecognized
+    arguments: --x", followed by lines about its configuration), else its last line."""
+    lines = [line.strip() for line in output.strip().splitlines() if line.strip()]
+    for line in reversed(lines):
+        if " error: " in line or line.startswith(("ERROR:", "error:")):
+            return line.split("error: ", 1)[-1] if "error: " in line else line
+    return lines[-1] if lines else "no output"
 
 
 # ------------------------------------------------------------------- baseline

@@ -486,6 +486,17 @@ def test_plan_shows_pin_target_and_rules(tree: Path) -> None:
     assert fi002["apis_changed"] >= 6  # fp4_quantize, trtllm_fp4_block_scale_moe, ...
 
 
+def test_plan_with_a_lagging_cubin_and_no_range_says_what_would_run(tree: Path) -> None:
+    """The pins say the target already, a companion still the old release: no rule runs, and
+    the plan says so instead of promising a report (and what to do)."""
+    (tree / "requirements.txt").write_text("flashinfer-python==0.7.4\nflashinfer-cubin==0.6.12\n")
+    r = invoke("plan", "src")
+    assert r.exit_code == 0, r.output
+    assert "FI006 reports them" not in r.stdout
+    assert "if the code was written for 0.6.12, migrate it with `--from 0.6.12`" in r.stdout
+    assert "No rule runs for this range." in r.stdout
+
+
 def test_release_without_api_data_is_a_clear_error(tree: Path) -> None:
     r = invoke("check", "--from", "0.4.1", "src")
     assert r.exit_code == 2

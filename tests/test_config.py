@@ -97,6 +97,11 @@ def test_explicit_config_file(project: Path) -> None:
         ("[tool.migrate-fi.rules.FI999]\nx = 1\n", "unknown rule 'FI999'"),
         ("[tool.migrate-fi.rules.FI001]\nx = 1\n", "unknown option 'x' of FI001"),
         ('[tool.migrate-fi]\nto = "0.7.4"\n[tool.migrate-fi\n', "not valid TOML"),
+        # written into the migrated test: `inf` there would be a NameError
+        ("[tool.migrate-fi.rules.FI005]\nreplay-tolerance = inf\n", "must be a finite number"),
+        ("[tool.migrate-fi.rules.FI005]\nreplay-tolerance = nan\n", "must be a finite number"),
+        ("[tool.migrate-fi.rules.FI005]\nreplay-tolerance = -1\n", "must be at least 0"),
+        ("[tool.migrate-fi.rules.FI005]\nwarmup-runs = -2\n", "must be at least 0"),
     ],
 )
 def test_mistakes_are_one_line_errors(project: Path, table: str, message: str) -> None:

@@ -3,6 +3,7 @@ it lives: git applies a patch all or nothing, so one bad file would reject the w
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -87,15 +88,15 @@ def test_a_target_outside_the_current_folder_and_any_repository(
     elsewhere.mkdir()
     if git(plain, "rev-parse", "--git-dir").returncode == 0:
         pytest.skip("the temporary folder is inside a git repository")
-    # no repository to be relative to: the file is named from the file system's root, and the
-    # patch applies from there (never `a//tmp/...`, which git refuses)
+    # no repository to be relative to: the file is named from its project's root (the given
+    # folder here), where the patch applies, and a note says so
     monkeypatch.chdir(elsewhere)
     r = CliRunner().invoke(cli, ["diff", "--from", "0.6.10", "--to", "0.6.11", str(plain)])
     assert r.exit_code == 1, r.output
-    name = str(plain / "m.py").lstrip("/")
-    assert r.stdout.startswith(f"--- a/{name}\n+++ b/{name}\n")
+    assert r.stdout.startswith("--- a/m.py\n+++ b/m.py\n")
+    assert f"apply it there (`git -C {os.path.realpath(plain)} apply`)" in r.stderr
     (tmp_path / "change.patch").write_bytes(r.stdout_bytes)
-    checked = git(Path("/"), "apply", "--check", str(tmp_path / "change.patch"))
+    checked = git(plain, "apply", "--check", str(tmp_path / "change.patch"))
     assert checked.returncode == 0, checked.stderr.decode()
 
 

@@ -186,6 +186,15 @@ def test_json_output_and_pytest_arguments_after_dashes(project: Path, tmp_path: 
     assert doc["verdict"] == "passed" and doc["environment"]["gpus"][0]["name"] == "NVIDIA H200"
 
 
+def test_a_pytest_usage_error_is_said_with_its_reason(project: Path, tmp_path: Path) -> None:
+    """pytest prints its usage error, then lines about its configuration: the error is what
+    the user needs (it once showed only `rootdir: ...`)."""
+    record(project, "src/sample_pkg/ops.py")
+    r = invoke("verify", "--python", fake_python(tmp_path), ".", "--", "--no-such-option")
+    assert r.exit_code == 2
+    assert "unrecognized arguments: --no-such-option" in r.output, r.output
+
+
 def test_baseline_tells_new_failures_from_old_ones(project: Path, tmp_path: Path) -> None:
     def git(*args: str) -> None:
         subprocess.run(["git", *args], cwd=project, check=True, capture_output=True)

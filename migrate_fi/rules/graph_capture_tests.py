@@ -102,11 +102,12 @@ class GraphCaptureTests(Rule):
         " https://github.com/flashinfer-ai/flashinfer/issues/3308",
     )
     options = (
-        RuleOption("warmup-runs", 3, "Eager runs before the capture."),
+        RuleOption("warmup-runs", 3, "Eager runs before the capture.", minimum=0),
         RuleOption(
             "replay-tolerance",
             0.5,
             "Largest absolute difference allowed between two replays of the captured graph.",
+            minimum=0,
         ),
     )
 
