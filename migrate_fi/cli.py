@@ -558,8 +558,7 @@ def diff(**kwargs: Any) -> None:
         for f in result.changed
     )
     result.notices += [
-        f"the patch names the files under {root} from there: apply it there"
-        f" (`git -C {root} apply`)"
+        f"the patch names the files under {root} from there: apply it there (`git -C {root} apply`)"
         for root in sorted(used)
     ]
     if settled.output_format == "text":
