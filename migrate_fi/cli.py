@@ -19,6 +19,7 @@ from migrate_fi.results import RunResult
 
 if TYPE_CHECKING:
     from migrate_fi.migration import MigrationRange
+    from migrate_fi.project import PinSearch
     from migrate_fi.record import LeftSite
     from migrate_fi.report import Report
 
@@ -263,6 +264,7 @@ def _range_and_rules(
     to_version: str | None,
     select_: list[str] | None = None,
     ignore: list[str] | None = None,
+    found: PinSearch | None = None,
 ) -> tuple[Any, Any]:
     """The run's range (`migrate_fi.migration.MigrationRange`: --from defaults to the project's
     pin, or to the migration in progress) and the rules selected for it."""
@@ -270,7 +272,7 @@ def _range_and_rules(
     from migrate_fi.registry import SelectionError, select
 
     try:
-        span = resolve_range(paths, from_version, to_version)
+        span = resolve_range(paths, from_version, to_version, found)
         selection = select(span.from_version, span.to_version, select_ or (), ignore or ())
     except (RangeError, SelectionError) as exc:
         raise Fatal(str(exc)) from None
@@ -285,11 +287,11 @@ def _given(cli_value: str | None, config: Config, key: str) -> str | None:
 def _execute(
     common: _Common, mode: str, use_cache: bool = False
 ) -> tuple[RunResult, _Settled, MigrationRange]:
-    from migrate_fi import warm
-    from migrate_fi.discovery import DiscoveryError
-    from migrate_fi.engine import run
-    from migrate_fi.pipeline import Mode
-    from migrate_fi.rule import KeywordStyle, RuleSetupError, RunOptions
+    """Settle the options and run: the tree as one migration, or, where it holds projects
+    pinned to different releases, project by project (`migrate_fi.subprojects`), the results
+    made one (the range returned is the first project's, with every project's in ``parts``)."""
+    from migrate_fi.project import search_pins
+    from migrate_fi.subprojects import split
 
     try:
         os.getcwd()
@@ -299,14 +301,78 @@ def _execute(
     for p in settled.paths:
         if not os.path.lexists(p):
             raise Fatal(f"{p}: no such file or folder")
+    from_given = _given(common.from_version, settled.config, "from")
+    found = search_pins(list(settled.paths))  # (read once: the split and the range ask)
+    parts = split(settled.paths, from_given, found) if common.changed_since is None else None
+    if parts is None:
+        result, span = _execute_range(
+            common, settled, mode, use_cache, settled.paths, from_given, found=found
+        )
+        return result, settled, span
+    results: list[tuple[RunResult, MigrationRange]] = []
+    for part in parts:
+        result, span = _execute_range(
+            common, settled, mode, False, part.paths, part.from_given, part.excluded
+        )
+        result.notices[:0] = [n for n in (part.tree_note, part.note) if n]
+        results.append((result, span))
+    return _merged(results), settled, _with_parts(results)
+
+
+def _merged(results: list[tuple[RunResult, MigrationRange]]) -> RunResult:
+    """The results of a run by projects as one (each file is in one project's run)."""
+    first = results[0][0]
+    out = RunResult(
+        from_version=first.from_version,
+        to_version=first.to_version,
+        unsafe_fixes=first.unsafe_fixes,
+    )
+    for result, span in results:
+        out.files += result.files
+        out.pending += result.pending
+        out.rules += [code for code in result.rules if code not in out.rules]
+        where = f"{os.path.relpath(span.root)}: " if len(results) > 1 else ""
+        out.notices.append(
+            f"{where}FlashInfer {result.from_version} -> {result.to_version}"
+            f" ({_plural_files(len(result.files))})"
+        )
+        out.notices += [n for n in result.notices if n not in out.notices]
+    return out
+
+
+def _with_parts(results: list[tuple[RunResult, MigrationRange]]) -> MigrationRange:
+    span = results[0][1]
+    span.parts = [(s, [f.path for f in r.files]) for r, s in results]
+    return span
+
+
+def _execute_range(
+    common: _Common,
+    settled: _Settled,
+    mode: str,
+    use_cache: bool,
+    paths: tuple[str, ...],
+    from_given: str | None,
+    excluded: list[str] | None = None,
+    found: PinSearch | None = None,
+) -> tuple[RunResult, MigrationRange]:
+    """One run over ``paths`` for one range (``excluded``: folders left to another run;
+    ``found``: their pins, where they were read already)."""
+    from migrate_fi import warm
+    from migrate_fi.discovery import DiscoveryError
+    from migrate_fi.engine import run
+    from migrate_fi.pipeline import Mode
+    from migrate_fi.rule import KeywordStyle, RuleSetupError, RunOptions
+
     config = settled.config
-    only = _changed_files(settled.paths, common.changed_since)
+    only = _changed_files(paths, common.changed_since)
     span, selection = _range_and_rules(
-        settled.paths,
-        _given(common.from_version, config, "from"),
+        paths,
+        from_given,
         _given(common.to_version, config, "to"),
         settled.select,
         settled.ignore,
+        found,
     )
     from_v, to_v = span.from_version, span.to_version
     options = RunOptions(
@@ -321,9 +387,11 @@ def _execute(
     )
     progress = _ProgressLine() if sys.stderr.isatty() else None
     config_excludes = config.get("exclude", ())
+    excludes_at = [(config.folder, list(config_excludes))] if config_excludes else []
+    excludes_at += [(os.path.dirname(f), [f"/{os.path.basename(f)}/"]) for f in excluded or ()]
     try:
         result = run(
-            settled.paths,
+            paths,
             selection.rules,
             options,
             Mode(mode),
@@ -331,7 +399,7 @@ def _execute(
             jobs=common.jobs,
             respect_gitignore=settled.respect_gitignore,
             progress=progress,
-            excludes_at=[(config.folder, config_excludes)] if config_excludes else [],
+            excludes_at=excludes_at,
             only=only,
             use_cache=use_cache and os.environ.get("MIGRATE_FI_NO_CACHE") != "1",
             recording=warm.recording() if use_cache else None,
@@ -349,7 +417,7 @@ def _execute(
 
         carry_over(span.root, span.record, result)
         if mode != "apply":  # (apply says what it could not write itself)
-            result.pending = pending_here(span.root, span.record, settled.paths)
+            result.pending = pending_here(span.root, span.record, paths)
         result.notices += [
             f"{p.path}: not migrated yet (the last apply could not: {p.reason});"
             " `migrate-fi apply` migrates it"
@@ -360,7 +428,7 @@ def _execute(
             f"--changed-since {common.changed_since}: {len(result.files)} of the"
             f" {_plural_files(len(only))} changed in git are under the given paths and read"
         )
-    return result, settled, span
+    return result, span
 
 
 @dataclass
@@ -790,30 +858,69 @@ def upgrade(
 
 def _write_and_record(result: RunResult, span: MigrationRange) -> None:
     """apply's writes: code first, pin and version files last (an apply stopped halfway leaves
-    the old pins), and the record of where the migration stands, interrupted or not. What the
-    writes did is kept for the rest of the command (`_tells_writes`)."""
-    from migrate_fi.carryover import left_sites
+    the old pins), and the record of where the migration stands, interrupted or not (one for
+    each project of a run by projects). What the writes did is kept for the rest of the
+    command (`_tells_writes`)."""
     from migrate_fi.project import is_pin_file
     from migrate_fi.sources import signals_deferred, write_changes
 
-    # (the sites' lines as the writes leave them)
+    parts = [(part, _part_of(result, part, files)) for part, files in span.parts] or [
+        (span, result)
+    ]
+    sites = [_sites_left(part, view) for part, view in parts]
+    try:
+        write_changes(result, last=is_pin_file)
+    except KeyboardInterrupt as exc:
+        records = [
+            _record_apply(part, _written_in(view, result), left, interrupted=_signal_name(exc))
+            for (part, view), left in zip(parts, sites, strict=True)
+        ]
+        record = next((r for r in records if r is not None), None)
+        raise ApplyInterrupted(_signal_name(exc), list(result.written), record) from None
+    told = _WRITES.get(None)
+    with signals_deferred():  # (the files are written: their record is written too)
+        record = None
+        for (part, view), left in zip(parts, sites, strict=True):
+            view = _written_in(view, result)
+            needed = view.written or part.record or left or view.errors
+            made = _record_apply(part, view, left) if needed else None
+            record = record or made
+        if told is not None:
+            told.written, told.record = list(result.written), record
+
+
+def _part_of(result: RunResult, span: MigrationRange, files: list[str]) -> RunResult:
+    """The files of one project of a run by projects, as a result of its own."""
+    mine = set(files)
+    return RunResult(
+        files=[f for f in result.files if f.path in mine],
+        from_version=str(span.from_version),
+        to_version=str(span.to_version),
+        unsafe_fixes=result.unsafe_fixes,
+    )
+
+
+def _written_in(view: RunResult, result: RunResult) -> RunResult:
+    """``view`` with what the writes of ``result`` did to its files."""
+    if view is result:
+        return result
+    mine = {f.path for f in view.files}
+    view.written = [p for p in result.written if p in mine]
+    view.write_errors = [e for e in result.write_errors if e.path in mine]
+    return view
+
+
+def _sites_left(span: MigrationRange, result: RunResult) -> list[LeftSite]:
+    """The sites left for a person as the record keeps them (their lines as the writes will
+    leave them)."""
+    from migrate_fi.carryover import left_sites
+
     rewritten = {
         f.path: (f.old_text, f.new_text)
         for f in result.changed
         if f.old_text is not None and f.new_text is not None
     }
-    sites = left_sites(span.root, result.manual, rewritten)
-    try:
-        write_changes(result, last=is_pin_file)
-    except KeyboardInterrupt as exc:
-        record = _record_apply(span, result, sites, interrupted=_signal_name(exc))
-        raise ApplyInterrupted(_signal_name(exc), list(result.written), record) from None
-    told = _WRITES.get(None)
-    with signals_deferred():  # (the files are written: their record is written too)
-        needed = result.written or span.record or sites or result.errors
-        record = _record_apply(span, result, sites) if needed else None
-        if told is not None:
-            told.written, told.record = list(result.written), record
+    return left_sites(span.root, result.manual, rewritten)
 
 
 def _record_apply(
@@ -1444,13 +1551,50 @@ def plan(
     """Which FlashInfer the project uses now, the target, and the rules that will run.
 
     Lists every pin found and where (pyproject.toml, requirements, setup files, Dockerfiles, CI
-    scripts, version files), and says when they disagree."""
+    scripts, version files), and says when they disagree. A tree of projects pinned to
+    different releases gets a plan for each project: each is migrated from its own pins."""
+    from migrate_fi.subprojects import split
+
+    paths = paths or (".",)
+    parts = split(paths, from_version)
+    if parts is None:
+        _plan_one(paths, from_version, to_version, output_format)
+        return
+    if output_format != "json":
+        click.echo(
+            f"{len(parts)} projects pinned to different releases: each is migrated from its"
+            " own pins (a --from applies only to those that pin an older release)."
+        )
+        if parts[0].tree_note:
+            click.echo(f"Note: {parts[0].tree_note}.")
+    docs = []
+    for part in parts:
+        if output_format != "json":
+            click.echo(f"\n== {os.path.relpath(part.folder)}")
+            if part.note:
+                click.echo(f"   {part.note}")
+        docs.append(_plan_one(part.paths, part.from_given, to_version, output_format, quiet=True))
+    if output_format == "json":
+        projects = [
+            {"folder": os.path.relpath(part.folder), "note": part.note or None, **doc}
+            for part, doc in zip(parts, docs, strict=True)
+        ]
+        click.echo(json.dumps({"projects": projects}, indent=2))
+
+
+def _plan_one(
+    paths: tuple[str, ...],
+    from_version: str | None,
+    to_version: str | None,
+    output_format: str,
+    quiet: bool = False,
+) -> dict[str, object]:
+    """The plan of one project (printed as text; as JSON unless ``quiet``); its document."""
     from migrate_fi.api.differ import changed_callables
     from migrate_fi.api.store import missing_data
     from migrate_fi.pins import MAIN
     from migrate_fi.project import search_pins
 
-    paths = paths or (".",)
     search = search_pins(paths)
     for problem in search.problems:
         click.echo(f"migrate-fi: warning: {problem}", err=True)
@@ -1503,8 +1647,9 @@ def plan(
         "rules": rules,
     }
     if output_format == "json":
-        click.echo(json.dumps(doc, indent=2))
-        return
+        if not quiet:
+            click.echo(json.dumps(doc, indent=2))
+        return doc
     source = (
         "the pins below"
         if pins
@@ -1547,3 +1692,4 @@ def plan(
         else:
             scope = f"FlashInfer {r['flashinfer_version']}"
         click.echo(f"  {r['code']} {r['id']:<24} fix: {r['fix']:<6} {scope}")
+    return doc

@@ -18,6 +18,7 @@ from packaging.version import Version
 from migrate_fi.api.store import missing_data, newest_release
 from migrate_fi.project import (
     Pin,
+    PinSearch,
     disagree_error,
     no_version_error,
     pinned_versions,
@@ -44,6 +45,8 @@ class MigrationRange:
     pinned: Version | None = None  # what the pins name, where a migration in progress overrides
     record: ApplyRecord | None = None  # the migration in progress this run continues
     root: str = ""  # the project root (where the record lives)
+    # a run by projects (`migrate_fi.subprojects`): each project's range and the files it read
+    parts: list[tuple[MigrationRange, list[str]]] = field(default_factory=list)
 
 
 def _version(text: str, what: str) -> Version:
@@ -56,9 +59,13 @@ def _version(text: str, what: str) -> Version:
 
 
 def resolve_range(
-    paths: Sequence[str], from_given: str | None, to_given: str | None
+    paths: Sequence[str],
+    from_given: str | None,
+    to_given: str | None,
+    found: PinSearch | None = None,
 ) -> MigrationRange:
-    """The range of this run (see the module docstring); `RangeError` says why there is none."""
+    """The range of this run (see the module docstring); `RangeError` says why there is none.
+    ``found``: the pins of ``paths``, where the caller read them already."""
     root = project_root(paths[0] if paths else ".")
     out = MigrationRange(Version("0"), Version("0"), root=root)
     record: ApplyRecord | None = None
@@ -69,7 +76,7 @@ def resolve_range(
     if from_given is not None:
         out.from_version = _version(from_given, "--from")
     else:
-        found = search_pins(list(paths))
+        found = found if found is not None else search_pins(list(paths))
         out.problems = found.problems
         versions = pinned_versions(found)
         continued = _continues(record, versions)
