@@ -97,10 +97,11 @@ class _Wanted:
     glob on the end of the path when the pattern has a ``/`` (``requirements/*.txt``)."""
 
     def __init__(self, suffixes: tuple[str, ...], patterns: Sequence[str]) -> None:
-        # (".py" stands for Python files: stubs too, and scripts without a suffix that start
-        # with a Python shebang, `migrate_fi.modules.is_python_path`)
+        # (".py" stands for Python files: stubs too, scripts without a suffix that start with
+        # a Python shebang, `migrate_fi.modules.is_python_path`, and notebooks' code cells,
+        # `migrate_fi.notebooks`)
         self.scripts = ".py" in suffixes
-        self.suffixes = (*suffixes, ".pyi") if self.scripts else suffixes
+        self.suffixes = (*suffixes, ".pyi", ".ipynb") if self.scripts else suffixes
         names = [p for p in patterns if "/" not in p]
         paths = [p for p in patterns if "/" in p]
         self.names = re.compile("|".join(fnmatch.translate(p) for p in names)) if names else None

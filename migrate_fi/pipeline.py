@@ -14,6 +14,7 @@ that file's error, never raised.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import enum
 import gc
 import os
@@ -28,6 +29,7 @@ from migrate_fi.discovery import wanted_files
 from migrate_fi.edits import EditError
 from migrate_fi.fixes import apply_fixes, settle
 from migrate_fi.modules import in_flashinfer, is_python_path, module_identity
+from migrate_fi.notebooks import Notebook
 from migrate_fi.patching import Gate
 from migrate_fi.prefilter import LazyPrefilter, Prefilter, Triggers, reaches_flashinfer
 from migrate_fi.resolver import NameResolver
@@ -299,6 +301,8 @@ def process_source(
     gc.disable()
     built: list[NameResolver] = []  # released at the end: their trees are freed at once
     try:
+        if path.endswith(".ipynb"):
+            return _notebook(data, path, rules, options, mode, aliases or {}, prefiltered, built)
         return _process(data, path, rules, options, mode, module, aliases or {}, prefiltered, built)
     except RecursionError:
         return failed(path, "too deeply nested to analyse (RecursionError); file left untouched")
@@ -353,10 +357,11 @@ def _process(
     aliases: Mapping[str, str],
     prefiltered: Collection[str] | None,
     built: list[NameResolver],
+    python: bool | None = None,
 ) -> FileResult:
     source = decode_source(data)
     text = source.text
-    is_python = is_python_path(path)
+    is_python = is_python_path(path) if python is None else python
     # Old Mac line endings (a lone CR): LibCST cannot print them back, so such a file is
     # migrated with LF endings and given its CRs back at the end; a file that mixes lone CRs
     # with other endings cannot be rewritten without changing them (refused where it has fixes).
@@ -450,6 +455,44 @@ def _process(
         result.old_text, result.new_text = original, text
         result.old_bytes, result.new_bytes = data, source.encode(text)
     return result
+
+
+def _notebook(
+    data: bytes,
+    path: str,
+    rules: Sequence[type[Rule]],
+    options: RunOptions,
+    mode: Mode,
+    aliases: Mapping[str, str],
+    prefiltered: Collection[str] | None,
+    built: list[NameResolver],
+) -> FileResult:
+    """A notebook's code cells, run as one module (`migrate_fi.notebooks`): its sites placed
+    in their cells, its fixes written back into them."""
+    notebook = Notebook.parse(data)
+    if not notebook.cells:
+        return FileResult(path, Status.UNCHANGED)
+    module = notebook.module.encode("utf-8")
+    inner = _process(module, path, rules, options, mode, (None, False), aliases, None, built, True)
+    if inner.error is not None:
+        where = notebook.place(inner.error.line) if inner.error.line is not None else None
+        reason = f"cell {where[0]}: {inner.error.reason}" if where else inner.error.reason
+        return failed(path, reason)
+    out = FileResult(path, inner.status, parsed=inner.parsed, lookups=inner.lookups)
+    for d in inner.diagnostics:
+        cell, line = notebook.place(d.line)
+        end = notebook.place(d.end_line)[1] if d.end_line is not None else None
+        out.diagnostics.append(
+            dataclasses.replace(d, line=line, end_line=end, cell=cell, replacements=())
+        )
+    if inner.status is Status.CHANGED and inner.new_text is not None:
+        new = notebook.write(inner.new_text)
+        if new == data:
+            out.status = Status.UNCHANGED
+        else:
+            out.old_bytes, out.new_bytes = data, new
+            out.old_text, out.new_text = data.decode("utf-8"), new.decode("utf-8")
+    return out
 
 
 def _check_still_valid(path: str, old: str, new: str, rule: str) -> None:

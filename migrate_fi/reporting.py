@@ -32,7 +32,8 @@ def _marker(d: Diagnostic) -> str:
 
 
 def format_diagnostic(d: Diagnostic) -> str:
-    return f"{d.path}:{d.line}:{d.col}: {d.code} {_marker(d)}{d.message}"
+    cell = f"cell {d.cell}:" if d.cell is not None else ""
+    return f"{d.path}:{cell}{d.line}:{d.col}: {d.code} {_marker(d)}{d.message}"
 
 
 def format_error(e: FileError) -> str:

@@ -68,6 +68,7 @@ class Diagnostic:
     # what the fix changes, when the run asked for it (SARIF) and it can be told in the text
     # that was read (a fix of a rule that ran after another one changed the file cannot)
     replacements: tuple[Replacement, ...] = ()
+    cell: int | None = None  # a notebook's cell (1-based; ``line`` counts in it), else None
 
     @property
     def fixable(self) -> bool:
@@ -91,7 +92,7 @@ class Diagnostic:
             "message": self.message,
             "fix": self.safety.value if self.safety is not None else None,
             "fixable": self.applies,
-        }
+        } | ({"cell": self.cell} if self.cell is not None else {})
 
 
 @dataclass(frozen=True)
