@@ -22,9 +22,10 @@ The rules, chosen so that a rule never rewrites something that may not be FlashI
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
+from migrate_fi import nodes
 from migrate_fi.modules import in_flashinfer
 from migrate_fi.scopes import Binding, DictWrite, Scope, ScopeBuilder
 
@@ -154,6 +155,10 @@ class NameResolver:
         # (`migrate_fi.reexports.unaffected`)
         self.asked: set[str] = set()
         self._names: dict[tuple[int, str], list[Candidate]] = {}
+        # whether no other file of the project names a module-level function of this module
+        # (so that its calls here are all of them): set by whoever can search the project
+        # (`migrate_fi.rules._callers.named_only_in`); None: never certain
+        self.only_here: Callable[[str], bool] | None = None
 
     def release(self) -> None:
         """Done with this file: its tree and scopes are freed at once (`ScopeBuilder.release`).
@@ -258,7 +263,19 @@ class NameResolver:
             return out
         if isinstance(expr, ast.IfExp):  # `x if c else None`: None is no other implementation
             return [c for arm in _arms(expr) for c in self._resolve(arm, scope, seen)]
+        if isinstance(expr, (ast.List, ast.Tuple)):  # a container: what its elements are
+            elements = [e for e in expr.elts if not isinstance(e, ast.Starred)]
+            if len(elements) != len(expr.elts) or not elements:
+                return [Candidate(None, expr.lineno, "expression")]
+            return _contained(c for e in elements for c in self._resolve(e, scope, seen))
+        if isinstance(expr, ast.ListComp):
+            inner = self.scopes.comprehensions.get(id(expr), scope)
+            return _contained(self._resolve(expr.elt, inner, seen))
+        if isinstance(expr, ast.Subscript):  # an element of a container of known elements
+            return _element(self._resolve(expr.value, scope, seen), expr.lineno)
         if isinstance(expr, ast.Call):
+            if isinstance(expr.func, ast.Name) and expr.func.id == "super" and not expr.args:
+                return self._super(scope, expr.lineno)
             funcs = self._resolve(expr.func, scope, seen)
             names = {c.qualname for c in funcs}
             if names and names <= _IMPORTERS and _is_importer_call(expr):
@@ -295,6 +312,12 @@ class NameResolver:
         for b in bindings:
             if b.what == "None":
                 continue
+            if b.what == "parameter":
+                out.extend(self._parameter(name, owner, b, seen))
+                continue
+            if b.element_of is not None and b.scope is not None:  # `for x in <iterable>`
+                out.extend(_element(self._resolve(b.element_of, b.scope, seen), b.line))
+                continue
             if b.alias_of is not None:
                 assert b.scope is not None
                 for arm in _arms(b.alias_of):
@@ -312,7 +335,9 @@ class NameResolver:
     def _self_attribute(
         self, expr: ast.Attribute, scope: Scope, seen: frozenset[tuple[int, str]]
     ) -> list[Candidate] | None:
-        """``self.attr`` inside a method: what the class's methods assign to ``self.attr``."""
+        """``self.attr`` inside a method: what the class's methods assign to ``self.attr``; a
+        method or attribute the class (or a class of this module it derives from) defines is
+        the project's own, never its FlashInfer base's."""
         if not isinstance(expr.value, ast.Name):
             return None
         found = self.lookup(expr.value.id, scope)
@@ -323,6 +348,10 @@ class NameResolver:
             return None
         bindings = owner.owner_class.attributes.get(expr.attr)
         if not bindings:
+            for cls in self._own_classes(owner.owner_class):
+                if expr.attr in cls.bindings or expr.attr in cls.attributes:
+                    line = cls.node.lineno  # type: ignore[attr-defined]
+                    return [Candidate(None, line, "attribute of the project's class")]
             return None
         key = (id(owner.owner_class), "self." + expr.attr)
         if key in seen:
@@ -336,3 +365,259 @@ class NameResolver:
             else:
                 out.append(Candidate(b.qualname, b.line, b.what))
         return out
+
+    # ------------------------------------------------------------- parameters
+
+    def _parameter(
+        self, name: str, owner: Scope, b: Binding, seen: frozenset[tuple[int, str]]
+    ) -> list[Candidate]:
+        """What a parameter holds, where that is certain enough to say: its annotation names
+        FlashInfer classes; it is ``self`` in a class whose bases are FlashInfer's; or every
+        call of its function in this module passes FlashInfer instances. Else one opaque
+        candidate (the value a caller gives)."""
+        opaque = [Candidate(None, b.line, "parameter")]
+        if b.annotation is not None and b.scope is not None:
+            return self._annotated(b.annotation, b.scope, b.line, seen) or opaque
+        if owner.owner_class is not None and owner.self_name == name:
+            return self._instances_of(owner.owner_class, b.line, seen) or opaque
+        return self._passed(name, owner, b, seen) or opaque
+
+    def _annotated(
+        self, annotation: ast.expr, scope: Scope, line: int, seen: frozenset[tuple[int, str]]
+    ) -> list[Candidate]:
+        """The instances an annotation names (``X``, ``Optional[X]``, ``X | None``,
+        ``Union[X, Y]``, ``"X"``), when one of them is FlashInfer's; an opaque candidate
+        stands for each other type."""
+        out: list[Candidate] = []
+        for arm in self._type_arms(annotation, scope, seen):
+            quals = [c.qualname for c in self._resolve(arm, scope, seen)]
+            if quals and all(q is not None and in_flashinfer(q) for q in quals):
+                out += [Candidate(f"{q}()", line, "parameter annotated") for q in quals]
+            else:
+                out.append(Candidate(None, line, "parameter annotated as another type"))
+        return out if any(c.qualname for c in out) else []
+
+    def _type_arms(
+        self, annotation: ast.expr, scope: Scope, seen: frozenset[tuple[int, str]]
+    ) -> list[ast.expr]:
+        if isinstance(annotation, ast.Constant):
+            if annotation.value is None:
+                return []
+            if isinstance(annotation.value, str):
+                try:
+                    parsed = ast.parse(annotation.value, mode="eval").body
+                except SyntaxError:
+                    return [annotation]
+                return self._type_arms(parsed, scope, seen)
+            return [annotation]
+        if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+            left = self._type_arms(annotation.left, scope, seen)
+            return left + self._type_arms(annotation.right, scope, seen)
+        if isinstance(annotation, ast.Subscript):
+            kinds = {c.qualname for c in self._resolve(annotation.value, scope, seen)}
+            if kinds and kinds <= _OPTIONAL_KINDS:
+                inner = annotation.slice
+                parts = inner.elts if isinstance(inner, ast.Tuple) else [inner]
+                return [a for part in parts for a in self._type_arms(part, scope, seen)]
+        return [annotation]
+
+    def _own_classes(self, cls: Scope) -> list[Scope]:
+        """``cls`` and the classes of this module it derives from (nearest first)."""
+        out, todo = [], [cls]
+        while todo:
+            current = todo.pop(0)
+            if current in out or not isinstance(current.node, ast.ClassDef):
+                continue
+            out.append(current)
+            parent = current.parent or self.module_scope
+            for base in current.node.bases:
+                if isinstance(base, ast.Name):
+                    found = self.lookup(base.id, parent)
+                    for b in found[1] if found else ():
+                        if b.what == "class" and b.scope is None:
+                            opened = self._class_scope(base.id, found[0] if found else None)
+                            if opened is not None:
+                                todo.append(opened)
+        return out
+
+    def _class_scope(self, name: str, where: Scope | None) -> Scope | None:
+        for scope in self.scopes.opened.values():
+            node = scope.node
+            if (
+                scope.kind == "class"
+                and isinstance(node, ast.ClassDef)
+                and node.name == name
+                and scope.parent is where
+            ):
+                return scope
+        return None
+
+    def _instances_of(
+        self, cls: Scope, line: int, seen: frozenset[tuple[int, str]]
+    ) -> list[Candidate]:
+        """``self`` of a method of ``cls``: an instance of FlashInfer's classes when every base
+        of ``cls`` (through the classes of this module it derives from) is one of them."""
+        bases: list[str] = []
+        for own in self._own_classes(cls):
+            parent = own.parent or self.module_scope
+            for base in own.node.bases:  # type: ignore[attr-defined]
+                quals = [c.qualname for c in self._resolve(base, parent, seen)]
+                if any(q is None for q in quals) and self._is_own_class(base, parent):
+                    continue  # (followed by `_own_classes`)
+                if not quals or not all(q is not None and in_flashinfer(q) for q in quals):
+                    return []
+                bases += [q for q in quals if q is not None]
+        return [Candidate(f"{q}()", line, "self") for q in dict.fromkeys(bases)]
+
+    def _is_own_class(self, base: ast.expr, scope: Scope) -> bool:
+        if not isinstance(base, ast.Name):
+            return False
+        found = self.lookup(base.id, scope)
+        return found is not None and any(b.what == "class" for b in found[1])
+
+    def _super(self, scope: Scope, line: int) -> list[Candidate]:
+        """``super()`` in a method: the FlashInfer bases of its class, when all are."""
+        while scope.kind == "comprehension" and scope.parent is not None:
+            scope = scope.parent
+        if scope.owner_class is None:
+            return [Candidate(None, line, "super()")]
+        own = self._own_classes(scope.owner_class)
+        candidates = self._instances_of(scope.owner_class, line, frozenset())
+        if len(own) > 1 or not candidates:
+            return [Candidate(None, line, "super()")]  # (a class of this module in between)
+        return [Candidate(c.qualname, line, "super()") for c in candidates]
+
+    def _passed(
+        self, name: str, owner: Scope, b: Binding, seen: frozenset[tuple[int, str]]
+    ) -> list[Candidate]:
+        """What the calls in this module of the function ``owner`` opens pass for its parameter
+        ``name``, where one of them passes a FlashInfer instance: plain calls, and
+        ``functools.partial(f, x)`` / ``types.MethodType(f, x)`` / ``f.__get__(x)`` binding
+        its first parameters. A call that passes something else, a use that is no such call
+        (the function handed around, decorated), or calls from other modules add an opaque
+        candidate: the site is then reported with what else it may be, never rewritten.
+        [] where no call in sight passes a FlashInfer instance."""
+        node = owner.node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.decorator_list:
+            return []
+        outer = owner.parent
+        if outer is None or outer.kind == "class":
+            return []
+        memo = ("passed", id(node), name)
+        cached = self.derived.get(memo)
+        if isinstance(cached, list):
+            return cached
+        self.derived[memo] = []  # (a recursive call passes the parameter on: neutral)
+        values, complete = self._values_passed(node, outer, name, b.index)
+        found: list[Candidate] = []
+        for value, scope in values:
+            if isinstance(value, ast.Name) and value.id == name:
+                here = self.lookup(name, scope)
+                if here is not None and here[0] is owner:
+                    continue  # passed on to itself
+            for c in self._resolve(value, scope, seen):
+                q = c.qualname
+                if q is not None and q.endswith("()") and in_flashinfer(q):
+                    found.append(Candidate(q, b.line, "parameter"))
+                else:
+                    complete = False
+        if found and complete and outer.kind == "module":
+            # (other modules may import it and pass something else)
+            complete = bool(self.only_here and self.only_here(node.name))
+        if found and not complete:
+            found.append(Candidate(None, b.line, "parameter given other values"))
+        unique = list({c.qualname: c for c in found}.values())
+        self.derived[memo] = unique
+        return unique
+
+    def _values_passed(
+        self,
+        node: ast.FunctionDef | ast.AsyncFunctionDef,
+        outer: Scope,
+        name: str,
+        index: int | None,
+    ) -> tuple[list[tuple[ast.expr, Scope]], bool]:
+        """The value each use of ``node`` in this module passes for its parameter ``name``, and
+        whether those are all of its uses (a use that is not a call binding it, or that leaves
+        it out or hides it in ``*args``, makes them not all)."""
+        refs = [
+            (ref, self.scope_at(ref))
+            for ref in nodes.of_type(self.tree, ast.Name)
+            if ref.id == node.name and isinstance(ref.ctx, ast.Load)
+        ]
+        uses = [
+            (ref, scope)
+            for ref, scope in refs
+            if (found := self.lookup(node.name, scope)) is not None
+            and found[0] is outer
+            and any(b.what == "def" and b.line == node.lineno for b in found[1])
+        ]
+        complete = len(uses) == len(refs) and bool(uses)
+        parents = nodes.parents(self.tree)
+        out: list[tuple[ast.expr, Scope]] = []
+        for ref, scope in uses:
+            parent = parents.get(id(ref))
+            value: ast.expr | None = None
+            if isinstance(parent, ast.Call) and parent.func is ref:
+                value = _bound(node, parent.args, parent.keywords, name, index)
+            elif isinstance(parent, ast.Call) and parent.args[:1] == [ref]:
+                kind = {c.qualname for c in self._resolve(parent.func, scope, frozenset())}
+                if kind and kind <= _BINDERS:
+                    value = _bound(node, parent.args[1:], parent.keywords, name, index)
+            elif (
+                isinstance(parent, ast.Attribute)
+                and parent.attr == "__get__"
+                and isinstance(call := parents.get(id(parent)), ast.Call)
+                and call.func is parent
+                and len(call.args) >= 1
+            ):
+                value = _bound(node, call.args[:1], [], name, index)
+            if value is None:
+                complete = False
+            else:
+                out.append((value, scope))
+        return out, complete
+
+
+def _contained(elements: Iterable[Candidate]) -> list[Candidate]:
+    """A container of ``elements``: each known one as ``<qualname>[]``."""
+    return [Candidate(f"{c.qualname}[]" if c.qualname else None, c.line, c.what) for c in elements]
+
+
+def _element(containers: Iterable[Candidate], line: int) -> list[Candidate]:
+    """An element of ``containers``: what a ``<qualname>[]`` holds; anything else is opaque."""
+    out = []
+    for c in containers:
+        if c.qualname is not None and c.qualname.endswith("[]"):
+            out.append(Candidate(c.qualname[:-2], c.line, c.what))
+        else:
+            out.append(Candidate(None, line, "element"))
+    return out
+
+
+# ``Optional[X]``, ``Union[X, Y]``: the types an annotation may hold
+_OPTIONAL_KINDS = frozenset({"typing.Optional", "typing.Union", "typing_extensions.Optional"})
+# calls that bind a function's first parameters: ``partial(f, x)``, ``MethodType(f, x)``
+_BINDERS = frozenset({"functools.partial", "types.MethodType"})
+
+
+def _bound(
+    node: ast.FunctionDef | ast.AsyncFunctionDef,
+    args: list[ast.expr],
+    keywords: list[ast.keyword],
+    name: str,
+    index: int | None,
+) -> ast.expr | None:
+    """What arguments bind to the parameter ``name`` (at ``index``): None when they leave it
+    out or cannot be read (``*args``, ``**kwargs``)."""
+    for kw in keywords:
+        if kw.arg is None:
+            return None
+        if kw.arg == name:
+            return kw.value
+    if index is not None and index < len(args):
+        for arg in args[: index + 1]:
+            if isinstance(arg, ast.Starred):
+                return None
+        return args[index]
+    return None

@@ -90,8 +90,19 @@ class Scope:
         return f"Scope({self.kind}, {sorted(self.bindings)})"
 
 
-# Values through which a name may alias something the resolver can follow.
-_ALIASABLE = (ast.Name, ast.Attribute, ast.IfExp, ast.Call, ast.Dict)
+# Values through which a name may alias something the resolver can follow (a list, tuple or
+# list comprehension: what its elements are, `x = [W(), W()]` then `x[0]`).
+_ALIASABLE = (
+    ast.Name,
+    ast.Attribute,
+    ast.IfExp,
+    ast.Call,
+    ast.Dict,
+    ast.List,
+    ast.Tuple,
+    ast.ListComp,
+    ast.Subscript,
+)
 
 
 @dataclass
@@ -100,7 +111,10 @@ class Binding:
     line: int
     qualname: str | None = None  # imports (and module-level defs of a known module)
     value: ast.expr | None = None  # plain assignments: the value assigned (`None` included)
-    scope: Scope | None = None  # where `value` is evaluated
+    scope: Scope | None = None  # where `value` is evaluated (a parameter: its annotation)
+    annotation: ast.expr | None = None  # a parameter's annotation
+    index: int | None = None  # a positional parameter's place (``self`` is 0)
+    element_of: ast.expr | None = None  # ``for x in <expr>``: what it iterates (in ``scope``)
 
     @property
     def alias_of(self) -> ast.expr | None:
@@ -136,6 +150,7 @@ class ScopeBuilder(ast.NodeVisitor):
         self.dict_writes: dict[str, list[DictWrite]] = {}
         # the scope each def, lambda and class opens, by id of its node
         self.opened: dict[int, Scope] = {}
+        self.comprehensions: dict[int, Scope] = {}  # and each comprehension
         self._assigning = False  # visiting the target of a recorded `d["k"] = v`
         self.visit(tree)
         self.calls.sort(key=lambda item: (item[0].lineno, item[0].col_offset))
@@ -148,6 +163,7 @@ class ScopeBuilder(ast.NodeVisitor):
             scope.bindings.clear()
             scope.attributes.clear()
         self._every_scope.clear()
+        self.comprehensions.clear()
 
     def lookup(self, name: str, scope: Scope) -> tuple[Scope, list[Binding]] | None:
         s: Scope | None = scope
@@ -298,9 +314,12 @@ class ScopeBuilder(ast.NodeVisitor):
         ):
             self._scope.owner_class = outer
             self._scope.self_name = first[0].arg
-        for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
+        positional = [*args.posonlyargs, *args.args]
+        for a in [*positional, *args.kwonlyargs, args.vararg, args.kwarg]:
             if a is not None:
-                self._bind(a.arg, Binding("parameter", a.lineno))
+                index = next((i for i, p in enumerate(positional) if p is a), None)
+                binding = Binding("parameter", a.lineno, None, None, outer, a.annotation, index)
+                self._bind(a.arg, binding)
         if isinstance(node, ast.Lambda):
             self.visit(node.body)
         else:
@@ -332,6 +351,7 @@ class ScopeBuilder(ast.NodeVisitor):
         outer = self._scope
         self._scope = Scope("comprehension", outer, node)
         self._every_scope.append(self._scope)
+        self.comprehensions[id(node)] = self._scope
         for i, gen in enumerate(gens):
             if i:
                 self.visit(gen.iter)
@@ -416,13 +436,29 @@ class ScopeBuilder(ast.NodeVisitor):
         )
         return True
 
+    def visit_For(self, node: ast.For | ast.AsyncFor) -> None:
+        """``for x in <iterable>``: ``x`` is an element of it (a name target only)."""
+        self.visit(node.iter)
+        if isinstance(node.target, ast.Name):
+            binding = Binding("loop variable", node.lineno, scope=self._scope, element_of=node.iter)
+            self._bind(node.target.id, binding)
+        else:
+            self.visit(node.target)
+        for stmt in [*node.body, *node.orelse]:
+            self.visit(stmt)
+
+    visit_AsyncFor = visit_For
+
     def visit_NamedExpr(self, node: ast.NamedExpr) -> None:
         self.visit(node.value)
         self._bind(node.target.id, Binding("walrus target", node.lineno))
 
     def visit_Name(self, node: ast.Name) -> None:
-        if isinstance(node.ctx, (ast.Store, ast.Del)):
+        if isinstance(node.ctx, ast.Store):
             self._bind(node.id, Binding("assignment", node.lineno))
+        elif isinstance(node.ctx, ast.Del):
+            # (nothing can be used through a deleted name: no other value for its uses)
+            self._bind(node.id, Binding("None", node.lineno))
 
     def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
         if node.type is not None:

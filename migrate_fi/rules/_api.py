@@ -85,6 +85,10 @@ def _keyed_calls(ctx: FileContext, apis: tuple[Api, ...]) -> _Keyed:
             return None
         return next((k for a in apis if (k := a.key(path)) is not None), None)
 
+    if resolver.only_here is None:  # (a parameter is followed to this module's calls)
+        from migrate_fi.rules._callers import named_only_in
+
+        resolver.only_here = named_only_in(ctx.path)
     out: _Keyed = []
     for view in callee_calls(resolver):
         candidates = resolver.resolve(view.func, view.func_scope).candidates

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ast
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -28,7 +28,14 @@ from migrate_fi.modules import display_path, module_identity
 from migrate_fi.resolver import NameResolver
 from migrate_fi.scopes import Scope
 
-__all__ = ["Function", "Passed", "arguments", "function_of_parameter", "parents_of"]
+__all__ = [
+    "Function",
+    "Passed",
+    "arguments",
+    "function_of_parameter",
+    "named_only_in",
+    "parents_of",
+]
 
 Def = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
 # decorators that keep how a function is called (its parameters, by position and keyword)
@@ -374,6 +381,18 @@ def _caller(scope: Scope, resolver: NameResolver, path: str) -> Function | None:
         return None
     bound = _lambda_name(node, outer) if isinstance(node, ast.Lambda) else node.name
     return Function(node, bound, outer, resolver, path)
+
+
+def named_only_in(path: str) -> Callable[[str], bool]:
+    """Whether no file of the project but ``path`` names a word (a module-level function of
+    ``path``, whose calls there are then all of its calls); the search is noted (`_mentioning`)."""
+    here = os.path.abspath(path)
+
+    def only_here(name: str) -> bool:
+        found = _mentioning(search_root_noted(path), (name.encode(),))
+        return all(os.path.abspath(p) == here for p in found)
+
+    return only_here
 
 
 def search_root_noted(path: str) -> str:
