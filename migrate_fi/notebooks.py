@@ -30,6 +30,13 @@ _MARKER_LINE = re.compile(r"^# migrate-fi cell (\d+)$", re.MULTILINE)
 # a line magic, a shell line or a help request (``%time f()``, ``!pip install x``, ``f?``)
 _MAGIC = re.compile(r"^(\s*)([%!].*|\??[\w.]+\?\??)$")
 _PLACEHOLDER = re.compile(r"^(\s*)pass  # migrate-fi magic (\d+)$")
+# a timing magic whose argument is a Python statement: ``%time y = f(x)``, ``%timeit -n 3 f(x)``
+_TIMED = re.compile(r"^(\s*)(%(?:time|timeit|prun)\s+(?:-[nrp]\s*\d+\s+|-[oqc]\s+)*)(\S.*)$")
+_TIMED_MARK = re.compile(r"^(\s*)(.*?)  # migrate-fi timed (\d+)$")
+# cell magics whose body is Python
+_PYTHON_CELL_MAGICS = ("%%time", "%%timeit", "%%prun", "%%capture")
+_PLACE = "migrate-fi place "  # (a cell's lines, marked to find where the JSON holds them)
+_PLACE_RE = re.compile(r"migrate-fi place (\d+):(\d+)(?::(\d+))?")
 
 
 class NotebookError(SourceError):
@@ -68,6 +75,14 @@ def _python(text: str, magics: list[str]) -> str | None:
     lines = text.split("\n")
     found: list[str] = []
     for k, each in enumerate(lines):
+        timed = _TIMED.match(each)
+        if timed is not None and _parses(timed.group(3)):
+            # (the statement stays, to be read and fixed; the magic goes back in front of it)
+            lines[k] = (
+                f"{timed.group(1)}{timed.group(3)}  # migrate-fi timed {len(magics) + len(found)}"
+            )
+            found.append(timed.group(2))
+            continue
         m = _MAGIC.match(each)
         if m is not None:
             lines[k] = f"{m.group(1)}pass  # migrate-fi magic {len(magics) + len(found)}"
@@ -77,6 +92,16 @@ def _python(text: str, magics: list[str]) -> str | None:
         return None
     magics += found
     return out
+
+
+def _why(text: str) -> str:
+    try:
+        ast.parse(text)
+    except SyntaxError as exc:
+        return f"line {exc.lineno}: {exc.msg}"
+    except ValueError as exc:
+        return str(exc)
+    return "its magics cannot be told from its code"
 
 
 def _parses(text: str) -> bool:
@@ -121,14 +146,18 @@ class Notebook:
                 joined, as_list = source, False
             else:
                 raise NotebookError(f"cell {i + 1}: its source is neither text nor lines")
-            if joined.lstrip().startswith("%%"):
+            if joined.lstrip().startswith("%%") and not joined.lstrip().startswith(
+                _PYTHON_CELL_MAGICS
+            ):
                 continue  # a cell magic: another language
             cells.append(_Cell(i, joined, as_list))
         magics: list[str] = []
         for cell in cells:
             cell.python = _python(cell.text, magics)
             if cell.python is None:
-                raise NotebookError(f"cell {cell.index + 1} is not valid Python")
+                raise NotebookError(
+                    f"cell {cell.index + 1} is not valid Python ({_why(cell.text)})"
+                )
         out = cls(doc, cells, "", magics)
         out.module = out._module()
         body = text[:-1] if text.endswith("\n") else text
@@ -155,6 +184,48 @@ class Notebook:
             if line >= cell.start:
                 return cell.index + 1, line - cell.start + 1
         return (self.cells[0].index + 1 if self.cells else 1), 1
+
+    def shift(self, cell: int, line: int) -> int:
+        """How many characters a timing magic adds in front of line ``line`` of cell ``cell``
+        (both 1-based): the column in the cell is the column in the module plus that."""
+        for each in self.cells:
+            if each.index + 1 == cell and each.python is not None:
+                lines = each.python.split("\n")
+                if 1 <= line <= len(lines):
+                    t = _TIMED_MARK.match(lines[line - 1])
+                    if t is not None and int(t.group(3)) < len(self.magics):
+                        return len(self.magics[int(t.group(3))])
+        return 0
+
+    def file_places(self) -> dict[tuple[int, int], tuple[int, int]]:
+        """For each (cell number, line of the cell), both 1-based, the line of the notebook's
+        file that holds it and the column its text starts at (0-based): where an editor, a
+        code-scanning upload or a CI annotation points. Empty when the layout is unknown."""
+        if self.layout is None:
+            return {}
+        doc = json.loads(json.dumps(self.doc))
+        for cell in self.cells:
+            source = doc["cells"][cell.index].get("source")
+            count = max(1, cell.text.count("\n") + (0 if cell.text.endswith("\n") else 1))
+            if cell.as_list and isinstance(source, list):
+                doc["cells"][cell.index]["source"] = [
+                    f"{_PLACE}{cell.index}:{k}" for k in range(len(source))
+                ]
+            else:
+                doc["cells"][cell.index]["source"] = f"{_PLACE}{cell.index}:0:{count}"
+        out: dict[tuple[int, int], tuple[int, int]] = {}
+        for number, text in enumerate(self.layout(doc).split("\n"), 1):
+            at = text.find(_PLACE)
+            if at < 0:
+                continue
+            found = _PLACE_RE.search(text, at)
+            if found is None:
+                continue
+            index, k = int(found.group(1)), int(found.group(2))
+            lines = int(found.group(3)) if found.group(3) else 1
+            for j in range(lines):
+                out[(index + 1, k + j + 1)] = (number, at)
+        return out
 
     def write(self, module: str) -> bytes:
         """The notebook's bytes with the cells as ``module`` (the module after the fixes) holds
@@ -190,4 +261,14 @@ class Notebook:
             m = _PLACEHOLDER.match(each)
             if m is not None and int(m.group(2)) < len(self.magics):
                 lines[k] = self.magics[int(m.group(2))]
+                continue
+            t = _TIMED_MARK.match(each)
+            if t is not None and int(t.group(3)) < len(self.magics):
+                statement = t.group(2)
+                if not _parses(statement):
+                    raise NotebookError(
+                        "a fix split a timed line (%time, %timeit) over several lines; not"
+                        " rewritten"
+                    )
+                lines[k] = f"{t.group(1)}{self.magics[int(t.group(3))]}{statement}"
         return "\n".join(lines)

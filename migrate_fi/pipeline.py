@@ -476,16 +476,44 @@ def _notebook(
     inner = _process(module, path, rules, options, mode, (None, False), aliases, None, built, True)
     if inner.error is not None:
         where = notebook.place(inner.error.line) if inner.error.line is not None else None
-        reason = f"cell {where[0]}: {inner.error.reason}" if where else inner.error.reason
+        reason = (
+            f"cell {where[0]}, line {where[1]}: {inner.error.reason}"
+            if where
+            else inner.error.reason
+        )
         return failed(path, reason)
     out = FileResult(path, inner.status, parsed=inner.parsed, lookups=inner.lookups)
+    places = notebook.file_places()
+    writable = notebook.layout is not None
     for d in inner.diagnostics:
         cell, line = notebook.place(d.line)
-        end = notebook.place(d.end_line)[1] if d.end_line is not None else None
+        end = notebook.place(d.end_line) if d.end_line is not None else None
+        file_line = places.get((cell, line), (1, 0))[0]
+        file_end = places.get(end, (file_line, 0))[0] if end is not None else None
+        changes: dict[str, object] = {}
+        if not writable and d.safety is not None:  # (said as it is: apply cannot write it)
+            changes = {
+                "safety": None,
+                "applies": False,
+                "message": d.message + " (not rewritten here: the notebook's JSON layout"
+                " cannot be written back byte for byte; make the change in Jupyter)",
+            }
         out.diagnostics.append(
-            dataclasses.replace(d, line=line, end_line=end, cell=cell, replacements=())
+            dataclasses.replace(
+                d,
+                line=file_line,
+                col=d.col + notebook.shift(cell, line),
+                end_line=file_end,
+                end_col=None,
+                cell=cell,
+                cell_line=line,
+                replacements=(),
+                **changes,  # type: ignore[arg-type]
+            )
         )
-    if inner.status is Status.CHANGED and inner.new_text is not None:
+    if not writable and out.status is Status.CHANGED:
+        out.status = Status.UNCHANGED  # (its fixes were said as sites for a person)
+    elif inner.status is Status.CHANGED and inner.new_text is not None:
         new = notebook.write(inner.new_text)
         if new == data:
             out.status = Status.UNCHANGED

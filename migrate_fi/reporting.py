@@ -32,8 +32,9 @@ def _marker(d: Diagnostic) -> str:
 
 
 def format_diagnostic(d: Diagnostic) -> str:
-    cell = f"cell {d.cell}:" if d.cell is not None else ""
-    return f"{d.path}:{cell}{d.line}:{d.col}: {d.code} {_marker(d)}{d.message}"
+    if d.cell is not None:  # (as Ruff says a notebook's site: by cell, and line in it)
+        return f"{d.path}:cell {d.cell}:{d.cell_line}:{d.col}: {d.code} {_marker(d)}{d.message}"
+    return f"{d.path}:{d.line}:{d.col}: {d.code} {_marker(d)}{d.message}"
 
 
 def format_error(e: FileError) -> str:
@@ -58,7 +59,8 @@ def _github(d: Diagnostic) -> str:
         props.append(f"endColumn={d.end_col}")
     props.append(f"title={_gh_escape(f'{d.code} ({d.rule})', True)}")
     level = "warning" if d.fixable else "error"
-    return f"::{level} {','.join(props)}::{_gh_escape(_marker(d) + d.message)}"
+    cell = f"cell {d.cell}, line {d.cell_line}: " if d.cell is not None else ""
+    return f"::{level} {','.join(props)}::{_gh_escape(cell + _marker(d) + d.message)}"
 
 
 def _github_error(e: FileError) -> str:

@@ -68,7 +68,8 @@ class Diagnostic:
     # what the fix changes, when the run asked for it (SARIF) and it can be told in the text
     # that was read (a fix of a rule that ran after another one changed the file cannot)
     replacements: tuple[Replacement, ...] = ()
-    cell: int | None = None  # a notebook's cell (1-based; ``line`` counts in it), else None
+    cell: int | None = None  # a notebook's cell (1-based), else None
+    cell_line: int | None = None  # the line in that cell (``line``: in the notebook's file)
 
     @property
     def fixable(self) -> bool:
@@ -92,7 +93,7 @@ class Diagnostic:
             "message": self.message,
             "fix": self.safety.value if self.safety is not None else None,
             "fixable": self.applies,
-        } | ({"cell": self.cell} if self.cell is not None else {})
+        } | ({"cell": self.cell, "cell_line": self.cell_line} if self.cell is not None else {})
 
 
 @dataclass(frozen=True)

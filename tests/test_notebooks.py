@@ -73,12 +73,15 @@ def test_a_call_in_a_cell_is_found_there_and_fixed_in_place(
     checked = invoke("check", *RANGE, ".")
     assert checked.exit_code == 1
     assert checked.stdout.startswith("demo.ipynb:cell 3:2:5: FI001 fp4_quantize with 7")
-    assert (
-        json.loads(invoke("check", "--output-format", "json", *RANGE, ".").stdout)["diagnostics"][
-            0
-        ]["cell"]
-        == 3
-    )
+    (site,) = json.loads(invoke("check", "--output-format", "json", *RANGE, ".").stdout)[
+        "diagnostics"
+    ]
+    assert (site["cell"], site["cell_line"]) == (3, 2)
+    # `line` is the notebook file's line that holds the call: where annotations point
+    file_line = before.decode().splitlines()[site["line"] - 1]
+    assert json.dumps(OLD, ensure_ascii=layout.get("ensure_ascii", False))[:-1] in file_line
+    github = invoke("check", "--output-format", "github", *RANGE, ".").stdout
+    assert f"line={site['line']}," in github and "::cell 3, line 2: fp4_quantize" in github
     assert invoke("apply", *RANGE, ".").exit_code == 0
     after = (tmp_path / "demo.ipynb").read_bytes()
     expected = before.replace(
@@ -98,10 +101,14 @@ def test_a_layout_that_cannot_be_written_back_is_checked_not_rewritten(
     data = json.dumps(DOC, indent=3).replace('"cells"', '"cells" ').encode()
     (tmp_path / "odd.ipynb").write_bytes(data)
     monkeypatch.chdir(tmp_path)
-    assert invoke("check", *RANGE, ".").exit_code == 1  # still checked
+    checked = invoke("check", *RANGE, ".")
+    assert checked.exit_code == 1  # still checked, and said as a site for a person
+    assert "not rewritten here: the notebook's JSON layout cannot be written back" in (
+        checked.stdout
+    )
+    assert "fixable" not in checked.stderr
     applied = invoke("apply", *RANGE, ".")
-    assert applied.exit_code == 2
-    assert "odd.ipynb: error: its JSON is laid out in a way" in applied.stderr
+    assert applied.exit_code == 1  # check and apply agree: a site left for a person
     assert (tmp_path / "odd.ipynb").read_bytes() == data
 
 
@@ -114,7 +121,8 @@ def test_a_cell_that_is_not_python_is_an_error_naming_it(
     )
     monkeypatch.chdir(tmp_path)
     r = invoke("check", *RANGE, ".")
-    assert r.exit_code == 2 and "bad.ipynb: error: cell 2 is not valid Python" in r.stderr
+    assert r.exit_code == 2
+    assert "bad.ipynb: error: cell 2 is not valid Python (line 1: invalid syntax)" in r.stderr
 
 
 def test_a_notebook_in_another_language_is_left_alone(
@@ -152,3 +160,27 @@ def test_an_import_added_above_the_first_cell_joins_it() -> None:
     out = json.loads(nb.write("import flashinfer\n" + nb.module))
     assert out["cells"][0]["source"] == ["import flashinfer\n", "y = 1\n"]
     assert out["cells"][1]["source"] == ["z = 2"]  # its missing last newline kept
+
+
+def test_timed_lines_and_cells_are_read_and_fixed_with_their_magic(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    doc = notebook(
+        code("from flashinfer import fp4_quantize\n"),
+        code("%time " + OLD.rstrip("\n")),
+        code("%%timeit -n 3\n", OLD),
+        code("%timeit -n 10 -r 2 " + OLD.rstrip("\n")),
+    )
+    write(tmp_path / "bench.ipynb", doc)
+    monkeypatch.chdir(tmp_path)
+    checked = invoke("check", *RANGE, ".")
+    assert [line.split(": FI")[0] for line in checked.stdout.splitlines()] == [
+        "bench.ipynb:cell 2:1:11",
+        "bench.ipynb:cell 3:2:5",
+        "bench.ipynb:cell 4:1:24",
+    ]
+    assert invoke("apply", *RANGE, ".").exit_code == 0
+    cells = json.loads((tmp_path / "bench.ipynb").read_text())["cells"]
+    assert cells[1]["source"] == ["%time " + NEW.rstrip("\n")]
+    assert cells[2]["source"] == ["%%timeit -n 3\n", NEW]
+    assert cells[3]["source"] == ["%timeit -n 10 -r 2 " + NEW.rstrip("\n")]
