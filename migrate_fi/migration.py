@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from packaging.version import Version
 
-from migrate_fi.api.store import missing_data, newest_release
+from migrate_fi.api.store import available_releases, missing_data, newest_release
 from migrate_fi.project import (
     Pin,
     PinSearch,
@@ -93,6 +93,9 @@ def resolve_range(
         else:
             ((version, naming),) = versions.items()
             out.from_version, out.pins = parse_version(version), naming
+    known = _known_below(out.from_version, out.notices)
+    if known != out.from_version:  # (the pins still name the release the code is written for)
+        out.pinned, out.from_version = out.pinned or out.from_version, known
     if to_given is not None:
         out.to_version = _version(to_given, "--to")
     elif out.record is not None:
@@ -107,6 +110,23 @@ def resolve_range(
     except VersionError as exc:
         raise RangeError(str(exc)) from None
     return out
+
+
+def _known_below(version: Version, notices: list[str]) -> Version:
+    """``version``, or where there is no API data for it but there is for releases on both
+    sides of it (a release withdrawn from the package index, a local build, a release
+    candidate), the nearest release below it, said in one note."""
+    known = sorted(parse_version(v) for v in available_releases())
+    if not known or version in known or not known[0] < version < known[-1]:
+        return version
+    below = max(v for v in known if v < version)
+    notices.append(
+        f"no API data for FlashInfer {version}: migrating from {below}, the nearest release"
+        f" below it; to use its own data, `migrate-fi signatures update` (with the package"
+        f" index that serves it: --pip-option=--index-url=URL) or `migrate-fi signatures build"
+        f" WHEEL` (its wheel, or an installed copy)"
+    )
+    return below
 
 
 def _continues(record: ApplyRecord | None, versions: dict[str, list[Pin]]) -> Version | None:

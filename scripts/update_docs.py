@@ -3,7 +3,7 @@
     python scripts/update_docs.py
 
 Writes docs/rules.md (`migrate-fi rules --output-format markdown`), the rules table of
-README.md (between its markers), and the README's sample output of `migrate-fi check` on the
+README.md (between its markers), and docs/usage.md's sample output of `migrate-fi check` on the
 demo project. tests/test_cli.py fails when any of them is stale.
 """
 
@@ -25,7 +25,7 @@ def readme_with_table(text: str) -> str:
 SAMPLE = "$ migrate-fi check tests/fixtures/projects/demo\n"
 
 
-def readme_with_sample(text: str) -> str:
+def with_sample(text: str) -> str:
     """The sample output of `check` on the demo, as the command prints it now."""
     from click.testing import CliRunner
 
@@ -41,8 +41,9 @@ def readme_with_sample(text: str) -> str:
 def main() -> None:
     (ROOT / "docs" / "rules.md").write_text(rules_markdown(), encoding="utf-8")
     readme = ROOT / "README.md"
-    text = readme_with_table(readme.read_text(encoding="utf-8"))
-    readme.write_text(readme_with_sample(text), encoding="utf-8")
+    readme.write_text(readme_with_table(readme.read_text(encoding="utf-8")), encoding="utf-8")
+    usage = ROOT / "docs" / "usage.md"
+    usage.write_text(with_sample(usage.read_text(encoding="utf-8")), encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -497,6 +497,23 @@ def test_plan_with_a_lagging_cubin_and_no_range_says_what_would_run(tree: Path) 
     assert "No rule runs for this range." in r.stdout
 
 
+def test_a_pin_to_a_release_without_data_between_two_known_ones_uses_the_one_below(
+    tree: Path,
+) -> None:
+    """0.7.3 was never on the package index (the newest vLLM pins it): the run migrates from
+    the nearest release below it and says so, and the pin is not called a disagreement."""
+    (tree / "requirements.txt").write_text("flashinfer-python==0.7.3\n")
+    r = invoke("check", "--to", "0.7.4", "src")
+    assert r.exit_code in (0, 1), r.output
+    assert "no API data for FlashInfer 0.7.3: migrating from 0.7.2.post1" in r.stderr
+    assert "signatures update" in r.stderr and "signatures build" in r.stderr
+    assert "disagree" not in r.output
+    doc = json.loads(invoke("plan", "--output-format", "json", "src").stdout)
+    assert doc["from"] == "0.7.2.post1"
+    r = invoke("check", "--from", "0.8.0", "src")  # newer than the data: still an error
+    assert r.exit_code == 2 and "newer than the data" in r.stderr
+
+
 def test_release_without_api_data_is_a_clear_error(tree: Path) -> None:
     r = invoke("check", "--from", "0.4.1", "src")
     assert r.exit_code == 2
@@ -518,15 +535,15 @@ def test_apply_summary_counts_only_written_fixes(tree: Path) -> None:
 
 
 def test_readme_output_sample_is_current(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The README shows `migrate-fi check` on the demo: it must be what the command prints."""
+    """docs/usage.md shows `migrate-fi check` on the demo: it must be what the command prints."""
     root = Path(__file__).parents[1]
     monkeypatch.chdir(root)
     r = invoke("check", "tests/fixtures/projects/demo")
-    readme = (root / "README.md").read_text()
+    readme = (root / "docs" / "usage.md").read_text()
     block = readme.split("$ migrate-fi check tests/fixtures/projects/demo\n", 1)[1].split("$ ", 1)[
         0
     ]
-    assert block == r.stdout + r.stderr, "README's sample output is stale: paste the new output"
+    assert block == r.stdout + r.stderr, "docs/usage.md's sample is stale: paste the new output"
 
 
 def test_shell_completion_scripts_and_completions(tmp_path: Path) -> None:
