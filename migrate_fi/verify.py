@@ -20,6 +20,7 @@ import ast
 import enum
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -317,6 +318,9 @@ class VerifyOutcome:
     baseline_ref: str | None = None
     problem: str | None = None  # why the tests were not run (version mismatch...)
     allow_skips: bool = False
+    # what the release notes of the migration's range say of the APIs a failure names:
+    # test id -> sentences ("FlashInfer 0.7.4: fp4_quantize ...")
+    explained: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def exit_code(self) -> int:
@@ -419,7 +423,33 @@ def verify_command(
                     outcome.baseline_ref = baseline
             except VerifyError as exc:
                 outcome.problem = str(exc)
+    if outcome.run is not None and record is not None and target is not None:
+        outcome.explained = explain_failures(outcome.run, record.from_version, target)
     return outcome.exit_code, render_verify(outcome, output_format)
+
+
+def explain_failures(run: VerifyRun, from_version: str, to_version: str) -> dict[str, list[str]]:
+    """For each failed or errored test whose report names an API a release of the range
+    changed in behaviour (the release notes, `migrate_fi.api.notes`), what the note says: a
+    GPU refused, an input checked, is then told as the reason, not only as "failed"."""
+    from migrate_fi.api.notes import Behaviour, NotesError, notes_in_range
+    from migrate_fi.versions import VersionError
+
+    try:
+        notes = [n for n in notes_in_range(from_version, to_version) if isinstance(n, Behaviour)]
+    except (NotesError, VersionError):
+        return {}
+    out: dict[str, list[str]] = {}
+    for r in run.results:
+        if r.outcome not in (Outcome.FAILED, Outcome.ERROR) or not r.detail:
+            continue
+        for note in notes:
+            name = note.api.rsplit(".", 1)[-1].replace("()", "")
+            if re.search(rf"\b{re.escape(name)}\b", r.detail):
+                out.setdefault(r.test_id, []).append(
+                    f"FlashInfer {note.release} changed {name} ({note.kind}): {note.what}"
+                )
+    return out
 
 
 def render_verify(outcome: VerifyOutcome, fmt: str) -> str:
@@ -439,7 +469,11 @@ def render_verify(outcome: VerifyOutcome, fmt: str) -> str:
             "problem": outcome.problem,
             "verdict": verdict,
             "exit_code": outcome.exit_code,
-            "results": [r.to_json() for r in run.results] if run else [],
+            "results": [
+                {**r.to_json(), "why": outcome.explained.get(r.test_id, [])} for r in run.results
+            ]
+            if run
+            else [],
             "counts": {o.value: run.count(o) for o in Outcome} if run else {},
             "baseline": (
                 {"ref": outcome.baseline_ref, **outcome.baseline} if outcome.baseline else None
@@ -475,6 +509,7 @@ def render_verify(outcome: VerifyOutcome, fmt: str) -> str:
         if r.detail and r.outcome is not Outcome.PASSED:
             label = "reason: " if r.outcome is Outcome.SKIPPED else ""
             lines += [f"           {label}{line}" for line in r.detail.splitlines()]
+        lines += [f"           why: {why}" for why in outcome.explained.get(r.test_id, ())]
     if not run.results:
         lines.append("  no test was collected")
     if outcome.baseline is not None:

@@ -11,7 +11,7 @@ from click.testing import CliRunner, Result
 
 from migrate_fi.cli import cli
 
-RANGE = ("--from", "0.5.3", "--to", "0.6.1")
+RANGE = ("--from", "0.5.3", "--to", "0.6.1", "--select", "FI002")
 ARGS = ", ".join(f"a[{i}]" for i in range(21))
 BACKEND = f'''import functools
 

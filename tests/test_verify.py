@@ -252,3 +252,27 @@ def test_junit_parsing() -> None:
     assert results[2].detail == "needs SM100"
     with pytest.raises(ValueError):
         parse_junit("not xml")
+
+
+def test_a_failure_that_names_an_api_a_release_changed_says_the_release_note() -> None:
+    """A migrated test that fails because the target refuses the GPU is told as that, with
+    the release note, not only as "failed"."""
+    from migrate_fi.junit import Outcome, TestResult
+    from migrate_fi.verify import VerifyRun, explain_failures
+
+    run = VerifyRun(
+        [
+            TestResult(
+                "tests/test_mla.py::test_xqa",
+                Outcome.FAILED,
+                "ValueError: xqa_batch_decode_with_kv_cache_mla needs SM120a",
+            ),
+            TestResult("tests/test_mla.py::test_other", Outcome.FAILED, "AssertionError: 1 != 2"),
+            TestResult("tests/test_mla.py::test_ok", Outcome.PASSED),
+        ]
+    )
+    explained = explain_failures(run, "0.6.10.post1", "0.6.11")
+    assert list(explained) == ["tests/test_mla.py::test_xqa"]
+    (why,) = explained["tests/test_mla.py::test_xqa"]
+    assert why.startswith("FlashInfer 0.6.11 changed xqa_batch_decode_with_kv_cache_mla")
+    assert explain_failures(run, "0.6.11", "0.6.12") == {}  # not a change of that range

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import TYPE_CHECKING, ClassVar
 
 from migrate_fi.api.paths import ApiPath
 from migrate_fi.calls import Via
 from migrate_fi.edits import add_keyword
 from migrate_fi.results import FixSafety
-from migrate_fi.rule import FileContext, Rule, RuleOption, RunOptions
+from migrate_fi.rule import FileContext, Rule, RuleOption, RuleSetupError, RunOptions
 from migrate_fi.rules._api import flashinfer_calls, paths_words
 from migrate_fi.rules._layout import overflows, quote_like
 
@@ -35,8 +36,13 @@ class ChangedDefaults(Rule):
     reported, whatever the option: an old default that is not a plain literal (a module
     constant, a truncated or computed value), a parameter that cannot be passed by keyword, and
     calls through a `functools.partial`. Left alone: calls whose `*args` or `**kwargs` may pass
-    it, spellings of the same value (`1.0` and `1.`), and parameters another rule handles
-    (FI005: `CuteDslMoEWrapper(max_num_tokens=)`, ignored since 0.6.14).
+    it, spellings of the same value (`1.0` and `1.`), parameters another rule handles
+    (FI005: `CuteDslMoEWrapper(max_num_tokens=)`, ignored since 0.6.14), defaults whose change
+    the release notes say does not change what the call does (0.7.4's `backend="auto"` of
+    `fp4_quantize` runs the CUDA kernel unless `batch_invariant=True`), and parameters FlashInfer
+    deprecated where they are (`BatchDecodeWithPagedKVCacheWrapper.run(q_len_per_req=)` belongs
+    to `plan()` now): passing the old value there would change nothing a user needs, or add a
+    deprecated argument. The notes are data with their sources (`migrate_fi/data/notes/`).
     """
 
     code = "FI008"
@@ -66,6 +72,15 @@ class ChangedDefaults(Rule):
         paths = default_trigger_paths(str(options.from_version), str(options.to_version))
         return tuple(sorted(set(paths_words(paths))))
 
+    @classmethod
+    def prepare(cls, options: RunOptions) -> None:
+        from migrate_fi.api.notes import NotesError, load_notes
+
+        try:
+            load_notes()
+        except NotesError as exc:
+            raise RuleSetupError(str(exc)) from None
+
     def find(self, ctx: FileContext) -> None:
         from migrate_fi.api.differ import api_for, defaults_of
 
@@ -80,8 +95,9 @@ class ChangedDefaults(Rule):
             if owned is None:
                 deferred = ctx.settings.deferred_parameters
                 owned = {(old_api.key(path), name) for path, name in deferred}
+                owned |= _noted(old_v, new_v)
             for change in changes:
-                if (key, change.name) not in owned:  # (another rule's to handle)
+                if (key, change.name) not in owned:  # (another rule's, or kept as it was)
                     self._check(ctx, view, change, old_api, keep, new_v)
 
     def _check(
@@ -123,6 +139,39 @@ class ChangedDefaults(Rule):
             " default)",
             ctx.replace(view.node, "Call", add_keyword(change.name, value, one_per_line=wrap)),
         )
+
+
+@lru_cache(maxsize=16)
+def _noted(old_v: str, new_v: str) -> frozenset[tuple[str | None, str]]:
+    """(definition key on ``old_v``, parameter) of the defaults the release notes of the range
+    say need no call changed: one whose new value does what the old one did, where that
+    release's change is the whole change of the range (`migrate_fi.api.notes.Same`), and one
+    FlashInfer deprecated where it is (passing it would add a deprecated argument)."""
+    from migrate_fi.api.differ import api_for, defaults_of
+    from migrate_fi.api.notes import Deprecated, Same, notes_in_range
+    from migrate_fi.versions import KNOWN_RELEASES
+
+    old_api = api_for(old_v)
+    out: set[tuple[str | None, str]] = set()
+    for note in notes_in_range(old_v, new_v):
+        if isinstance(note, Deprecated):
+            out.add((old_api.key(note.api), note.parameter))
+            continue
+        if not isinstance(note, Same) or note.release not in KNOWN_RELEASES:
+            continue
+        key = old_api.key(note.api)
+        if key is None:
+            continue
+        whole = {c.name: (c.old, c.new) for c in defaults_of(old_v, new_v, key)}
+        at = KNOWN_RELEASES.index(note.release)
+        if at == 0 or note.parameter not in whole:
+            continue
+        before = KNOWN_RELEASES[at - 1]
+        there = api_for(before).key(note.api)
+        step = {c.name: (c.old, c.new) for c in defaults_of(before, note.release, there or "")}
+        if step.get(note.parameter) == whole[note.parameter]:
+            out.add((key, note.parameter))
+    return frozenset(out)
 
 
 def _literal(text: str) -> tuple[bool, object]:

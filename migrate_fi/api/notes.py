@@ -1,0 +1,200 @@
+"""What each FlashInfer release changed in behaviour beyond its signatures: reviewed data.
+
+The signatures say that a default changed, not whether the call now does something else; they
+say nothing of a function that starts to refuse a GPU. ``migrate_fi/data/notes/<release>.toml``
+(one file per release, every release the API data covers; a user's data folder may add more in
+``<data folder>/notes/``) says, per API, with the source each claim was read from:
+
+- ``[[same]]``: a default whose value changed while what the call does did not (a sentinel the
+  function maps back to the old value, a module constant of the same value). FI008 leaves
+  such calls alone: passing the old value would change nothing a user needs.
+- ``[[deprecated]]``: a parameter that still works but warns (``moved_to``: where the argument
+  belongs now). No rule adds a deprecated argument.
+- ``[[behaviour]]``: what a call does changed with no signature change (``kind``:
+  architecture, input-format, numerics, error, other; ``fix`` for a change that only makes
+  calls work that failed before): FI012 reports the calls, with the note.
+  ``reverts = "<release>"`` marks a change that undoes that release's change of the API: a
+  range holding both has neither.
+
+Keys of an entry: ``api`` (a public path as `migrate-fi api-diff` prints it, instances as
+``Class().method``), ``parameter`` (same, deprecated), ``why`` (same, deprecated), ``what`` and
+``kind`` (behaviour), ``moved_to`` (deprecated, optional) and ``source`` (every entry: the
+wheel's file and line, or the release notes or pull request it was read from).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from migrate_fi.api.store import user_data_dir
+from migrate_fi.versions import VersionError, parse_version
+
+__all__ = [
+    "KINDS",
+    "NOTES_DIR",
+    "Behaviour",
+    "Deprecated",
+    "NotesError",
+    "Same",
+    "load_notes",
+    "notes_in_range",
+]
+
+NOTES_DIR = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "notes"
+)
+KINDS = ("architecture", "input-format", "numerics", "error", "other", "fix")
+_TABLES = {
+    "same": {"api", "parameter", "why", "source"},
+    "deprecated": {"api", "parameter", "moved_to", "why", "source"},
+    "behaviour": {"api", "kind", "what", "source", "reverts"},
+}
+_OPTIONAL = {"moved_to", "reverts"}
+
+
+class NotesError(Exception):
+    """A notes file that cannot be used; one line naming it and the key."""
+
+
+@dataclass(frozen=True)
+class Same:
+    release: str
+    api: str
+    parameter: str
+    why: str
+    source: str
+
+
+@dataclass(frozen=True)
+class Deprecated:
+    release: str
+    api: str
+    parameter: str
+    why: str
+    source: str
+    moved_to: str | None = None
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    release: str
+    api: str
+    kind: str
+    what: str
+    source: str
+    reverts: str | None = None  # the release whose change of this API this one undoes
+
+
+Note = Same | Deprecated | Behaviour
+
+
+def _files() -> dict[str, str]:
+    """release -> its file: the bundled one, else the user's."""
+    found: dict[str, str] = {}
+    for folder in (os.path.join(user_data_dir(), "notes"), NOTES_DIR):
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            continue
+        for name in names:
+            if name.endswith(".toml"):
+                found[name[: -len(".toml")]] = os.path.join(folder, name)
+    return found
+
+
+@cache
+def load_notes() -> tuple[Note, ...]:
+    """Every note of every release there is a file for, oldest release first; `NotesError`
+    for a file that cannot be used."""
+    from migrate_fi.config import tomllib
+
+    toml = tomllib()
+    out: list[tuple[Any, Note]] = []
+    for release, path in _files().items():
+        try:
+            version = parse_version(release)
+        except VersionError:
+            raise NotesError(f"{path}: the file name must be a FlashInfer release") from None
+        try:
+            with open(path, "rb") as fh:
+                data = toml.load(fh)
+        except OSError as exc:
+            raise NotesError(f"{path}: cannot be read ({exc.strerror})") from None
+        except toml.TOMLDecodeError as exc:
+            raise NotesError(f"{path}: not valid TOML ({exc})") from None
+        if data.get("release") != release:
+            raise NotesError(f"{path}: `release` must be {release!r}, as its name says")
+        unknown = set(data) - {"release", *_TABLES}
+        if unknown:
+            raise NotesError(f"{path}: unknown table {sorted(unknown)[0]!r}")
+        for table, keys in _TABLES.items():
+            entries = data.get(table, [])
+            if not isinstance(entries, list):
+                raise NotesError(f"{path}: `{table}` must be an array of tables ([[{table}]])")
+            for i, entry in enumerate(entries, 1):
+                out.append((version, _note(release, path, table, i, entry, keys)))
+    out.sort(key=lambda vn: vn[0])
+    return tuple(note for _, note in out)
+
+
+def _note(release: str, path: str, table: str, index: int, entry: Any, keys: set[str]) -> Note:
+    where = f"{path}: {table} {index}"
+    if not isinstance(entry, dict):
+        raise NotesError(f"{where}: not a table")
+    unknown = set(entry) - keys
+    if unknown:
+        raise NotesError(f"{where}: unknown key {sorted(unknown)[0]!r}")
+    missing = sorted(keys - _OPTIONAL - set(entry))
+    if missing:
+        raise NotesError(f"{where}: `{missing[0]}` is missing")
+    for key, value in entry.items():
+        if not isinstance(value, str) or not value.strip():
+            raise NotesError(f"{where}: `{key}` must be a non-empty string")
+    if "parameter" in entry and not entry["parameter"].isidentifier():
+        raise NotesError(f"{where}: `parameter` must be one parameter's name")
+    for key in ("api", "moved_to"):
+        if key in entry and not entry[key].startswith("flashinfer."):
+            raise NotesError(f"{where}: `{key}` must be a public path (flashinfer.X)")
+    if table == "same":
+        return Same(release, entry["api"], entry["parameter"], entry["why"], entry["source"])
+    if table == "deprecated":
+        return Deprecated(
+            release,
+            entry["api"],
+            entry["parameter"],
+            entry["why"],
+            entry["source"],
+            entry.get("moved_to"),
+        )
+    if entry["kind"] not in KINDS:
+        raise NotesError(f"{where}: `kind` must be one of {', '.join(KINDS)}")
+    reverts = entry.get("reverts")
+    if reverts is not None:
+        try:
+            parse_version(reverts)
+        except VersionError:
+            raise NotesError(f"{where}: `reverts` must be a release") from None
+    return Behaviour(release, entry["api"], entry["kind"], entry["what"], entry["source"], reverts)
+
+
+def notes_in_range(from_version: str, to_version: str) -> tuple[Note, ...]:
+    """The notes of the releases after ``from_version`` up to ``to_version``; a change a later
+    release of the range reverts is no change of the range (both notes are left out)."""
+    lo, hi = parse_version(from_version), parse_version(to_version)
+    found = [n for n in load_notes() if lo < parse_version(n.release) <= hi]
+    undone = {
+        (n.api, n.reverts) for n in found if isinstance(n, Behaviour) and n.reverts is not None
+    }
+    return tuple(
+        n
+        for n in found
+        if (n.api, n.release) not in undone
+        and not (isinstance(n, Behaviour) and (n.api, n.reverts) in undone)
+    )
+
+
+def forget() -> None:
+    load_notes.cache_clear()

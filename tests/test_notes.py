@@ -1,0 +1,83 @@
+"""The release notes (what a release changed in behaviour beyond its signatures): every release
+the API data covers has its file, every entry names an API that release has and says where it
+was read; a broken file is one clear error; a user's file adds a release's notes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from migrate_fi.api import notes
+from migrate_fi.api.differ import api_for
+from migrate_fi.api.store import available_releases
+
+
+@pytest.fixture
+def user_notes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    monkeypatch.setenv("MIGRATE_FI_DATA_DIR", str(tmp_path / "data"))
+    folder = tmp_path / "data" / "notes"
+    folder.mkdir(parents=True)
+    notes.forget()
+    yield folder
+    notes.forget()
+
+
+def test_every_release_has_its_reviewed_notes_file() -> None:
+    bundled = {p.stem for p in Path(notes.NOTES_DIR).glob("*.toml")}
+    assert set(available_releases()) <= bundled
+    for path in Path(notes.NOTES_DIR).glob("*.toml"):
+        first = path.read_text().splitlines()[0]
+        assert first.startswith("# ") and "reviewed" in first, path.name
+
+
+def test_every_note_names_an_api_of_its_release_and_a_source() -> None:
+    for note in notes.load_notes():
+        assert api_for(note.release).key(note.api) is not None, (note.release, note.api)
+        assert "wheel" in note.source or "https://" in note.source, (note.release, note.api)
+        moved = getattr(note, "moved_to", None)
+        if moved:
+            assert api_for(note.release).key(moved) is not None, (note.release, moved)
+
+
+def test_notes_in_a_range_are_those_after_from_up_to_to() -> None:
+    in_range = notes.notes_in_range("0.6.10.post1", "0.6.11")
+    assert in_range and {n.release for n in in_range} == {"0.6.11"}
+    assert notes.notes_in_range("0.6.11", "0.6.11") == ()
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('release = "0.9.1"\n[[same]]\napi = "flashinfer.f"\n', "`parameter` is missing"),
+        ('release = "0.9.1"\n[[wat]]\n', "unknown table 'wat'"),
+        ('release = "0.9.2"\n', "`release` must be '0.9.1'"),
+        (
+            'release = "0.9.1"\n[[behaviour]]\napi = "flashinfer.f"\nkind = "vibes"\n'
+            'what = "x"\nsource = "y"\n',
+            "`kind` must be one of",
+        ),
+        (
+            'release = "0.9.1"\n[[deprecated]]\napi = "torch.f"\nparameter = "p"\nwhy = "w"\n'
+            'source = "s"\n',
+            "`api` must be a public path",
+        ),
+        ('release = "0.9.1"\n[[same]\n', "not valid TOML"),
+    ],
+)
+def test_a_broken_file_is_one_line_naming_it(user_notes: Path, text: str, message: str) -> None:
+    (user_notes / "0.9.1.toml").write_text(text)
+    with pytest.raises(notes.NotesError) as raised:
+        notes.load_notes()
+    assert "0.9.1.toml" in str(raised.value) and message in str(raised.value)
+    assert "\n" not in str(raised.value)
+
+
+def test_a_users_file_adds_a_release(user_notes: Path) -> None:
+    (user_notes / "0.9.1.toml").write_text(
+        'release = "0.9.1"\n[[behaviour]]\napi = "flashinfer.fp4_quantize"\nkind = "other"\n'
+        'what = "something"\nsource = "https://example.org/notes"\n'
+    )
+    found = [n for n in notes.load_notes() if n.release == "0.9.1"]
+    assert [n.api for n in found] == ["flashinfer.fp4_quantize"]
