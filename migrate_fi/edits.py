@@ -135,7 +135,8 @@ def check_overlaps(edits: Sequence[LabeledEdit]) -> None:
         key=lambda r: (r[0], (-r[1][0], -r[1][1]), r[2]),
     )
     for i, (start, end, label, edit) in enumerate(ranges):
-        for other_start, other_end, other, other_edit in ranges[i + 1 :]:
+        for j in range(i + 1, len(ranges)):  # (no copy of the rest: 120,000 edits in one file)
+            other_start, other_end, other, other_edit = ranges[j]
             if other_start >= end:
                 break  # sorted by start: nothing later reaches back into this range
             if other_start == other_end and not start < other_start:

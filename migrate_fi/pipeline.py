@@ -457,11 +457,10 @@ def _process(
         if is_python:
             # the old tree is done with: it is freed before the new text is parsed (by the next
             # rule that reads it, or checked at the end), so that a large file is held once
-            for made_resolver in built:
-                made_resolver.release()
-            built.clear()
+            while built:
+                built.pop().release()
             nodes.release()
-            ctx = tree = None  # type: ignore[assignment]
+            ctx = tree = made = None  # type: ignore[assignment]
             unparsed = cls.id
         else:
             _check_still_valid(path, text, new_text, cls.id)

@@ -167,6 +167,12 @@ class NameResolver:
         self._resolved.clear()
         self.derived.clear()
         self._names.clear()
+        # (the tree and what points into it: a resolver kept a moment longer, by the loop that
+        # releases it, must not keep the file's whole tree alive)
+        self.tree = ast.Module(body=[], type_ignores=[])
+        self.calls = []
+        self.imports = []
+        self.module_scope = Scope("module", None, self.tree)
 
     def lookup(self, name: str, scope: Scope) -> tuple[Scope, list[Binding]] | None:
         """The scope that binds ``name`` as seen from ``scope``, with its bindings."""
@@ -207,7 +213,7 @@ class NameResolver:
         key = id(expr)
         cached = self._resolved.get(key)
         if cached is None or cached[0] is not expr:
-            cached = (expr, Resolution(tuple(self._resolve(expr, scope, frozenset()))))
+            cached = (expr, Resolution(_distinct(self._resolve(expr, scope, frozenset()))))
             self._resolved[key] = cached
         return cached[1]
 
@@ -577,6 +583,20 @@ class NameResolver:
             else:
                 out.append((value, scope))
         return out, complete
+
+
+def _distinct(candidates: list[Candidate]) -> tuple[Candidate, ...]:
+    """``candidates`` with one of each qualified name (a name imported in every one of 2,000
+    blocks of a file is one candidate, not 2,000); opaque ones kept."""
+    seen: set[str] = set()
+    out = []
+    for c in candidates:
+        if c.qualname is not None:
+            if c.qualname in seen:
+                continue
+            seen.add(c.qualname)
+        out.append(c)
+    return tuple(out)
 
 
 def _contained(elements: Iterable[Candidate]) -> list[Candidate]:

@@ -164,6 +164,13 @@ class ScopeBuilder(ast.NodeVisitor):
             scope.attributes.clear()
         self._every_scope.clear()
         self.comprehensions.clear()
+        self.opened.clear()
+        self.calls.clear()
+        self.imports.clear()
+        self.dict_writes.clear()
+        self.module_scope = self._scope = Scope(
+            "module", None, ast.Module(body=[], type_ignores=[])
+        )
 
     def lookup(self, name: str, scope: Scope) -> tuple[Scope, list[Binding]] | None:
         s: Scope | None = scope

@@ -3,6 +3,7 @@ signature change to show it; and deprecated arguments passed."""
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import TYPE_CHECKING, ClassVar
 
 from migrate_fi.results import FixAvailability
@@ -88,23 +89,10 @@ class BehaviourNotes(Rule):
 
     def find(self, ctx: FileContext) -> None:
         from migrate_fi.api.differ import api_for
-        from migrate_fi.api.notes import Behaviour, Deprecated
+        from migrate_fi.api.notes import Deprecated
 
-        old_v, new_v = str(ctx.options.from_version), str(ctx.options.to_version)
-        old_api = api_for(old_v)
-        by_key: dict[str, list[Behaviour | Deprecated]] = {}
-        # (a parameter another rule of the run handles: FI005 drops `max_num_tokens=`)
-        deferred = {(old_api.key(p), n) for p, n in ctx.settings.deferred_parameters}
-        kinds = set(ctx.option("kinds"))
-        for note in _notes(old_v, new_v):
-            key = old_api.key(note.api)
-            if key is None or _owned(note, ctx.options):
-                continue
-            if isinstance(note, Behaviour) and note.kind not in kinds:
-                continue
-            if isinstance(note, Deprecated) and (key, note.parameter) in deferred:
-                continue
-            by_key.setdefault(key, []).append(note)
+        old_api = api_for(str(ctx.options.from_version))
+        by_key = _by_key(ctx.options, tuple(ctx.option("kinds")), self.id)
         if not by_key:
             return
         told: set[tuple[str, str]] = set()
@@ -132,6 +120,34 @@ class BehaviourNotes(Rule):
                     " against this project's GPUs and inputs, then mark the line"
                     " `# migrate-fi: ignore[FI012]`",
                 )
+
+
+@lru_cache(maxsize=8)
+def _by_key(
+    options: RunOptions, kinds: tuple[str, ...], rule_id: str
+) -> dict[str, list[Behaviour | Deprecated]]:
+    """The notes of the run's range this rule reports, by definition key on ``--from``
+    (worked out once a run, not per file)."""
+    from migrate_fi.api.differ import api_for
+    from migrate_fi.api.notes import Behaviour, Deprecated
+
+    old_v, new_v = str(options.from_version), str(options.to_version)
+    old_api = api_for(old_v)
+    # (a parameter another rule of the run handles: FI005 drops `max_num_tokens=`)
+    deferred = {(old_api.key(p), n) for p, n in options.settings(rule_id).deferred_parameters}
+    out: dict[str, list[Behaviour | Deprecated]] = {}
+    for note in _notes(old_v, new_v):
+        if _owned(note, options):
+            continue
+        if isinstance(note, Behaviour) and note.kind not in kinds:
+            continue
+        key = old_api.key(note.api)
+        if key is None:
+            continue
+        if isinstance(note, Deprecated) and (key, note.parameter) in deferred:
+            continue
+        out.setdefault(key, []).append(note)
+    return out
 
 
 def _notes(old_v: str, new_v: str) -> list[Behaviour | Deprecated]:

@@ -97,8 +97,11 @@ class ChangedDefaults(Rule):
                 owned = {(old_api.key(path), name) for path, name in deferred}
                 owned |= _noted(old_v, new_v)
             for change in changes:
-                if (key, change.name) not in owned:  # (another rule's, or kept as it was)
-                    self._check(ctx, view, change, old_api, keep, new_v)
+                if (key, change.name) in owned:  # (another rule's, or deprecated there)
+                    continue
+                if _kept(old_v, new_v, key, (change.name, change.old, change.new)):
+                    continue  # (the release notes: the new default does what the old did)
+                self._check(ctx, view, change, old_api, keep, new_v)
 
     def _check(
         self,
@@ -143,35 +146,56 @@ class ChangedDefaults(Rule):
 
 @lru_cache(maxsize=16)
 def _noted(old_v: str, new_v: str) -> frozenset[tuple[str | None, str]]:
-    """(definition key on ``old_v``, parameter) of the defaults the release notes of the range
-    say need no call changed: one whose new value does what the old one did, where that
-    release's change is the whole change of the range (`migrate_fi.api.notes.Same`), and one
-    FlashInfer deprecated where it is (passing it would add a deprecated argument)."""
-    from migrate_fi.api.differ import api_for, defaults_of
-    from migrate_fi.api.notes import Deprecated, Same, notes_in_range
-    from migrate_fi.versions import KNOWN_RELEASES
+    """(definition key on ``old_v``, parameter) of the parameters FlashInfer deprecated in the
+    range where they are (passing them would add a deprecated argument)."""
+    from migrate_fi.api.differ import api_for
+    from migrate_fi.api.notes import Deprecated, notes_in_range
 
     old_api = api_for(old_v)
-    out: set[tuple[str | None, str]] = set()
-    for note in notes_in_range(old_v, new_v):
-        if isinstance(note, Deprecated):
-            out.add((old_api.key(note.api), note.parameter))
-            continue
-        if not isinstance(note, Same) or note.release not in KNOWN_RELEASES:
-            continue
-        key = old_api.key(note.api)
-        if key is None:
-            continue
-        whole = {c.name: (c.old, c.new) for c in defaults_of(old_v, new_v, key)}
-        at = KNOWN_RELEASES.index(note.release)
-        if at == 0 or note.parameter not in whole:
-            continue
-        before = KNOWN_RELEASES[at - 1]
-        there = api_for(before).key(note.api)
-        step = {c.name: (c.old, c.new) for c in defaults_of(before, note.release, there or "")}
-        if step.get(note.parameter) == whole[note.parameter]:
-            out.add((key, note.parameter))
-    return frozenset(out)
+    return frozenset(
+        (old_api.key(n.api), n.parameter)
+        for n in notes_in_range(old_v, new_v)
+        if isinstance(n, Deprecated)
+    )
+
+
+@lru_cache(maxsize=16)
+def _same_notes(old_v: str, new_v: str) -> dict[tuple[str | None, str], tuple[str, str]]:
+    """(definition key on ``old_v``, parameter) -> (release, public path) of the defaults the
+    release notes of the range say keep what a call does (`migrate_fi.api.notes.Same`)."""
+    from migrate_fi.api.differ import api_for
+    from migrate_fi.api.notes import Same, notes_in_range
+
+    old_api = api_for(old_v)
+    return {
+        (old_api.key(n.api), n.parameter): (n.release, n.api)
+        for n in notes_in_range(old_v, new_v)
+        if isinstance(n, Same)
+    }
+
+
+@lru_cache(maxsize=256)
+def _kept(old_v: str, new_v: str, key: str, change: tuple[str, str, str]) -> bool:
+    """Whether the change ``(parameter, old, new)`` of ``key``'s default over the range keeps
+    what a call does: a note says so of the release that made it, and that release's change is
+    the whole change of the range (read only for the calls that meet such a change)."""
+    from migrate_fi.api.differ import api_for, defaults_of
+    from migrate_fi.versions import KNOWN_RELEASES
+
+    name, old, new = change
+    noted = _same_notes(old_v, new_v).get((key, name))
+    if noted is None or noted[0] not in KNOWN_RELEASES:
+        return False
+    release, path = noted
+    at = KNOWN_RELEASES.index(release)
+    if at == 0:
+        return False
+    before = KNOWN_RELEASES[at - 1]
+    there = api_for(before).key(path)
+    if there is None:
+        return False
+    step = {c.name: (c.old, c.new) for c in defaults_of(before, release, there)}
+    return step.get(name) == (old, new)
 
 
 def _literal(text: str) -> tuple[bool, object]:
