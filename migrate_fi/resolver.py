@@ -25,7 +25,6 @@ import ast
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
-from migrate_fi import nodes
 from migrate_fi.modules import in_flashinfer
 from migrate_fi.scopes import Binding, DictWrite, Scope, ScopeBuilder
 
@@ -447,22 +446,34 @@ class NameResolver:
         return out
 
     def _class_scope(self, name: str, where: Scope | None) -> Scope | None:
-        for scope in self.scopes.opened.values():
-            node = scope.node
-            if (
-                scope.kind == "class"
-                and isinstance(node, ast.ClassDef)
-                and node.name == name
-                and scope.parent is where
-            ):
-                return scope
-        return None
+        known = self.derived.get(("classes",))
+        if not isinstance(known, dict):  # (the module's classes by name and parent, once)
+            classes: dict[tuple[str, int], Scope] = {}
+            for scope in self.scopes.opened.values():
+                if scope.kind == "class" and isinstance(scope.node, ast.ClassDef):
+                    classes.setdefault((scope.node.name, id(scope.parent)), scope)
+            self.derived[("classes",)] = known = classes
+        found = known.get((name, id(where)))
+        return found if isinstance(found, Scope) else None
 
     def _instances_of(
         self, cls: Scope, line: int, seen: frozenset[tuple[int, str]]
     ) -> list[Candidate]:
         """``self`` of a method of ``cls``: an instance of FlashInfer's classes when every base
         of ``cls`` (through the classes of this module it derives from) is one of them."""
+        if not getattr(cls.node, "bases", None):
+            return []  # (most classes: no base to be FlashInfer's)
+        memo = ("instances", id(cls))
+        cached = self.derived.get(memo)
+        if isinstance(cached, list):
+            return [Candidate(c.qualname, line, c.what) for c in cached]
+        found = self._bases_instances(cls, line, seen)
+        self.derived[memo] = found
+        return found
+
+    def _bases_instances(
+        self, cls: Scope, line: int, seen: frozenset[tuple[int, str]]
+    ) -> list[Candidate]:
         bases: list[str] = []
         for own in self._own_classes(cls):
             parent = own.parent or self.module_scope
@@ -546,11 +557,7 @@ class NameResolver:
         """The value each use of ``node`` in this module passes for its parameter ``name``, and
         whether those are all of its uses (a use that is not a call binding it, or that leaves
         it out or hides it in ``*args``, makes them not all)."""
-        refs = [
-            (ref, self.scope_at(ref))
-            for ref in nodes.of_type(self.tree, ast.Name)
-            if ref.id == node.name and isinstance(ref.ctx, ast.Load)
-        ]
+        refs = self.scopes.loads.get(node.name, [])
         uses = [
             (ref, scope)
             for ref, scope in refs
@@ -559,24 +566,29 @@ class NameResolver:
             and any(b.what == "def" and b.line == node.lineno for b in found[1])
         ]
         complete = len(uses) == len(refs) and bool(uses)
-        parents = nodes.parents(self.tree)
+        # the calls a name is the callee of, or the first argument of, or ``.__get__``'s object
+        known = self.derived.get(("callers",))
+        if not isinstance(known, dict):
+            callers: dict[int, tuple[str, ast.Call]] = {}
+            for call, _ in self.calls:
+                callers[id(call.func)] = ("callee", call)
+                if call.args:
+                    callers.setdefault(id(call.args[0]), ("bound", call))
+                if isinstance(call.func, ast.Attribute) and call.func.attr == "__get__":
+                    callers.setdefault(id(call.func.value), ("get", call))
+            self.derived[("callers",)] = known = callers
         out: list[tuple[ast.expr, Scope]] = []
         for ref, scope in uses:
-            parent = parents.get(id(ref))
+            entry = known.get(id(ref))
+            how, call = entry if entry is not None else ("", ast.Call(ast.Name(""), [], []))
             value: ast.expr | None = None
-            if isinstance(parent, ast.Call) and parent.func is ref:
-                value = _bound(node, parent.args, parent.keywords, name, index)
-            elif isinstance(parent, ast.Call) and parent.args[:1] == [ref]:
-                kind = {c.qualname for c in self._resolve(parent.func, scope, frozenset())}
+            if how == "callee":
+                value = _bound(node, call.args, call.keywords, name, index)
+            elif how == "bound":
+                kind = {c.qualname for c in self._resolve(call.func, scope, frozenset())}
                 if kind and kind <= _BINDERS:
-                    value = _bound(node, parent.args[1:], parent.keywords, name, index)
-            elif (
-                isinstance(parent, ast.Attribute)
-                and parent.attr == "__get__"
-                and isinstance(call := parents.get(id(parent)), ast.Call)
-                and call.func is parent
-                and len(call.args) >= 1
-            ):
+                    value = _bound(node, call.args[1:], call.keywords, name, index)
+            elif how == "get" and call.args:
                 value = _bound(node, call.args[:1], [], name, index)
             if value is None:
                 complete = False

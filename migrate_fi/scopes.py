@@ -151,6 +151,8 @@ class ScopeBuilder(ast.NodeVisitor):
         # the scope each def, lambda and class opens, by id of its node
         self.opened: dict[int, Scope] = {}
         self.comprehensions: dict[int, Scope] = {}  # and each comprehension
+        # every name read, by name, with the scope it is read in
+        self.loads: dict[str, list[tuple[ast.Name, Scope]]] = {}
         self._assigning = False  # visiting the target of a recorded `d["k"] = v`
         self.visit(tree)
         self.calls.sort(key=lambda item: (item[0].lineno, item[0].col_offset))
@@ -165,6 +167,7 @@ class ScopeBuilder(ast.NodeVisitor):
         self._every_scope.clear()
         self.comprehensions.clear()
         self.opened.clear()
+        self.loads.clear()
         self.calls.clear()
         self.imports.clear()
         self.dict_writes.clear()
@@ -461,7 +464,9 @@ class ScopeBuilder(ast.NodeVisitor):
         self._bind(node.target.id, Binding("walrus target", node.lineno))
 
     def visit_Name(self, node: ast.Name) -> None:
-        if isinstance(node.ctx, ast.Store):
+        if isinstance(node.ctx, ast.Load):
+            self.loads.setdefault(node.id, []).append((node, self._scope))
+        elif isinstance(node.ctx, ast.Store):
             self._bind(node.id, Binding("assignment", node.lineno))
         elif isinstance(node.ctx, ast.Del):
             # (nothing can be used through a deleted name: no other value for its uses)

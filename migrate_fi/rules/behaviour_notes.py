@@ -84,7 +84,17 @@ class BehaviourNotes(Rule):
 
     @classmethod
     def triggers_for(cls, options: RunOptions) -> tuple[str | tuple[str, ...], ...]:
-        apis = {n.api for n in _notes(str(options.from_version), str(options.to_version))}
+        from migrate_fi.api.notes import Behaviour
+
+        try:
+            kinds = set(options.settings(cls.id).option("kinds"))
+        except KeyError:
+            kinds = {"architecture", "input-format"}  # (the option's default)
+        apis = {
+            n.api
+            for n in _notes(str(options.from_version), str(options.to_version))
+            if not isinstance(n, Behaviour) or n.kind in kinds
+        }
         return tuple(sorted(set(paths_words(sorted(apis)))))
 
     def find(self, ctx: FileContext) -> None:
