@@ -105,10 +105,16 @@ def _files() -> dict[str, str]:
     return found
 
 
-@cache
 def load_notes() -> tuple[Note, ...]:
     """Every note of every release there is a file for, oldest release first; `NotesError`
     for a file that cannot be used."""
+    return _load(None, None)
+
+
+@cache
+def _load(lo: Any, hi: Any) -> tuple[Note, ...]:
+    """The notes of the releases after ``lo`` up to ``hi`` (None: no bound); only their files
+    are read (a run reads the few its range holds, not all of them)."""
     from migrate_fi.config import tomllib
 
     toml = tomllib()
@@ -118,6 +124,8 @@ def load_notes() -> tuple[Note, ...]:
             version = parse_version(release)
         except VersionError:
             raise NotesError(f"{path}: the file name must be a FlashInfer release") from None
+        if (lo is not None and version <= lo) or (hi is not None and version > hi):
+            continue
         try:
             with open(path, "rb") as fh:
                 data = toml.load(fh)
@@ -184,7 +192,7 @@ def notes_in_range(from_version: str, to_version: str) -> tuple[Note, ...]:
     """The notes of the releases after ``from_version`` up to ``to_version``; a change a later
     release of the range reverts is no change of the range (both notes are left out)."""
     lo, hi = parse_version(from_version), parse_version(to_version)
-    found = [n for n in load_notes() if lo < parse_version(n.release) <= hi]
+    found = list(_load(lo, hi))
     undone = {
         (n.api, n.reverts) for n in found if isinstance(n, Behaviour) and n.reverts is not None
     }
@@ -197,4 +205,4 @@ def notes_in_range(from_version: str, to_version: str) -> tuple[Note, ...]:
 
 
 def forget() -> None:
-    load_notes.cache_clear()
+    _load.cache_clear()

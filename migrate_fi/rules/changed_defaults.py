@@ -74,10 +74,10 @@ class ChangedDefaults(Rule):
 
     @classmethod
     def prepare(cls, options: RunOptions) -> None:
-        from migrate_fi.api.notes import NotesError, load_notes
+        from migrate_fi.api.notes import NotesError, notes_in_range
 
         try:
-            load_notes()
+            notes_in_range(str(options.from_version), str(options.to_version))
         except NotesError as exc:
             raise RuleSetupError(str(exc)) from None
 
