@@ -81,3 +81,22 @@ def test_a_users_file_adds_a_release(user_notes: Path) -> None:
     )
     found = [n for n in notes.load_notes() if n.release == "0.9.1"]
     assert [n.api for n in found] == ["flashinfer.fp4_quantize"]
+
+
+def test_a_broken_file_of_the_range_stops_the_run_in_one_line(
+    user_notes: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from migrate_fi.cli import cli
+
+    bundled = tmp_path / "bundled"
+    bundled.mkdir()
+    (bundled / "0.7.4.toml").write_text('release = "0.7.4"\n[[same]\n')
+    monkeypatch.setattr(notes, "NOTES_DIR", str(bundled))
+    (tmp_path / "m.py").write_text("import flashinfer\n")
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(cli, ["check", "--from", "0.7.2", "--to", "0.7.4", "m.py"])
+    assert r.exit_code == 2
+    (line,) = r.stderr.splitlines()
+    assert "0.7.4.toml: not valid TOML" in line

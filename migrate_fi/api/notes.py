@@ -41,6 +41,7 @@ __all__ = [
     "Same",
     "load_notes",
     "notes_in_range",
+    "readable_notes",
 ]
 
 NOTES_DIR = os.path.join(
@@ -202,6 +203,16 @@ def notes_in_range(from_version: str, to_version: str) -> tuple[Note, ...]:
         if (n.api, n.release) not in undone
         and not (isinstance(n, Behaviour) and (n.api, n.reverts) in undone)
     )
+
+
+def readable_notes(from_version: object, to_version: object) -> str | None:
+    """Why the notes of the range cannot be used (one line), or None: what a rule that reads
+    them says before a run starts."""
+    try:
+        notes_in_range(str(from_version), str(to_version))
+    except NotesError as exc:
+        return str(exc)
+    return None
 
 
 def forget() -> None:

@@ -66,12 +66,11 @@ class BehaviourNotes(Rule):
 
     @classmethod
     def prepare(cls, options: RunOptions) -> None:
-        from migrate_fi.api.notes import KINDS, NotesError, notes_in_range
+        from migrate_fi.api.notes import KINDS, readable_notes
 
-        try:
-            notes_in_range(str(options.from_version), str(options.to_version))
-        except NotesError as exc:
-            raise RuleSetupError(str(exc)) from None
+        problem = readable_notes(options.from_version, options.to_version)
+        if problem is not None:
+            raise RuleSetupError(problem)
         try:
             kinds = options.settings(cls.id).option("kinds")
         except KeyError:

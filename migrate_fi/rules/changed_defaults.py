@@ -74,12 +74,11 @@ class ChangedDefaults(Rule):
 
     @classmethod
     def prepare(cls, options: RunOptions) -> None:
-        from migrate_fi.api.notes import NotesError, notes_in_range
+        from migrate_fi.api.notes import readable_notes
 
-        try:
-            notes_in_range(str(options.from_version), str(options.to_version))
-        except NotesError as exc:
-            raise RuleSetupError(str(exc)) from None
+        problem = readable_notes(options.from_version, options.to_version)
+        if problem is not None:
+            raise RuleSetupError(problem)
 
     def find(self, ctx: FileContext) -> None:
         from migrate_fi.api.differ import api_for, defaults_of
