@@ -71,6 +71,15 @@ def test_check_and_apply_hooks(tmp_path: Path) -> None:
     assert "flashinfer-python==" in (project / "requirements.txt").read_text()
     assert "==0.6.10" not in (project / "requirements.txt").read_text()
 
+    # what is left is for a person: 0.7.4 refuses Hopper for fp4_quantize (FI012); once
+    # checked and marked, the gate opens
+    git(project, "add", "-A")
+    left = pre_commit(project, home, "migrate-fi-check", "--verbose")
+    assert left.returncode == 1 and "FI012" in left.stdout + left.stderr
+    lines = (project / "m.py").read_text().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if "fp4_quantize(x" in line)
+    lines[at] = lines[at].rstrip("\n") + "  # migrate-fi: ignore[FI012]\n"
+    (project / "m.py").write_text("".join(lines))
     git(project, "add", "-A")
     again = pre_commit(project, home, "migrate-fi-check")
     assert again.returncode == 0, again.stdout + again.stderr
