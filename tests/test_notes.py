@@ -50,7 +50,7 @@ def test_notes_in_a_range_are_those_after_from_up_to_to() -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ('release = "0.9.1"\n[[same]]\napi = "flashinfer.f"\n', "`parameter` is missing"),
+        ('release = "0.9.1"\n[[same]]\napi = "flashinfer.f"\n', "`new` is missing"),
         ('release = "0.9.1"\n[[wat]]\n', "unknown table 'wat'"),
         ('release = "0.9.2"\n', "`release` must be '0.9.1'"),
         (

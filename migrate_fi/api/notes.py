@@ -17,7 +17,8 @@ say nothing of a function that starts to refuse a GPU. ``migrate_fi/data/notes/<
   range holding both has neither.
 
 Keys of an entry: ``api`` (a public path as `migrate-fi api-diff` prints it, instances as
-``Class().method``), ``parameter`` (same, deprecated), ``why`` (same, deprecated), ``what`` and
+``Class().method``), ``parameter`` (same, deprecated), ``old`` and ``new`` (same: the defaults
+before and after, as the API data writes them), ``why`` (same, deprecated), ``what`` and
 ``kind`` (behaviour), ``moved_to`` (deprecated, optional) and ``source`` (every entry: the
 wheel's file and line, or the release notes or pull request it was read from).
 """
@@ -49,7 +50,7 @@ NOTES_DIR = os.path.join(
 )
 KINDS = ("architecture", "input-format", "numerics", "error", "other", "fix")
 _TABLES = {
-    "same": {"api", "parameter", "why", "source"},
+    "same": {"api", "parameter", "old", "new", "why", "source"},
     "deprecated": {"api", "parameter", "moved_to", "why", "source"},
     "behaviour": {"api", "kind", "what", "source", "reverts"},
 }
@@ -67,6 +68,8 @@ class Same:
     parameter: str
     why: str
     source: str
+    old: str = ""  # the default before and after the release, as the API data writes them
+    new: str = ""
 
 
 @dataclass(frozen=True)
@@ -168,7 +171,15 @@ def _note(release: str, path: str, table: str, index: int, entry: Any, keys: set
         if key in entry and not entry[key].startswith("flashinfer."):
             raise NotesError(f"{where}: `{key}` must be a public path (flashinfer.X)")
     if table == "same":
-        return Same(release, entry["api"], entry["parameter"], entry["why"], entry["source"])
+        return Same(
+            release,
+            entry["api"],
+            entry["parameter"],
+            entry["why"],
+            entry["source"],
+            entry["old"],
+            entry["new"],
+        )
     if table == "deprecated":
         return Deprecated(
             release,

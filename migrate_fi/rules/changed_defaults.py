@@ -159,42 +159,26 @@ def _noted(old_v: str, new_v: str) -> frozenset[tuple[str | None, str]]:
 
 
 @lru_cache(maxsize=16)
-def _same_notes(old_v: str, new_v: str) -> dict[tuple[str | None, str], tuple[str, str]]:
-    """(definition key on ``old_v``, parameter) -> (release, public path) of the defaults the
-    release notes of the range say keep what a call does (`migrate_fi.api.notes.Same`)."""
+def _same_notes(old_v: str, new_v: str) -> dict[tuple[str | None, str], set[tuple[str, str]]]:
+    """(definition key on ``old_v``, parameter) -> the (old, new) default changes the release
+    notes of the range say keep what a call does (`migrate_fi.api.notes.Same`)."""
     from migrate_fi.api.differ import api_for
     from migrate_fi.api.notes import Same, notes_in_range
 
     old_api = api_for(old_v)
-    return {
-        (old_api.key(n.api), n.parameter): (n.release, n.api)
-        for n in notes_in_range(old_v, new_v)
-        if isinstance(n, Same)
-    }
+    out: dict[tuple[str | None, str], set[tuple[str, str]]] = {}
+    for n in notes_in_range(old_v, new_v):
+        if isinstance(n, Same):
+            out.setdefault((old_api.key(n.api), n.parameter), set()).add((n.old, n.new))
+    return out
 
 
-@lru_cache(maxsize=256)
 def _kept(old_v: str, new_v: str, key: str, change: tuple[str, str, str]) -> bool:
     """Whether the change ``(parameter, old, new)`` of ``key``'s default over the range keeps
-    what a call does: a note says so of the release that made it, and that release's change is
-    the whole change of the range (read only for the calls that meet such a change)."""
-    from migrate_fi.api.differ import api_for, defaults_of
-    from migrate_fi.versions import KNOWN_RELEASES
-
+    what a call does: a release of the range made exactly that change, and its notes say the
+    new default does what the old one did."""
     name, old, new = change
-    noted = _same_notes(old_v, new_v).get((key, name))
-    if noted is None or noted[0] not in KNOWN_RELEASES:
-        return False
-    release, path = noted
-    at = KNOWN_RELEASES.index(release)
-    if at == 0:
-        return False
-    before = KNOWN_RELEASES[at - 1]
-    there = api_for(before).key(path)
-    if there is None:
-        return False
-    step = {c.name: (c.old, c.new) for c in defaults_of(before, release, there)}
-    return step.get(name) == (old, new)
+    return (old, new) in _same_notes(old_v, new_v).get((key, name), set())
 
 
 def _literal(text: str) -> tuple[bool, object]:
