@@ -93,13 +93,12 @@ def _bare(line: str) -> str:
     return _SUPPRESS.sub("", line).rstrip() if "migrate-fi" in line else line.rstrip()
 
 
-def _find(lines: list[str], block: list[str], near: int) -> int | None:
-    """The first line (1-based) of ``block`` in ``lines`` nearest to line ``near``, lines
-    compared without their suppression comments."""
+def _find(bare: list[str], block: list[str], near: int) -> int | None:
+    """The first line (1-based) of ``block`` in a file's lines (``bare``: without their
+    suppression comments, as ``block``'s are compared) nearest to line ``near``."""
     if not block:
         return None
     want = [_bare(line) for line in block]
-    bare = [_bare(line) for line in lines]
     starts = [
         i + 1
         for i in range(len(bare) - len(want) + 1)
@@ -122,10 +121,11 @@ def carry_over(root: str, record: ApplyRecord, result: RunResult) -> None:
         lines = _lines(file.path)
         if lines is None:
             continue
+        bare = [_bare(line) for line in lines]  # (once a file, for all its sites)
         suppressions: Suppressions | None = None
         for site in sites:
             block = site.text.split("\n")
-            start = _find(lines, block, site.line)
+            start = _find(bare, block, site.line)
             if start is None:
                 continue  # its lines were edited: resolved
             end = start + len(block) - 1

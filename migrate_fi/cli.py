@@ -571,18 +571,18 @@ def check(no_cache: bool, **kwargs: Any) -> None:
 
 def _version_key(text: str) -> tuple[int, object]:
     """Order version strings as releases are ordered (one that does not parse sorts last)."""
-    from packaging.version import InvalidVersion, Version
+    from migrate_fi.versions import VersionError, parse_version
 
     try:
-        return (0, Version(text))
-    except InvalidVersion:
+        return (0, parse_version(text))
+    except VersionError:
         return (1, text)
 
 
 def _patch_roots(paths: tuple[str, ...]) -> list[str]:
-    """Where the patch names files from, for the given paths outside the current folder: the
-    top of the git work tree that holds each, else its project's root (`git apply` takes no
-    absolute path and no ``..``); the deepest first."""
+    """Where the patch names files from (`migrate_fi.reporting.patch_path`), for the given
+    paths outside the current folder: the top of the git work tree that holds each, else its
+    project's root; the deepest first."""
     from migrate_fi.project import project_root
     from migrate_fi.vcs import repository_root
 
@@ -593,19 +593,6 @@ def _patch_roots(paths: tuple[str, ...]) -> list[str]:
         if not os.path.join(p, "").startswith(here)
     }
     return sorted(roots, key=len, reverse=True)
-
-
-def _patch_path(path: str, roots: list[str], used: set[str]) -> str:
-    """How the patch names a file: as shown when it is under the current folder, else from the
-    root of ``roots`` that holds it (noted in ``used``)."""
-    if not os.path.isabs(path):
-        return path
-    real = os.path.realpath(path)
-    for root in roots:
-        if real.startswith(os.path.join(root, "")):
-            used.add(root)
-            return os.path.relpath(real, root).replace(os.sep, "/")
-    return path
 
 
 @cli.command(epilog=EXIT_CODES)
@@ -620,11 +607,12 @@ def diff(**kwargs: Any) -> None:
 
     common = _common(kwargs)
     result, settled, _ = _execute(common, "diff")
-    roots, used = _patch_roots(settled.paths), set[str]()
+    roots = _patch_roots(settled.paths)
     patch = b"".join(
-        unified_diff(_patch_path(f.path, roots, used), f.old_bytes or b"", f.new_bytes or b"")
-        for f in result.changed
+        unified_diff(f.path, f.old_bytes or b"", f.new_bytes or b"", roots) for f in result.changed
     )
+    changed = [os.path.realpath(f.path) for f in result.changed if os.path.isabs(f.path)]
+    used = {r for r in roots if any(p.startswith(os.path.join(r, "")) for p in changed)}
     result.notices += [
         f"the patch names the files under {root} from there: apply it there (`git -C {root} apply`)"
         for root in sorted(used)

@@ -172,13 +172,18 @@ def _how_to_mark(manual: list[Diagnostic]) -> str:
     )
 
 
-def patch_path(path: str) -> str:
+def patch_path(path: str, roots: Sequence[str] = ()) -> str:
     """The path a patch names a file by: relative to the current folder when the file is in it;
-    else relative to the root of the git repository that holds it (apply the patch there);
-    else relative to the file system's root (apply it from there): never `a//abs/path`, which
-    git refuses."""
+    else relative to the one of ``roots`` (real paths, the deepest first) that holds it (the
+    roots of the paths a run was given: apply the patch there); else relative to the root of
+    the git repository that holds it; else to the file system's root: never `a//abs/path`,
+    which git refuses."""
     if not os.path.isabs(path):
         return path.replace(os.sep, "/")
+    real = os.path.realpath(path)
+    for given in roots:
+        if real.startswith(os.path.join(given, "")):
+            return os.path.relpath(real, given).replace(os.sep, "/")
     from migrate_fi.discovery import find_upward
 
     root = find_upward(os.path.dirname(path), (".git",))
@@ -187,14 +192,14 @@ def patch_path(path: str) -> str:
     return os.path.relpath(path, root).replace(os.sep, "/")
 
 
-def unified_diff(path: str, old: bytes, new: bytes) -> bytes:
+def unified_diff(path: str, old: bytes, new: bytes, roots: Sequence[str] = ()) -> bytes:
     """A patch that `git apply` (and `patch -p1`) accepts, byte for byte: lines are compared
     and written as the file's own bytes (a BOM, a Latin-1 file, CRLF endings stay what they
     are), the path as `patch_path` gives it."""
     # Latin-1 maps every byte to one character and back: the lines keep their exact bytes
     a = _LINES.findall(old.decode("latin-1"))
     b = _LINES.findall(new.decode("latin-1"))
-    name = patch_path(path)
+    name = patch_path(path, roots)
     out = [
         f"--- a/{name}\n".encode(),
         f"+++ b/{name}\n".encode(),

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from packaging.version import Version
 
 from migrate_fi.discovery import find_upward
+from migrate_fi.modules import display_path
 from migrate_fi.project import Pin, PinSearch, pinned_versions, search_pins
 from migrate_fi.record import RecordError, read_record
 from migrate_fi.versions import VersionError, parse_version
@@ -112,12 +113,12 @@ def split(
         elif floor is not None and floor < own:
             start = str(own)
             note = (
-                f"{_shown(folder)} pins FlashInfer {own}, newer than --from {floor}:"
+                f"{display_path(folder)} pins FlashInfer {own}, newer than --from {floor}:"
                 f" migrated from {own}"
             )
         else:
             start, note = (from_given, "") if floor is not None else (None, "")
-        parts.append(Part(folder, tuple(_shown(p) for p in cut), start, nested, note))
+        parts.append(Part(folder, tuple(display_path(p) for p in cut), start, nested, note))
     # what lies outside every project (the given folders above them): with --from, migrated
     # from it; else said, and left
     for g in given:
@@ -125,17 +126,12 @@ def split(
             continue
         inner = [f for f in folders if _under(f, g)]
         if from_given is not None:
-            parts.append(Part(g, (_shown(g),), from_given, inner))
+            parts.append(Part(g, (display_path(g),), from_given, inner))
         elif parts:
-            names = ", ".join(_shown(f) for f in inner) or "none"
+            names = ", ".join(display_path(f) for f in inner) or "none"
             parts[0].tree_note = (
-                f"the projects under {_shown(g)} pin different releases ({names}): each is"
+                f"the projects under {display_path(g)} pin different releases ({names}): each is"
                 " migrated from its own pins; any file outside them is not (no project pins"
                 " it: name it with --from VERSION)"
             )
     return parts or None
-
-
-def _shown(path: str) -> str:
-    rel = os.path.relpath(path)
-    return path if rel.startswith("..") else rel

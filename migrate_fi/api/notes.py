@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from migrate_fi.api.store import user_data_dir
+from migrate_fi.api.store import release_files
 from migrate_fi.versions import VersionError, parse_version
 
 __all__ = [
@@ -95,20 +95,6 @@ class Behaviour:
 Note = Same | Deprecated | Behaviour
 
 
-def _files() -> dict[str, str]:
-    """release -> its file: the bundled one, else the user's."""
-    found: dict[str, str] = {}
-    for folder in (os.path.join(user_data_dir(), "notes"), NOTES_DIR):
-        try:
-            names = sorted(os.listdir(folder))
-        except OSError:
-            continue
-        for name in names:
-            if name.endswith(".toml"):
-                found[name[: -len(".toml")]] = os.path.join(folder, name)
-    return found
-
-
 def load_notes() -> tuple[Note, ...]:
     """Every note of every release there is a file for, oldest release first; `NotesError`
     for a file that cannot be used."""
@@ -123,7 +109,7 @@ def _load(lo: Any, hi: Any) -> tuple[Note, ...]:
 
     toml = tomllib()
     out: list[tuple[Any, Note]] = []
-    for release, path in _files().items():
+    for release, path in release_files(NOTES_DIR, "notes").items():
         try:
             version = parse_version(release)
         except VersionError:

@@ -61,6 +61,7 @@ __all__ = [
     "on_forget",
     "origin",
     "register",
+    "release_files",
     "user_data_dir",
     "user_releases",
     "write_json",
@@ -882,3 +883,18 @@ def compress_release(text: bytes) -> bytes:
         members.append(gzip.compress(text[pos:end], compresslevel=9, mtime=0))
         pos = end
     return b"".join(members)
+
+
+def release_files(bundled: str, kind: str) -> dict[str, str]:
+    """``<release>.toml`` files of reviewed per-release data (value maps, release notes):
+    release -> its file, the bundled folder's over the user's data folder's ``kind``/."""
+    found: dict[str, str] = {}
+    for folder in (os.path.join(user_data_dir(), kind), bundled):
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            continue
+        for name in names:
+            if name.endswith(".toml"):
+                found[name[: -len(".toml")]] = os.path.join(folder, name)
+    return found

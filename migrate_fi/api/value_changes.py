@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from migrate_fi.api.store import user_data_dir
+from migrate_fi.api.store import release_files
 from migrate_fi.versions import parse_version
 
 __all__ = [
@@ -86,24 +86,6 @@ class ValueChange:
         return None
 
 
-def _user_values_dir() -> str:
-    return os.path.join(user_data_dir(), "values")
-
-
-def _files() -> dict[str, str]:
-    """release -> the file to read: the user's, then the bundled ones over them."""
-    found: dict[str, str] = {}
-    for folder in (_user_values_dir(), VALUES_DIR):
-        try:
-            names = os.listdir(folder)
-        except OSError:
-            continue
-        for name in names:
-            if name.endswith(".toml"):
-                found[name[: -len(".toml")]] = os.path.join(folder, name)
-    return found
-
-
 @cache
 def load_value_changes() -> tuple[ValueChange, ...]:
     """Every value change of every release there is a file for, oldest release first."""
@@ -111,7 +93,7 @@ def load_value_changes() -> tuple[ValueChange, ...]:
 
     toml = tomllib()
     out: list[ValueChange] = []
-    for release, path in _files().items():
+    for release, path in release_files(VALUES_DIR, "values").items():
         try:
             parse_version(release)
         except ValueError:
