@@ -14,7 +14,8 @@ say nothing of a function that starts to refuse a GPU. ``migrate_fi/data/notes/<
   architecture, input-format, numerics, error, other; ``fix`` for a change that only makes
   calls work that failed before): FI012 reports the calls, with the note.
   ``reverts = "<release>"`` marks a change that undoes that release's change of the API: a
-  range holding both has neither.
+  range holding both has neither; ``when = ["do_finalize=False"]`` ties it to arguments (a
+  call that cannot pass them is left alone).
 
 Keys of an entry: ``api`` (a public path as `migrate-fi api-diff` prints it, instances as
 ``Class().method``), ``parameter`` (same, deprecated), ``old`` and ``new`` (same: the defaults
@@ -25,6 +26,7 @@ wheel's file and line, or the release notes or pull request it was read from).
 
 from __future__ import annotations
 
+import ast
 import os
 from dataclasses import dataclass
 from functools import cache
@@ -52,9 +54,9 @@ KINDS = ("architecture", "input-format", "numerics", "error", "other", "fix")
 _TABLES = {
     "same": {"api", "parameter", "old", "new", "why", "source"},
     "deprecated": {"api", "parameter", "moved_to", "why", "source"},
-    "behaviour": {"api", "kind", "what", "source", "reverts"},
+    "behaviour": {"api", "kind", "what", "source", "reverts", "when"},
 }
-_OPTIONAL = {"moved_to", "reverts"}
+_OPTIONAL = {"moved_to", "reverts", "when"}
 
 
 class NotesError(Exception):
@@ -90,6 +92,9 @@ class Behaviour:
     what: str
     source: str
     reverts: str | None = None  # the release whose change of this API this one undoes
+    # the arguments the change is tied to: "name" (passed at all) or "name=literal"; a call
+    # none of whose conditions may hold is not touched by it (empty: every call)
+    when: tuple[str, ...] = ()
 
 
 Note = Same | Deprecated | Behaviour
@@ -148,6 +153,10 @@ def _note(release: str, path: str, table: str, index: int, entry: Any, keys: set
     missing = sorted(keys - _OPTIONAL - set(entry))
     if missing:
         raise NotesError(f"{where}: `{missing[0]}` is missing")
+    entry = dict(entry)
+    when = entry.pop("when", [])
+    if not isinstance(when, list) or not all(_condition(c) for c in when):
+        raise NotesError(f'{where}: `when` must list conditions: "name" or "name=literal"')
     for key, value in entry.items():
         if not isinstance(value, str) or not value.strip():
             raise NotesError(f"{where}: `{key}` must be a non-empty string")
@@ -183,7 +192,25 @@ def _note(release: str, path: str, table: str, index: int, entry: Any, keys: set
             parse_version(reverts)
         except VersionError:
             raise NotesError(f"{where}: `reverts` must be a release") from None
-    return Behaviour(release, entry["api"], entry["kind"], entry["what"], entry["source"], reverts)
+    return Behaviour(
+        release, entry["api"], entry["kind"], entry["what"], entry["source"], reverts, tuple(when)
+    )
+
+
+def _condition(text: object) -> bool:
+    """``name`` or ``name=<a Python literal>``."""
+    if not isinstance(text, str):
+        return False
+    name, _, value = text.partition("=")
+    if not name.isidentifier():
+        return False
+    if not value:
+        return True
+    try:
+        ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        return False
+    return True
 
 
 def notes_in_range(from_version: str, to_version: str) -> tuple[Note, ...]:

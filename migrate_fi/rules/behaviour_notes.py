@@ -11,7 +11,9 @@ from migrate_fi.rule import FileContext, Rule, RuleOption, RuleSetupError, RunOp
 from migrate_fi.rules._api import api_calls, paths_words
 
 if TYPE_CHECKING:
+    from migrate_fi.api.differ import CallSignature
     from migrate_fi.api.notes import Behaviour, Deprecated
+    from migrate_fi.calls import CalleeCall
 
 
 class BehaviourNotes(Rule):
@@ -119,7 +121,9 @@ class BehaviourNotes(Rule):
                             f" {note.source}",
                         )
                     continue
-                if (call.key, note.what) in told:
+                if (call.key, note.what) in told or not _may_apply(
+                    note, call.view, old_api.callable(call.path)
+                ):
                     continue  # (the first call of the API in the file says it)
                 told.add((call.key, note.what))
                 ctx.report(
@@ -157,6 +161,35 @@ def _by_key(
             continue
         out.setdefault(key, []).append(note)
     return out
+
+
+def _may_apply(note: Behaviour, view: CalleeCall, before: CallSignature | None) -> bool:
+    """Whether the call may pass what the note's change is tied to (`Behaviour.when`): an
+    argument passed at all, or with a value (by keyword, or at its place in ``before``, the
+    signature the code is written for); unreadable arguments (``*args``, ``**kw``) may."""
+    import ast
+
+    if not note.when:
+        return True
+    args = view.args
+    names = [p.name for p in before.positional] if before is not None else []
+    for condition in note.when:
+        name, _, literal = condition.partition("=")
+        passed = args.passed(name)
+        if passed is None and name in names and names.index(name) < len(args.positional):
+            passed = args.positional[names.index(name)]
+        if passed is None:
+            if not (args.starred or args.opaque_kwargs):
+                continue
+            return True  # (it may be in ``*args`` or ``**kw``)
+        if not literal:
+            return True
+        try:
+            if ast.literal_eval(passed) == ast.literal_eval(literal):
+                return True
+        except ValueError:
+            return True  # (a value read at run time: it may be that one)
+    return False
 
 
 def _notes(old_v: str, new_v: str) -> list[Behaviour | Deprecated]:
