@@ -48,11 +48,11 @@ def main() -> None:
     args = parser.parse_args()
 
     from migrate_fi.api.store import newest_release
-    from migrate_fi.discovery import discover
-    from migrate_fi.pipeline import prefilter_for
-    from migrate_fi.registry import select
-    from migrate_fi.rule import RunOptions
-    from migrate_fi.versions import parse_version
+    from migrate_fi.base.versions import parse_version
+    from migrate_fi.framework.rule import RunOptions
+    from migrate_fi.project.discovery import discover
+    from migrate_fi.run.pipeline import prefilter_for
+    from migrate_fi.run.registry import select
 
     from_v = parse_version(args.from_version)
     to_v = parse_version(args.to_version) if args.to_version else newest_release()

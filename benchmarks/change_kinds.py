@@ -35,7 +35,7 @@ from migrate_fi.api.differ import (
 from migrate_fi.api.paths import is_user_facing
 from migrate_fi.api.store import available_releases
 from migrate_fi.api.value_changes import load_value_changes
-from migrate_fi.versions import parse_version
+from migrate_fi.base.versions import parse_version
 
 NONE_KINDS = {"param-added", "added", "keyword-only"}
 

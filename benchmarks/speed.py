@@ -14,7 +14,7 @@ nine runs each), next to `python -c pass`. Then, for each corpus, medians of --r
 command in a fresh process as a user runs it:
 - floor A: start Python, read every .py file, `ast.parse` those that mention "flashinfer";
 - `check` cold (an empty result cache) and warm (nothing changed: the same command, replayed,
-  `migrate_fi.warm`), warm from the result cache alone (the same options in another environment
+  `migrate_fi.run.warm`), warm from the result cache alone (the same options in another environment
   each time: never replayed), warm after touching one parsed file, cold with `-j 1`; `diff`;
   `apply` on a fresh copy; LibCST's bare parse of the files `diff` changes; once each, `check
   --output-format sarif` (every fix's replacements) beside `--output-format json`;
@@ -288,8 +288,8 @@ def run_corpus(
     cold_mem = max(m for _, m in colds)
     j1 = statistics.median(cold("-j", "1")[0] for _ in range(repeat))
     cold()  # fill the cache
-    # warm: the same command again (`migrate_fi.warm` replays it); and in another environment
-    # each time, which only the result cache answers (`migrate_fi.cache`)
+    # warm: the same command again (`migrate_fi.run.warm` replays it); and in another environment
+    # each time, which only the result cache answers (`migrate_fi.run.cache`)
     warms, warm_x, cached = [], [], []
     for i in range(repeat):
         f = floor(root)

@@ -1,5 +1,5 @@
 """The `migrate-fi` command (`python -m migrate_fi`, and the installed script): a `check` that
-nothing changed since its last run is answered from its record (`migrate_fi.warm`), before
+nothing changed since its last run is answered from its record (`migrate_fi.run.warm`), before
 click and the rules are even imported; anything else is the command line (`migrate_fi.cli`)."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ def _drop_current_folder() -> None:
 
 
 def main() -> None:
-    from migrate_fi import warm
+    from migrate_fi.run import warm
 
     try:
         command = warm.Command.current(sys.argv[1:])

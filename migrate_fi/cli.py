@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from migrate_fi import __version__
-from migrate_fi.config import Config
-from migrate_fi.results import RunResult
+from migrate_fi.base.results import RunResult
+from migrate_fi.project.config import Config
 
 if TYPE_CHECKING:
-    from migrate_fi.migration import MigrationRange
-    from migrate_fi.project import PinSearch
-    from migrate_fi.record import LeftSite
-    from migrate_fi.report import Report
+    from migrate_fi.outputs.report import Report
+    from migrate_fi.project.current import PinSearch
+    from migrate_fi.project.migration import MigrationRange
+    from migrate_fi.project.record import LeftSite
 
 INTERRUPTED = 130
 
@@ -192,12 +192,13 @@ def _range_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _load_config(paths: tuple[str, ...], explicit: str | None) -> Config:
-    from migrate_fi.config import ConfigError, find_config, load_config
+    from migrate_fi.project.config import ConfigError, find_config, load_config
+    from migrate_fi.run.registry import rule_options
 
     try:
         if explicit is not None and not os.path.isfile(explicit):
             raise ConfigError(f"{explicit}: no such file")
-        return load_config(explicit or find_config(paths))
+        return load_config(explicit or find_config(paths), rule_options)
     except ConfigError as exc:
         raise Fatal(str(exc)) from None
 
@@ -232,7 +233,7 @@ def _plural_files(n: int) -> str:
 def _changed_files(paths: tuple[str, ...], ref: str | None) -> set[str] | None:
     if ref is None:
         return None
-    from migrate_fi.vcs import VcsError, changed_since
+    from migrate_fi.project.vcs import VcsError, changed_since
 
     try:
         return changed_since(ref, paths)
@@ -243,7 +244,7 @@ def _changed_files(paths: tuple[str, ...], ref: str | None) -> set[str] | None:
 def _refuse_dirty(paths: tuple[str, ...], ours: frozenset[str] = frozenset()) -> None:
     """apply mixes no migration into uncommitted work: it would be one diff with it. ``ours``:
     absolute paths of files the migration in progress wrote itself, which do not count."""
-    from migrate_fi.vcs import VcsError, dirty_files
+    from migrate_fi.project.vcs import VcsError, dirty_files
 
     try:
         dirty = dirty_files(paths or (".",))
@@ -266,10 +267,10 @@ def _range_and_rules(
     ignore: list[str] | None = None,
     found: PinSearch | None = None,
 ) -> tuple[Any, Any]:
-    """The run's range (`migrate_fi.migration.MigrationRange`: --from defaults to the project's
+    """The run's range (`migrate_fi.project.migration.MigrationRange`: --from defaults to the project's
     pin, or to the migration in progress) and the rules selected for it."""
-    from migrate_fi.migration import RangeError, resolve_range
-    from migrate_fi.registry import SelectionError, select
+    from migrate_fi.project.migration import RangeError, resolve_range
+    from migrate_fi.run.registry import SelectionError, select
 
     try:
         span = resolve_range(paths, from_version, to_version, found)
@@ -288,10 +289,10 @@ def _execute(
     common: _Common, mode: str, use_cache: bool = False
 ) -> tuple[RunResult, _Settled, MigrationRange]:
     """Settle the options and run: the tree as one migration, or, where it holds projects
-    pinned to different releases, project by project (`migrate_fi.subprojects`), the results
+    pinned to different releases, project by project (`migrate_fi.project.subprojects`), the results
     made one (the range returned is the first project's, with every project's in ``parts``)."""
-    from migrate_fi.project import search_pins
-    from migrate_fi.subprojects import split
+    from migrate_fi.project.current import search_pins
+    from migrate_fi.project.subprojects import split
 
     try:
         os.getcwd()
@@ -358,11 +359,11 @@ def _execute_range(
 ) -> tuple[RunResult, MigrationRange]:
     """One run over ``paths`` for one range (``excluded``: folders left to another run;
     ``found``: their pins, where they were read already)."""
-    from migrate_fi import warm
-    from migrate_fi.discovery import DiscoveryError
-    from migrate_fi.engine import run
-    from migrate_fi.pipeline import Mode
-    from migrate_fi.rule import KeywordStyle, RuleSetupError, RunOptions
+    from migrate_fi.framework.rule import KeywordStyle, RuleSetupError, RunOptions
+    from migrate_fi.project.discovery import DiscoveryError
+    from migrate_fi.run import warm
+    from migrate_fi.run.engine import run
+    from migrate_fi.run.pipeline import Mode
 
     config = settled.config
     only = _changed_files(paths, common.changed_since)
@@ -413,7 +414,7 @@ def _execute_range(
     result.rules = [c.code for c in selection.rules]
     result.notices = [*span.notices, *selection.dropped, *span.problems, *result.notices]
     if span.record is not None and span.record.in_progress:
-        from migrate_fi.carryover import carry_over, pending_here
+        from migrate_fi.project.carryover import carry_over, pending_here
 
         carry_over(span.root, span.record, result)
         if mode != "apply":  # (apply says what it could not write itself)
@@ -500,8 +501,8 @@ def _finish(
     found: bool,
     listed: Any = None,
 ) -> None:
-    from migrate_fi import warm
-    from migrate_fi.reporting import render, summary
+    from migrate_fi.outputs.reporting import render, summary
+    from migrate_fi.run import warm
 
     extra: dict[str, object] = {
         "from": result.from_version,
@@ -571,7 +572,7 @@ def check(no_cache: bool, **kwargs: Any) -> None:
 
 def _version_key(text: str) -> tuple[int, object]:
     """Order version strings as releases are ordered (one that does not parse sorts last)."""
-    from migrate_fi.versions import VersionError, parse_version
+    from migrate_fi.base.versions import VersionError, parse_version
 
     try:
         return (0, parse_version(text))
@@ -580,11 +581,11 @@ def _version_key(text: str) -> tuple[int, object]:
 
 
 def _patch_roots(paths: tuple[str, ...]) -> list[str]:
-    """Where the patch names files from (`migrate_fi.reporting.patch_path`), for the given
+    """Where the patch names files from (`migrate_fi.outputs.reporting.patch_path`), for the given
     paths outside the current folder: the top of the git work tree that holds each, else its
     project's root; the deepest first."""
-    from migrate_fi.project import project_root
-    from migrate_fi.vcs import repository_root
+    from migrate_fi.project.current import project_root
+    from migrate_fi.project.vcs import repository_root
 
     here = os.path.join(os.path.realpath(os.getcwd()), "")
     roots = {
@@ -603,7 +604,7 @@ def diff(**kwargs: Any) -> None:
     The patch goes to stdout (`git apply` takes it); the sites left for a person, and errors, go to
     stderr. Exits 1 when there is anything to migrate.
     """
-    from migrate_fi.reporting import unified_diff
+    from migrate_fi.outputs.reporting import unified_diff
 
     common = _common(kwargs)
     result, settled, _ = _execute(common, "diff")
@@ -660,10 +661,10 @@ def _pr_facts(result: RunResult, settled: _Settled, span: MigrationRange) -> Rep
     """What `report` and `upgrade` write the pull-request description from (a `report.Report`):
     the run, the rules of the range, the usage inventory, the pins, the verify command, and
     what an earlier apply of the migration in progress rewrote."""
-    from migrate_fi import report as reporting_pr
     from migrate_fi.api.store import missing_data
-    from migrate_fi.registry import select as select_rules
-    from migrate_fi.usage import inventory
+    from migrate_fi.outputs import report as reporting_pr
+    from migrate_fi.outputs.usage import inventory
+    from migrate_fi.run.registry import select as select_rules
 
     selection = select_rules(span.from_version, span.to_version)
     try:
@@ -687,8 +688,8 @@ def _written_by_the_migration(paths: tuple[str, ...]) -> frozenset[str]:
     """The files that hold what the recorded migration's apply wrote into them (absolute
     paths): the next `apply` or `upgrade` (after an interruption, say) is not blocked by the
     migration's own changes, only by a person's."""
-    from migrate_fi.project import project_root
-    from migrate_fi.record import RecordError, read_record
+    from migrate_fi.project.current import project_root
+    from migrate_fi.project.record import RecordError, read_record
 
     root = project_root(paths[0] if paths else ".")
     try:
@@ -758,9 +759,9 @@ def upgrade(
     Each step is printed as it runs; the first that fails stops the upgrade with its reason."""
     import subprocess
 
-    from migrate_fi import report as reporting_pr
-    from migrate_fi.record import state_folder
-    from migrate_fi.sources import write_new_file
+    from migrate_fi.editing.sources import write_new_file
+    from migrate_fi.outputs import report as reporting_pr
+    from migrate_fi.project.record import state_folder
 
     paths = paths or (".",)
 
@@ -849,8 +850,8 @@ def _write_and_record(result: RunResult, span: MigrationRange) -> None:
     the old pins), and the record of where the migration stands, interrupted or not (one for
     each project of a run by projects). What the writes did is kept for the rest of the
     command (`_tells_writes`)."""
-    from migrate_fi.project import is_pin_file
-    from migrate_fi.sources import signals_deferred, write_changes
+    from migrate_fi.editing.sources import signals_deferred, write_changes
+    from migrate_fi.project.current import is_pin_file
 
     parts = [(part, _part_of(result, part, files)) for part, files in span.parts] or [
         (span, result)
@@ -901,7 +902,7 @@ def _written_in(view: RunResult, result: RunResult) -> RunResult:
 def _sites_left(span: MigrationRange, result: RunResult) -> list[LeftSite]:
     """The sites left for a person as the record keeps them (their lines as the writes will
     leave them)."""
-    from migrate_fi.carryover import left_sites
+    from migrate_fi.project.carryover import left_sites
 
     rewritten = {
         f.path: (f.old_text, f.new_text)
@@ -920,7 +921,7 @@ def _record_apply(
     """Keep where the migration stands, for the next runs, for a clone of the migration
     commit and for `verify` (a warning, never a failure, when it cannot); the record's path,
     or None."""
-    from migrate_fi.record import Applied, Pending, RecordError, relative, write_record
+    from migrate_fi.project.record import Applied, Pending, RecordError, relative, write_record
 
     new_bytes = {f.path: f.new_bytes for f in result.changed if f.new_bytes is not None}
     failed = [Pending(relative(span.root, e.path), e.reason) for e in result.errors]
@@ -955,7 +956,7 @@ def finish(paths: tuple[str, ...], config: str | None) -> None:
     on the pins alone say where the project is) and exits 0; otherwise it lists what is left
     and exits 1.
     """
-    from migrate_fi.record import RecordError, end_migration
+    from migrate_fi.project.record import RecordError, end_migration
 
     common = _Common(paths, None, None, (), (), (), None, None, False, None, None, None, config)
     result, settled, span = _execute(common, "check")
@@ -1054,7 +1055,7 @@ def verify(
     at the project root). Arguments after `--` go to pytest. torch and flashinfer-python are
     imported only by the tests, in a subprocess.
     """
-    from migrate_fi.verify import VerifyError, verify_command
+    from migrate_fi.verify.runner import VerifyError, verify_command
 
     extra = click.get_current_context().meta.get("pytest_args", [])
     try:
@@ -1084,7 +1085,7 @@ def verify(
 )
 def rules(output_format: str) -> None:
     """List every migration: code, id, FlashInfer version, fix safety, summary."""
-    from migrate_fi.docs import rules_json, rules_markdown, rules_table
+    from migrate_fi.outputs.docs import rules_json, rules_markdown, rules_table
 
     if output_format == "json":
         click.echo(json.dumps(rules_json(), indent=2))
@@ -1098,9 +1099,9 @@ def rules(output_format: str) -> None:
 @click.argument("rule")
 def explain(rule: str) -> None:
     """Explain one migration, by code (FI001) or id."""
-    from migrate_fi.docs import explain_text
-    from migrate_fi.registry import SelectionError, lookup
-    from migrate_fi.suppression import UNUSED_CODE, UNUSED_ID, explanation
+    from migrate_fi.analysis.suppression import UNUSED_CODE, UNUSED_ID, explanation
+    from migrate_fi.outputs.docs import explain_text
+    from migrate_fi.run.registry import SelectionError, lookup
 
     if rule.strip() in (UNUSED_CODE, UNUSED_ID):
         click.echo(explanation())
@@ -1383,7 +1384,7 @@ def api_diff(
     from migrate_fi.api.differ import CHANGE_KINDS, diff_releases
     from migrate_fi.api.paths import is_user_facing
     from migrate_fi.api.store import available_releases, missing_data
-    from migrate_fi.versions import VersionError, parse_version
+    from migrate_fi.base.versions import VersionError, parse_version
 
     for kind in kinds:
         if kind not in CHANGE_KINDS:
@@ -1456,8 +1457,8 @@ def report(
 
     Computed from the tree as it is (run it before `apply`, or after it to list what is left);
     deterministic, no network. Writes nothing unless -o is given."""
-    from migrate_fi import report as reporting_pr
-    from migrate_fi.sources import write_new_file
+    from migrate_fi.editing.sources import write_new_file
+    from migrate_fi.outputs import report as reporting_pr
 
     common = _Common(
         paths,
@@ -1505,8 +1506,8 @@ def usage(
     they reach, each with its number of sites (and how many are in tests) and the changes the
     release data records between --from and --to; the unchanged ones are listed too."""
     from migrate_fi.api.store import missing_data
-    from migrate_fi.discovery import DiscoveryError
-    from migrate_fi.usage import inventory, render
+    from migrate_fi.outputs.usage import inventory, render
+    from migrate_fi.project.discovery import DiscoveryError
 
     paths = paths or (".",)
     span, selection = _range_and_rules(paths, from_version, to_version)
@@ -1541,7 +1542,7 @@ def plan(
     Lists every pin found and where (pyproject.toml, requirements, setup files, Dockerfiles, CI
     scripts, version files), and says when they disagree. A tree of projects pinned to
     different releases gets a plan for each project: each is migrated from its own pins."""
-    from migrate_fi.subprojects import split
+    from migrate_fi.project.subprojects import split
 
     paths = paths or (".",)
     parts = split(paths, from_version)
@@ -1580,8 +1581,8 @@ def _plan_one(
     """The plan of one project (printed as text; as JSON unless ``quiet``); its document."""
     from migrate_fi.api.differ import changed_callables
     from migrate_fi.api.store import missing_data
-    from migrate_fi.pins import MAIN
-    from migrate_fi.project import search_pins
+    from migrate_fi.project.current import search_pins
+    from migrate_fi.project.pins import MAIN
 
     search = search_pins(paths)
     for problem in search.problems:

@@ -17,8 +17,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from test_fixtures import FIXTURES, _run, after_file, before_file  # noqa: E402
 
-from migrate_fi.reporting import format_diagnostic  # noqa: E402
-from migrate_fi.results import Status  # noqa: E402
+from migrate_fi.base.results import Status  # noqa: E402
+from migrate_fi.outputs.reporting import format_diagnostic  # noqa: E402
 
 
 def bless(cid: str, case: str) -> None:

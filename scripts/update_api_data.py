@@ -11,7 +11,7 @@
 2. Writes migrate_fi/data/api/requires.json: each release's `Requires-Dist` (the others kept).
 3. Writes migrate_fi/data/api/indexes.json: the versions of flashinfer-cubin and
    flashinfer-jit-cache that PyPI serves, with today's date.
-4. With --new, or a VERSION not bundled yet: adds it to KNOWN_RELEASES in migrate_fi/versions.py.
+4. With --new, or a VERSION not bundled yet: adds it to KNOWN_RELEASES in migrate_fi/base/versions.py.
 
 The release routine around it is in CONTRIBUTING.md ("When FlashInfer publishes a release").
 """
@@ -29,7 +29,7 @@ import urllib.request
 
 from migrate_fi.api.releases import read_requires_dist, write_index_data, write_requires
 from migrate_fi.api.store import DATA_DIR
-from migrate_fi.versions import KNOWN_RELEASES, parse_version
+from migrate_fi.base.versions import KNOWN_RELEASES, parse_version
 
 INDEXED = ("flashinfer-cubin", "flashinfer-jit-cache")
 
@@ -102,7 +102,7 @@ def requirements_recorded() -> dict[str, list[str]]:
 
 
 def add_known_releases(added: list[str]) -> str:
-    """Append releases to `KNOWN_RELEASES` in migrate_fi/versions.py (the bundled list)."""
+    """Append releases to `KNOWN_RELEASES` in migrate_fi/base/versions.py (the bundled list)."""
     path = os.path.join(os.path.dirname(DATA_DIR), "..", "versions.py")
     path = os.path.normpath(path)
     with open(path, encoding="utf-8") as fh:

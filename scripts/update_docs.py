@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from migrate_fi.docs import README_BEGIN, README_END, readme_rules_table, rules_markdown
+from migrate_fi.outputs.docs import README_BEGIN, README_END, readme_rules_table, rules_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -13,7 +13,7 @@ one input, and runs `check` again with the cache and with `--no-cache`:
 
 Every file is aged (mtime an hour back) and each mutation is followed by a wait of a little
 more than 2 s: migrate-fi never trusts the stat of a file changed (mtime or ctime) within the
-last 2 s (`migrate_fi.depends.settled`), so without the wait no cache would be used at all.
+last 2 s (`migrate_fi.base.depends.settled`), so without the wait no cache would be used at all.
 
 Usage:  python tests/stale_scenarios.py [-k NAME] [--serial] [--keep] [-v]
         exit 1 when any scenario is STALE, else 2 when any is ERROR, else 0
@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 DEMO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "projects", "demo")
 MIGRATE_FI = [sys.executable, "-m", "migrate_fi"]
-SETTLE_S = 2.3  # > migrate_fi.depends._RECENT_NS (2 s)
+SETTLE_S = 2.3  # > migrate_fi.base.depends._RECENT_NS (2 s)
 AGE_S = 3600
 KEEP = False  # keep the temp folders (for debugging)
 

@@ -18,7 +18,7 @@ from migrate_fi.api.differ import api_for, compare_callables, diff_releases
 from migrate_fi.api.extract import extract_release
 from migrate_fi.api.index import first_change, trigger_paths
 from migrate_fi.api.store import available_releases, load_release
-from migrate_fi.versions import KNOWN_RELEASES
+from migrate_fi.base.versions import KNOWN_RELEASES
 
 
 def names(version: str, path: str) -> list[str]:
@@ -406,11 +406,11 @@ _ALL_RANGES = [
 
 def _index_triggers_cover_the_pair(old: str, new: str) -> None:
     from migrate_fi.api.differ import changed_defaults, changed_enums, enum_parameter_paths
-    from migrate_fi.rule import RunOptions
-    from migrate_fi.rules._api import path_words
-    from migrate_fi.rules.changed_defaults import ChangedDefaults
-    from migrate_fi.rules.enum_values import EnumValues
-    from migrate_fi.versions import parse_version
+    from migrate_fi.base.versions import parse_version
+    from migrate_fi.codemods._api import path_words
+    from migrate_fi.codemods.changed_defaults import ChangedDefaults
+    from migrate_fi.codemods.enum_values import EnumValues
+    from migrate_fi.framework.rule import RunOptions
 
     options = RunOptions(from_version=parse_version(old), to_version=parse_version(new))
     defaults = {path_words(c.path) for found in changed_defaults(old, new).values() for c in found}
@@ -659,7 +659,7 @@ def test_first_change_is_the_first_release_that_binds_old_calls_otherwise(
     in between (and it is right there too)."""
     from migrate_fi.api.index import changed_in
     from migrate_fi.api.paths import ApiPath
-    from migrate_fi.versions import parse_version
+    from migrate_fi.base.versions import parse_version
 
     lo, hi = parse_version(old), parse_version(new)
     found = 0

@@ -255,7 +255,7 @@ def test_a_file_changed_between_read_and_write_is_not_overwritten(
     a one-line error; the others are migrated; the exit code says a file failed."""
     from click.testing import CliRunner
 
-    import migrate_fi.sources as sources
+    import migrate_fi.editing.sources as sources
     from migrate_fi.cli import cli
 
     for name in ("a.py", "b.py"):

@@ -79,12 +79,12 @@ def test_an_edit_and_a_new_file_are_seen(tmp_path: Path) -> None:
 
 def _entry_noting_the_line_length(tmp_path: Path) -> tuple[Any, str, Path]:
     """A cache holding one file's result, which noted the project's line length (88)."""
-    from migrate_fi import depends
-    from migrate_fi.cache import ResultCache
-    from migrate_fi.results import FileResult, Status
-    from migrate_fi.rule import RunOptions
-    from migrate_fi.rules import _layout
-    from migrate_fi.versions import parse_version
+    from migrate_fi.base import depends
+    from migrate_fi.base.results import FileResult, Status
+    from migrate_fi.base.versions import parse_version
+    from migrate_fi.codemods import _layout
+    from migrate_fi.framework.rule import RunOptions
+    from migrate_fi.run.cache import ResultCache
 
     (tmp_path / ".git").mkdir()
     source = tmp_path / "test_graphs.py"
@@ -102,7 +102,7 @@ def _entry_noting_the_line_length(tmp_path: Path) -> tuple[Any, str, Path]:
 
 def test_an_entry_holds_while_what_it_read_outside_the_file_holds(tmp_path: Path) -> None:
     """The line length a fix was wrapped to (FI005) is noted; another one is a miss."""
-    from migrate_fi.rules import _layout
+    from migrate_fi.codemods import _layout
 
     store, key, source = _entry_noting_the_line_length(tmp_path)
     assert store.get(key) is not None
@@ -118,13 +118,13 @@ def test_an_entry_whose_note_holds_as_it_stands_now_is_kept_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A note that still holds, said another way now (a search over files that changed, none
-    of them among those it found: `migrate_fi.depends.current`), is kept as it stands: the
+    of them among those it found: `migrate_fi.base.depends.current`), is kept as it stands: the
     entries are written again even where the walk did not change."""
-    from migrate_fi import depends
-    from migrate_fi.cache import ResultCache, WalkMemo
-    from migrate_fi.results import FileResult, Status
-    from migrate_fi.rule import RunOptions
-    from migrate_fi.versions import parse_version
+    from migrate_fi.base import depends
+    from migrate_fi.base.results import FileResult, Status
+    from migrate_fi.base.versions import parse_version
+    from migrate_fi.framework.rule import RunOptions
+    from migrate_fi.run.cache import ResultCache, WalkMemo
 
     asked: list[str] = []
 
@@ -157,8 +157,8 @@ def test_an_entry_whose_note_holds_as_it_stands_now_is_kept_so(
 def test_the_walk_remembers_what_a_file_matched_while_it_is_unchanged(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from migrate_fi import depends
-    from migrate_fi.cache import WalkMemo
+    from migrate_fi.base import depends
+    from migrate_fi.run.cache import WalkMemo
 
     monkeypatch.setattr(depends, "_RECENT_NS", 0)  # (a file just written counts as settled)
     path = tmp_path / "m.py"
@@ -186,8 +186,8 @@ def test_the_files_known_to_import_none_are_those_unchanged_since(
     """`WalkMemo.not_known_to_import_none` leaves out the files noted as importing none of what
     is asked, while their stat is the one noted: a changed file, one noted for another question,
     one never noted, or a memo that remembers nothing, and the file is asked again."""
-    from migrate_fi import depends
-    from migrate_fi.cache import WalkMemo
+    from migrate_fi.base import depends
+    from migrate_fi.run.cache import WalkMemo
 
     monkeypatch.setattr(depends, "_RECENT_NS", 0)
     paths = [str(tmp_path / f"m{i}.py") for i in range(4)]
@@ -216,8 +216,8 @@ def test_files_noted_to_import_none_are_noted_by_their_signature(
     """`WalkMemo.note_imports_none` notes each path with its signature, leaves out a file
     changed too recently to be told by its stat and one that is gone, and a memo that
     remembers nothing notes nothing."""
-    from migrate_fi import depends
-    from migrate_fi.cache import WalkMemo
+    from migrate_fi.base import depends
+    from migrate_fi.run.cache import WalkMemo
 
     paths = [str(tmp_path / f"m{i}.py") for i in range(3)]
     for p in paths:
@@ -238,7 +238,7 @@ def test_files_noted_to_import_none_are_noted_by_their_signature(
 
 
 def test_a_search_of_the_whole_project_is_never_stored() -> None:
-    from migrate_fi import depends
+    from migrate_fi.base import depends
 
     depends.start()
     depends.note_unbounded()
@@ -262,10 +262,10 @@ def test_a_damaged_entry_is_a_miss(tmp_path: Path) -> None:
 def test_the_cache_is_bounded(tmp_path: Path) -> None:
     """A run keeps its entries in one file with its walk; those a later run with the same
     options leaves out get a file each; the folder is kept under the bound, oldest out."""
-    from migrate_fi.cache import ResultCache, WalkMemo
-    from migrate_fi.results import FileResult, Status
-    from migrate_fi.rule import RunOptions
-    from migrate_fi.versions import parse_version
+    from migrate_fi.base.results import FileResult, Status
+    from migrate_fi.base.versions import parse_version
+    from migrate_fi.framework.rule import RunOptions
+    from migrate_fi.run.cache import ResultCache, WalkMemo
 
     options = RunOptions(parse_version("0.6.10"), parse_version("0.6.11"))
     store = ResultCache(("x",), options, folder=str(tmp_path))
@@ -286,10 +286,10 @@ def test_the_cache_is_bounded(tmp_path: Path) -> None:
 
 
 def test_a_warm_run_takes_the_entries_it_used_from_one_file(tmp_path: Path) -> None:
-    from migrate_fi.cache import ResultCache, WalkMemo
-    from migrate_fi.results import FileResult, Status
-    from migrate_fi.rule import RunOptions
-    from migrate_fi.versions import parse_version
+    from migrate_fi.base.results import FileResult, Status
+    from migrate_fi.base.versions import parse_version
+    from migrate_fi.framework.rule import RunOptions
+    from migrate_fi.run.cache import ResultCache, WalkMemo
 
     options = RunOptions(parse_version("0.6.10"), parse_version("0.6.11"))
     first = ResultCache(("x",), options, folder=str(tmp_path))
@@ -322,7 +322,7 @@ def test_a_kept_result_holds_its_files_never_parsed_by_their_path() -> None:
     alone, and reads them back as they were; any other result of a file is kept whole."""
     import pickle
 
-    from migrate_fi.results import FileResult, RunResult, Status
+    from migrate_fi.base.results import FileResult, RunResult, Status
 
     files = [FileResult(f"pkg/m{i}.py", Status.SKIPPED) for i in range(200)]
     files[3] = FileResult("pkg/m3.py", Status.UNCHANGED, parsed=True, exports={"a.q": "f.q"})
@@ -337,9 +337,9 @@ def test_a_value_of_the_run_is_kept_from_the_second_run_on(tmp_path: Path) -> No
     """A first run over an empty cache works out the values of the run (a rule's triggers)
     and keeps none: it is often the only one; a run after it keeps them, and the next reads
     them."""
-    from migrate_fi.cache import ResultCache
-    from migrate_fi.rule import RunOptions
-    from migrate_fi.versions import parse_version
+    from migrate_fi.base.versions import parse_version
+    from migrate_fi.framework.rule import RunOptions
+    from migrate_fi.run.cache import ResultCache
 
     options = RunOptions(parse_version("0.6.10"), parse_version("0.6.11"))
     made: list[int] = []
@@ -372,7 +372,8 @@ LEGACY = (
 def replaying(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     """`engine.run` with the cache in ``tmp_path/cache``, files settled as soon as written;
     yields the list of runs that were made (not replayed), by their number."""
-    from migrate_fi import depends, engine
+    from migrate_fi.base import depends
+    from migrate_fi.run import engine
 
     monkeypatch.setattr(depends, "_RECENT_NS", 0)
     monkeypatch.setenv("MIGRATE_FI_CACHE_DIR", str(tmp_path / "cache"))
@@ -383,11 +384,11 @@ def replaying(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[
 
 
 def _run(root: Path) -> object:
-    from migrate_fi import engine
-    from migrate_fi.pipeline import Mode
-    from migrate_fi.registry import select
-    from migrate_fi.rule import RunOptions
-    from migrate_fi.versions import parse_version
+    from migrate_fi.base.versions import parse_version
+    from migrate_fi.framework.rule import RunOptions
+    from migrate_fi.run import engine
+    from migrate_fi.run.pipeline import Mode
+    from migrate_fi.run.registry import select
 
     versions = parse_version("0.6.10"), parse_version("0.6.11")
     rules = select(*versions).rules
@@ -432,7 +433,7 @@ def test_a_first_run_learns_the_stats_of_the_files_it_reads_as_it_reads_them(
     """With nothing kept to replay, a run asks no file's stat before reading it: the digest of
     the tree waits for the end of the run and is made of the stats the reading gave (in the
     workers too); the next run over the same tree is this one's replayed, and an edit is seen."""
-    from migrate_fi import depends
+    from migrate_fi.base import depends
 
     root = tmp_path / "proj"
     (root / "pkg").mkdir(parents=True)
@@ -470,11 +471,11 @@ def test_a_run_with_a_file_that_cannot_be_read_is_never_replayed(
 def test_a_replay_holds_while_what_its_results_read_outside_their_files_holds(
     tmp_path: Path,
 ) -> None:
-    from migrate_fi.cache import ResultCache
-    from migrate_fi.results import FileResult, RunResult, Status
-    from migrate_fi.rule import RunOptions
-    from migrate_fi.rules import _layout
-    from migrate_fi.versions import parse_version
+    from migrate_fi.base.results import FileResult, RunResult, Status
+    from migrate_fi.base.versions import parse_version
+    from migrate_fi.codemods import _layout
+    from migrate_fi.framework.rule import RunOptions
+    from migrate_fi.run.cache import ResultCache
 
     store, _, _ = _entry_noting_the_line_length(tmp_path)
     result = RunResult(files=[FileResult("test_graphs.py", Status.UNCHANGED)])
@@ -495,10 +496,10 @@ def test_an_entry_a_later_run_leaves_out_is_still_found(tmp_path: Path) -> None:
     """A run over part of the tree (or after an edit) keeps only what it used with its walk;
     the entries of the run before that it left out get a file each, and the next run over the
     whole tree finds them: no result is analysed again for having been left out once."""
-    from migrate_fi.cache import ResultCache, WalkMemo
-    from migrate_fi.results import FileResult, Status
-    from migrate_fi.rule import RunOptions
-    from migrate_fi.versions import parse_version
+    from migrate_fi.base.results import FileResult, Status
+    from migrate_fi.base.versions import parse_version
+    from migrate_fi.framework.rule import RunOptions
+    from migrate_fi.run.cache import ResultCache, WalkMemo
 
     options = RunOptions(parse_version("0.6.10"), parse_version("0.6.11"))
 

@@ -1,5 +1,5 @@
 """Callers across a project's modules: what FI003 reads about a parameter from every call of its
-function (migrate_fi/rules/_callers.py)."""
+function (codemods/_callers.py)."""
 
 from __future__ import annotations
 
@@ -129,7 +129,7 @@ def test_the_searched_files_kept_fit_in_their_budget(
 ) -> None:
     """A caller search reads every file of its root: their bytes are kept for the next search
     only up to a budget, the oldest dropped first, and what is read is always the file."""
-    from migrate_fi.rules import _callers
+    from migrate_fi.codemods import _callers
 
     monkeypatch.setattr(_callers, "_READ_BUDGET", 250)
     monkeypatch.setattr(_callers, "_kept", {})
@@ -156,8 +156,9 @@ def test_a_search_holds_while_the_files_that_mention_its_words_are_the_same(
     its root changed; an edit elsewhere keeps it (said again with the tree as it is now);
     an edit of a file that mentions the name, a new one that does, or one that no longer does,
     breaks it."""
-    from migrate_fi import depends, discovery
-    from migrate_fi.rules import _callers
+    from migrate_fi.base import depends
+    from migrate_fi.codemods import _callers
+    from migrate_fi.project import discovery
 
     monkeypatch.setattr(depends, "_RECENT_NS", 0)  # (a file just written counts as settled)
     monkeypatch.setattr(_callers, "_kept", {})
@@ -210,11 +211,13 @@ def test_a_result_that_searched_is_reused_after_an_edit_elsewhere(
     result of the file whose rule searched its callers (its note is said again as it stands,
     and kept so: the run after does not read the project again); an edit of a caller does
     not."""
-    from migrate_fi import depends, discovery, engine, pipeline
-    from migrate_fi.registry import all_rules
-    from migrate_fi.rule import RunOptions
-    from migrate_fi.rules import _callers
-    from migrate_fi.versions import parse_version
+    from migrate_fi.base import depends
+    from migrate_fi.base.versions import parse_version
+    from migrate_fi.codemods import _callers
+    from migrate_fi.framework.rule import RunOptions
+    from migrate_fi.project import discovery
+    from migrate_fi.run import engine, pipeline
+    from migrate_fi.run.registry import all_rules
 
     monkeypatch.setattr(depends, "_RECENT_NS", 0)  # (a file just written counts as settled)
     monkeypatch.setenv("MIGRATE_FI_CACHE_DIR", str(tmp_path / "cache"))
@@ -266,8 +269,9 @@ def test_the_searches_of_one_root_read_its_files_once(
 ) -> None:
     """Two searches of the same root, checked after an edit elsewhere, read each file once;
     one that no longer holds says so beside one that does."""
-    from migrate_fi import depends, discovery
-    from migrate_fi.rules import _callers
+    from migrate_fi.base import depends
+    from migrate_fi.codemods import _callers
+    from migrate_fi.project import discovery
 
     monkeypatch.setattr(depends, "_RECENT_NS", 0)
     root = _project(tmp_path, {"proj/user.py": ONE, "proj/other.py": "x = 1\n"})
@@ -300,8 +304,8 @@ def test_a_search_reads_each_file_into_one_buffer_and_a_larger_one_whole(
     """The files of a search are read into one buffer (no bytes object made for those that
     contain none); a file larger than it is read whole, and a file that cannot be read
     contains nothing. What is found is each file's whole bytes."""
-    from migrate_fi import discovery
-    from migrate_fi.rules import _callers
+    from migrate_fi.codemods import _callers
+    from migrate_fi.project import discovery
 
     monkeypatch.setattr(_callers, "_BUFFER", bytearray(64))
     root = tmp_path / "proj"
@@ -333,8 +337,9 @@ def test_a_search_skips_the_files_the_reading_found_without_a_word_its_words_con
     """A file the run's reading found without "flashinfer" (in any case) cannot hold
     ``flashinfer_quantize``: a search for it does not read it, and finds what it finds reading
     every file. A word that contains none of the words it was read for is searched in all."""
-    from migrate_fi import depends, discovery
-    from migrate_fi.rules import _callers
+    from migrate_fi.base import depends
+    from migrate_fi.codemods import _callers
+    from migrate_fi.project import discovery
 
     root = tmp_path / "proj"
     root.mkdir()
@@ -385,11 +390,11 @@ def test_the_lines_naming_a_function_give_its_uses_as_the_whole_walk_does() -> N
     import random
     import re
 
-    from migrate_fi import nodes
-    from migrate_fi.rules import _callers
+    from migrate_fi.analysis import nodes
+    from migrate_fi.codemods import _callers
 
-    package = Path(_callers.__file__).parent.parent
-    sources = [p.read_bytes() for p in sorted(package.rglob("*.py"))]
+    folders = [Path(nodes.__file__).parents[1], Path(_callers.__file__).parent]
+    sources = [p.read_bytes() for f in folders for p in sorted(f.rglob("*.py"))]
     sources.append(
         b"@quantize\ndef f(x):\n    return x\n\n\n@other(\n    quantize,\n)\nclass C:\n"
         b"    pass\n\n\nx = f'''{\n quantize(1)\n}''' + f\"{quantize}\"\n"

@@ -458,7 +458,7 @@ def test_python_dash_m() -> None:
 
 
 def test_docs_are_current() -> None:
-    from migrate_fi.docs import readme_rules_table, rules_markdown
+    from migrate_fi.outputs.docs import readme_rules_table, rules_markdown
 
     root = Path(__file__).parents[1]
     stale = "is stale: run `python scripts/update_docs.py`"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from migrate_fi.api import releases
-from migrate_fi.rules import companion_requirements as fi007
+from migrate_fi.codemods import companion_requirements as fi007
 
 
 def test_the_names_of_every_release_are_those_parsed() -> None:

@@ -1,4 +1,4 @@
-"""The edit helpers (`migrate_fi.edits`) and how `migrate_fi.cstedit` applies them."""
+"""The edit helpers (`migrate_fi.editing.edits`) and how `migrate_fi.editing.cstedit` applies them."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import ast
 import libcst as cst
 import pytest
 
-from migrate_fi.cstedit import add_imports, apply_edits, apply_edits_in_regions, parse_exact
-from migrate_fi.edits import (
+from migrate_fi.editing.cstedit import add_imports, apply_edits, apply_edits_in_regions, parse_exact
+from migrate_fi.editing.edits import (
     AddImport,
     EditError,
     InsertStatements,
@@ -416,10 +416,10 @@ def test_named_arguments_are_spliced_as_text_without_libcst() -> None:
     case = Path(__file__).parent / "fixtures" / "fp4_quantize_keywords" / "argument_layouts"
     program = (
         "import sys\n"
-        "from migrate_fi.rule import RunOptions\n"
-        "from migrate_fi.pipeline import Mode, process_source\n"
-        "from migrate_fi.registry import select\n"
-        "from migrate_fi.versions import parse_version\n"
+        "from migrate_fi.framework.rule import RunOptions\n"
+        "from migrate_fi.run.pipeline import Mode, process_source\n"
+        "from migrate_fi.run.registry import select\n"
+        "from migrate_fi.base.versions import parse_version\n"
         "old, new = parse_version('0.6.10'), parse_version('0.6.11')\n"
         "selection = select(old, new, ['FI001'])\n"
         "options = RunOptions(old, new, rules=selection.settings())\n"
@@ -439,9 +439,12 @@ def test_the_shared_walk_is_ast_walk() -> None:
     """`nodes.walk` gives `ast.walk`'s nodes in `ast.walk`'s order (rules rely on it)."""
     from pathlib import Path
 
-    from migrate_fi import nodes
+    from migrate_fi.analysis import nodes
 
-    for path in sorted(Path(__file__).resolve().parent.parent.joinpath("migrate_fi").rglob("*.py")):
+    root = Path(__file__).resolve().parent.parent
+    for path in sorted(
+        [*root.joinpath("migrate_fi").rglob("*.py"), *root.joinpath("codemods").glob("*.py")]
+    ):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         assert [id(n) for n in nodes.walk(tree)] == [id(n) for n in ast.walk(tree)], path
         nodes.release()
@@ -453,7 +456,7 @@ def test_the_pruned_walks_find_what_a_whole_walk_finds() -> None:
     `nodes.blocks` those that hold statements: what filtering a whole walk would give."""
     from pathlib import Path
 
-    from migrate_fi import nodes
+    from migrate_fi.analysis import nodes
 
     def spanning(node: ast.AST, lines: set[int]) -> list[ast.AST]:
         first = getattr(node, "lineno", None)
@@ -466,7 +469,10 @@ def test_the_pruned_walks_find_what_a_whole_walk_finds() -> None:
             return list(ast.walk(node))
         return [node, *(m for c in ast.iter_child_nodes(node) for m in spanning(c, lines))]
 
-    for path in sorted(Path(__file__).resolve().parent.parent.joinpath("migrate_fi").rglob("*.py")):
+    root = Path(__file__).resolve().parent.parent
+    for path in sorted(
+        [*root.joinpath("migrate_fi").rglob("*.py"), *root.joinpath("codemods").glob("*.py")]
+    ):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         last = len(path.read_text(encoding="utf-8").splitlines())
         for lines in ({1}, {last}, set(range(3, last, 17)), {last + 5}):

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from migrate_fi.base.modules import is_python_path, module_identity
 from migrate_fi.cli import cli
-from migrate_fi.modules import is_python_path, module_identity
 
 CALL = "fp4_quantize(x, gs[:1], 16, False, True, False, True)"
 BODY = f"from flashinfer import fp4_quantize\n\n\ndef q(x, gs):\n    return {CALL}\n"

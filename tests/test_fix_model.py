@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import ast
 
-from migrate_fi.edits import AddImport, add_keyword, replace_with
-from migrate_fi.pipeline import Mode, process_source
-from migrate_fi.reporting import format_diagnostic, summary
-from migrate_fi.results import FileResult, FixAvailability, FixSafety, RunResult, Status
-from migrate_fi.rule import FileContext, Rule, RunOptions
-from migrate_fi.versions import parse_version
+from migrate_fi.base.results import FileResult, FixAvailability, FixSafety, RunResult, Status
+from migrate_fi.base.versions import parse_version
+from migrate_fi.editing.edits import AddImport, add_keyword, replace_with
+from migrate_fi.framework.rule import FileContext, Rule, RunOptions
+from migrate_fi.outputs.reporting import format_diagnostic, summary
+from migrate_fi.run.pipeline import Mode, process_source
 
 SOURCE = """\
 import flashinfer
@@ -199,10 +199,10 @@ def test_the_text_switch_chooses_the_way_a_fix_is_applied() -> None:
 
     script = """
 import sys
-from migrate_fi.rule import RunOptions
-from migrate_fi.pipeline import Mode, process_source
-from migrate_fi.registry import select
-from migrate_fi.versions import parse_version
+from migrate_fi.framework.rule import RunOptions
+from migrate_fi.run.pipeline import Mode, process_source
+from migrate_fi.run.registry import select
+from migrate_fi.base.versions import parse_version
 old, new = parse_version("0.6.10"), parse_version("0.6.11")
 sel = select(old, new, ["FI001"])
 src = b"from flashinfer import fp4_quantize\\nfp4_quantize(x, s, 16, False, True, False, True)\\n"

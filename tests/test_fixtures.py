@@ -12,7 +12,7 @@ tests/fixtures/<rule_id>/<case>.toml        optional: from, to, keywords, module
                                                decides what other rules own), options (the
                                                rule's [tool.migrate-fi.rules.<id>] table)
 
-Each case runs through `migrate_fi.pipeline.process_source`, the function the CLI uses, with the
+Each case runs through `migrate_fi.run.pipeline.process_source`, the function the CLI uses, with the
 settings the CLI would give the rule for that range and selection.
 """
 
@@ -24,13 +24,12 @@ from pathlib import Path
 
 import pytest
 
-from migrate_fi.config import rule_options
-from migrate_fi.pipeline import Mode, process_source
-from migrate_fi.registry import all_rules, select
-from migrate_fi.reporting import format_diagnostic
-from migrate_fi.results import Status
-from migrate_fi.rule import KeywordStyle, RunOptions
-from migrate_fi.versions import KNOWN_RELEASES, parse_version
+from migrate_fi.base.results import Status
+from migrate_fi.base.versions import KNOWN_RELEASES, parse_version
+from migrate_fi.framework.rule import KeywordStyle, RunOptions
+from migrate_fi.outputs.reporting import format_diagnostic
+from migrate_fi.run.pipeline import Mode, process_source
+from migrate_fi.run.registry import all_rules, rule_options, select
 
 # a case's range when its .toml names none: from the first release the rules were written against
 DEFAULT_FROM = "0.6.8"
@@ -135,7 +134,7 @@ def test_fixture(cid: str, case: str) -> None:
 
 
 def test_every_rule_has_fixtures() -> None:
-    from migrate_fi.results import FixAvailability
+    from migrate_fi.base.results import FixAvailability
 
     for cid, cls in RULES.items():
         cases = case_names(FIXTURES / cid)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from migrate_fi.rules._layout import DEFAULT_LINE_LENGTH, line_length
-from migrate_fi.rules.graph_capture_tests import _fitted
+from migrate_fi.codemods._layout import DEFAULT_LINE_LENGTH, line_length
+from migrate_fi.codemods.graph_capture_tests import _fitted
 
 MESSAGE = 'f"cuda_graph replay diverged too much: max_diff={max_diff}"'
 
@@ -16,14 +16,14 @@ def test_line_length_from_the_nearest_configuration(tmp_path: Path) -> None:
     sub.mkdir(parents=True)
     assert line_length(str(sub / "test_x.py")) == 120
     (tmp_path / "pkg" / "ruff.toml").write_text("line-length = 79\n")
-    from migrate_fi.rules import _layout
+    from migrate_fi.codemods import _layout
 
     _layout._for_folder.cache_clear()
     assert line_length(str(sub / "test_x.py")) == 79
 
 
 def test_unreadable_or_absent_configuration_gives_the_default(tmp_path: Path) -> None:
-    from migrate_fi.rules import _layout
+    from migrate_fi.codemods import _layout
 
     _layout._for_folder.cache_clear()
     (tmp_path / "pyproject.toml").write_text("[tool.ruff\nline-length = ")
@@ -53,7 +53,7 @@ def test_the_replay_bound_wraps_like_a_formatter() -> None:
 
 
 def test_configuration_above_the_project_root_is_another_projects(tmp_path: Path) -> None:
-    from migrate_fi.rules import _layout
+    from migrate_fi.codemods import _layout
 
     _layout._for_folder.cache_clear()
     (tmp_path / "pyproject.toml").write_text("[tool.ruff]\nline-length = 120\n")

@@ -18,9 +18,9 @@ import click
 import pytest
 from click.testing import CliRunner, Result
 
-from migrate_fi import sources
 from migrate_fi.cli import ApplyInterrupted, _terminate, cli, interruption_lines
-from migrate_fi.record import read_record
+from migrate_fi.editing import sources
+from migrate_fi.project.record import read_record
 
 DEMO = Path(__file__).parent / "fixtures" / "projects" / "demo"
 SITE = re.compile(r"^(?P<path>[^:\s]+):(?P<line>\d+):\d+: (?P<code>FI\d{3}) ", re.MULTILINE)

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from migrate_fi.modules import _display_path, display_path, display_paths
+from migrate_fi.base.modules import _display_path, display_path, display_paths
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from migrate_fi.cli import cli
-from migrate_fi.notebooks import Notebook, NotebookError
+from migrate_fi.editing.notebooks import Notebook, NotebookError
 
 RANGE = ("--from", "0.6.10", "--to", "0.6.11")
 OLD = "y = fp4_quantize(x, gs[:1], 16, False, True, False, True)\n"

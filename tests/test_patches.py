@@ -128,7 +128,7 @@ def test_hunks_of_large_files(monkeypatch: pytest.MonkeyPatch) -> None:
     import difflib
     import random
 
-    from migrate_fi import reporting
+    from migrate_fi.outputs import reporting
 
     monkeypatch.setattr(reporting, "_WHOLE_FILE_LINES", 0)
     rng = random.Random(7)
@@ -162,7 +162,7 @@ def test_a_gap_between_anchors_is_matched_as_difflib_matches_it() -> None:
     import difflib
     import random
 
-    from migrate_fi import reporting
+    from migrate_fi.outputs import reporting
 
     rng = random.Random(5)
     lines = ["x = 1\n", "x = 2\n", "y\n"]
@@ -186,7 +186,7 @@ def test_hunks_of_large_files_where_lines_moved(monkeypatch: pytest.MonkeyPatch)
     on, and the hunks still say the change."""
     import random
 
-    from migrate_fi import reporting
+    from migrate_fi.outputs import reporting
 
     monkeypatch.setattr(reporting, "_WHOLE_FILE_LINES", 0)
     a = [f"u{k}\n" for k in range(10)]

@@ -1,4 +1,4 @@
-"""Deferred patterns (`migrate_fi.patterns`): each one compiles, and behaves as `re.compile`."""
+"""Deferred patterns (`migrate_fi.base.patterns`): each one compiles, and behaves as `re.compile`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import re
 import pytest
 
 import migrate_fi
-from migrate_fi import patterns
+from migrate_fi.base import patterns
 
 
 def _modules() -> list[str]:

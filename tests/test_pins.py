@@ -1,5 +1,5 @@
-"""Where projects write FlashInfer's version (`migrate_fi.pins`), and which version a project is on
-(`migrate_fi.project`): every format, and the look-alikes that must be left alone."""
+"""Where projects write FlashInfer's version (`migrate_fi.project.pins`), and which version a project is on
+(`migrate_fi.project.current`): every format, and the look-alikes that must be left alone."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from migrate_fi.pins import (
+from migrate_fi.project.current import ProjectVersionError, detect_current_version, find_pins
+from migrate_fi.project.pins import (
     CUBIN,
     JIT_CACHE,
     MAIN,
@@ -20,7 +21,6 @@ from migrate_fi.pins import (
     may_hold_versions,
     scan,
 )
-from migrate_fi.project import ProjectVersionError, detect_current_version, find_pins
 
 
 def found(path: str, text: str, old: str | None = None, companions=()):
@@ -248,7 +248,7 @@ _PIECES = [
 def test_the_quick_python_gate_never_rejects_what_the_exact_one_accepts(pieces: list[str]) -> None:
     """`_python_may_hold` tries a rough, fast pattern before the exact one, and the exact one
     only where a name starts: it must decide exactly as the exact pattern alone."""
-    from migrate_fi.pins import _FOLDED, _gate_finds
+    from migrate_fi.project.pins import _FOLDED, _gate_finds
 
     text = "".join(pieces)
     for companions in ((), ("nvidia-cutlass-dsl", "torch")):
@@ -269,7 +269,7 @@ def test_string_and_comment_tokens_are_tokenizes() -> None:
     import io
     import tokenize
 
-    from migrate_fi.pins import _tokens
+    from migrate_fi.project.pins import _tokens
 
     def reference(text: str) -> list[tuple[int, str, tuple[int, int]]]:
         tokens = tokenize.generate_tokens(io.StringIO(text).readline)
@@ -292,7 +292,7 @@ def test_string_and_comment_tokens_are_tokenizes() -> None:
 def test_a_version_check_names_a_distribution_the_quick_test_sees() -> None:
     """The scan reads a file's calls only where a literal starts with "flashinfer"
     (`_QUOTED_DISTRIBUTION`): every FlashInfer distribution's name does."""
-    from migrate_fi.pins import _QUOTED_DISTRIBUTION, FAMILY
+    from migrate_fi.project.pins import _QUOTED_DISTRIBUTION, FAMILY
 
     assert all(name.startswith("flashinfer") for name in FAMILY)
     for text in ('version("flashinfer-python")', "v(' FlashInfer_cubin')", 'v("""flashinfer""")'):
@@ -345,8 +345,8 @@ def _may_hold_by_definition(data: bytes, old: str | None, companions: tuple[str,
     """What `may_hold_versions` says of a Python file, from the exact patterns alone: a pin, a
     quoted name or the old version in its Latin-1 text; then, in its decoded text, the old
     version, a pin, or a version and a distribution's name both quoted."""
-    from migrate_fi.pins import _QUOTED_DISTRIBUTION, _VERSION_LITERAL
-    from migrate_fi.sources import SourceError, decode_source
+    from migrate_fi.editing.sources import SourceError, decode_source
+    from migrate_fi.project.pins import _QUOTED_DISTRIBUTION, _VERSION_LITERAL
 
     names = frozenset(_family_names(companions))
     text = data.decode("latin-1")

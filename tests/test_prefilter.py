@@ -9,12 +9,12 @@ import pytest
 from click.testing import CliRunner
 
 import migrate_fi.api.store
+from migrate_fi.analysis.prefilter import LazyPrefilter, Prefilter
+from migrate_fi.base.versions import parse_version
 from migrate_fi.cli import cli
-from migrate_fi.pipeline import _gate, matching, reads, rule_tests, run_triggers
-from migrate_fi.prefilter import LazyPrefilter, Prefilter
-from migrate_fi.registry import all_rules
-from migrate_fi.rule import RuleDefinitionError, RunOptions
-from migrate_fi.versions import parse_version
+from migrate_fi.framework.rule import RuleDefinitionError, RunOptions
+from migrate_fi.run.pipeline import _gate, matching, reads, rule_tests, run_triggers
+from migrate_fi.run.registry import all_rules
 
 OPTIONS = RunOptions(parse_version("0.6.8.post1"), parse_version("0.7.4"))
 
@@ -107,7 +107,7 @@ def test_a_rule_builds_its_prefilter_on_the_first_file_it_reads(tmp_path: Path) 
 
 
 def test_triggers_that_share_words_share_them_in_the_prefilter() -> None:
-    from migrate_fi.rules._api import path_words
+    from migrate_fi.codemods._api import path_words
 
     paths = [f"flashinfer.{m}.Wrapper().f{i}" for m in ("decode", "prefill") for i in range(50)]
     triggers = [path_words(p) for p in paths]
@@ -127,7 +127,7 @@ def test_the_words_of_many_paths_are_those_of_each() -> None:
     each, in order: over a release pair's trigger paths, and paths of one part, of a call in
     a chain, and a module's prefix met again after another."""
     from migrate_fi.api.index import trigger_paths
-    from migrate_fi.rules._api import path_words, paths_words
+    from migrate_fi.codemods._api import path_words, paths_words
 
     odd = ["f", "flashinfer.W().run", "flashinfer.a.f", "flashinfer.b.g", "flashinfer.a.h", ""]
     for paths in (list(trigger_paths("0.6.8.post1", "0.7.4")), odd, []):
@@ -222,7 +222,7 @@ def test_the_gate_leaves_the_answer_as_every_rule_would_give_it(path: str) -> No
     ],
 )
 def test_an_import_of_flashinfer_in_any_form_reaches_it(text: str) -> None:
-    from migrate_fi.prefilter import reaches_flashinfer
+    from migrate_fi.analysis.prefilter import reaches_flashinfer
 
     assert reaches_flashinfer(text.encode())
 
@@ -238,7 +238,7 @@ def test_an_import_of_flashinfer_in_any_form_reaches_it(text: str) -> None:
     ],
 )
 def test_a_file_that_imports_no_flashinfer_module_does_not_reach_it(text: str) -> None:
-    from migrate_fi.prefilter import reaches_flashinfer
+    from migrate_fi.analysis.prefilter import reaches_flashinfer
 
     assert not reaches_flashinfer(text.encode())
 
@@ -272,7 +272,7 @@ def test_a_module_of_flashinfer_s_own_tree_is_seen_as_naming_itself(tmp_path: Pa
     the rest of the API through relative imports: it is tested as if it named its module,
     needs no import of FlashInfer, and is seen where it imports relatively even when no rule
     matches (the rules that resolve names then read all of it)."""
-    from migrate_fi.pipeline import must_see
+    from migrate_fi.run.pipeline import must_see
 
     package = tmp_path / "flashinfer" / "quantization"
     package.mkdir(parents=True)
@@ -296,7 +296,7 @@ def test_the_search_on_the_lines_naming_flashinfer_finds_what_a_whole_file_searc
     pattern searched over the whole file, on every combination of these pieces."""
     import itertools
 
-    from migrate_fi.prefilter import _IMPORTS_FLASHINFER, reaches_flashinfer
+    from migrate_fi.analysis.prefilter import _IMPORTS_FLASHINFER, reaches_flashinfer
 
     pieces = [
         b"import os, \\\n", b"import os, \\\r\n", b"from \\\n", b"    ", b"flashinfer",
@@ -318,7 +318,7 @@ def test_a_name_found_as_a_whole_identifier_is_what_the_identifiers_say() -> Non
     a file's identifiers does, at the file's edges, inside longer words and across lines."""
     import random
 
-    from migrate_fi.prefilter import identifiers, names_one_of
+    from migrate_fi.analysis.prefilter import identifiers, names_one_of
 
     rng = random.Random(21)
     alphabet = b"ab_1 .(\n\xc3"
@@ -334,7 +334,7 @@ def test_path_words_are_the_parts_of_the_path() -> None:
     """`path_words` splits a path's module or class once for all its names (cached): the same
     words as splitting each path, `()` dropped."""
     from migrate_fi.api.index import trigger_paths
-    from migrate_fi.rules._api import path_words
+    from migrate_fi.codemods._api import path_words
 
     paths = ["", "a", "a.", ".a", "a..b", "x()", "flashinfer.X().run", "flashinfer.X.run"]
     paths += list(trigger_paths("0.6.8.post1", "0.7.4"))[::50]
@@ -350,7 +350,7 @@ def test_which_files_a_rule_reads_is_what_its_patterns_say() -> None:
     import fnmatch
     import random
 
-    from migrate_fi.discovery import wanted_files
+    from migrate_fi.project.discovery import wanted_files
 
     cases = [
         ((".py",), ()),

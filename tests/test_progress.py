@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from migrate_fi import engine
+from migrate_fi.base.versions import parse_version
 from migrate_fi.cli import _ProgressLine
-from migrate_fi.pipeline import Mode
-from migrate_fi.registry import all_rules
-from migrate_fi.rule import RunOptions
-from migrate_fi.versions import parse_version
+from migrate_fi.framework.rule import RunOptions
+from migrate_fi.run import engine
+from migrate_fi.run.pipeline import Mode
+from migrate_fi.run.registry import all_rules
 
 OPTIONS = RunOptions(parse_version("0.6.10"), parse_version("0.6.11"))
 CALL = "    return fp4_quantize(x, gs[:1], 16, False, True, False, True)\n"

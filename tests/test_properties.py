@@ -27,11 +27,11 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from migrate_fi.api.differ import CallSignature, api_for, callable_diff, changed_callables  # noqa: E402
-from migrate_fi.pipeline import Mode, process_source  # noqa: E402
-from migrate_fi.registry import select  # noqa: E402
-from migrate_fi.results import Status  # noqa: E402
-from migrate_fi.rule import RunOptions  # noqa: E402
-from migrate_fi.versions import parse_version  # noqa: E402
+from migrate_fi.base.results import Status  # noqa: E402
+from migrate_fi.base.versions import parse_version  # noqa: E402
+from migrate_fi.framework.rule import RunOptions  # noqa: E402
+from migrate_fi.run.pipeline import Mode, process_source  # noqa: E402
+from migrate_fi.run.registry import select  # noqa: E402
 
 _KINDS = {
     "P": inspect.Parameter.POSITIONAL_ONLY,

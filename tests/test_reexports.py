@@ -1,5 +1,5 @@
 """The re-export rounds: a file analysed before is analysed again with new re-exports only
-where they can change its result (`migrate_fi.reexports.unaffected`), and the findings are those
+where they can change its result (`migrate_fi.run.reexports.unaffected`), and the findings are those
 of analysing every importer again."""
 
 from __future__ import annotations
@@ -11,18 +11,18 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import migrate_fi.engine
-import migrate_fi.importwords
-import migrate_fi.pipeline
-import migrate_fi.reexports
-from migrate_fi import depends
-from migrate_fi.cache import WalkMemo
+import migrate_fi.analysis.importwords
+import migrate_fi.run.engine
+import migrate_fi.run.pipeline
+import migrate_fi.run.reexports
+from migrate_fi.analysis.importwords import file_imports
+from migrate_fi.analysis.resolver import ProjectAliases
+from migrate_fi.base import depends
+from migrate_fi.base.results import FileResult, Lookups, Status
 from migrate_fi.cli import cli
-from migrate_fi.importwords import file_imports
-from migrate_fi.reexports import importers, unaffected
-from migrate_fi.resolver import ProjectAliases
-from migrate_fi.results import FileResult, Lookups, Status
-from migrate_fi.workers import SourceFile
+from migrate_fi.run.cache import WalkMemo
+from migrate_fi.run.reexports import importers, unaffected
+from migrate_fi.run.workers import SourceFile
 
 
 def analysed(asked: set[str], skipped: frozenset[str] = frozenset()) -> FileResult:
@@ -151,13 +151,13 @@ def write(root: Path, files: dict[str, str]) -> None:
 
 def check(root: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[object, collections.Counter[str]]:
     counts: collections.Counter[str] = collections.Counter()
-    process = migrate_fi.pipeline.process_source
+    process = migrate_fi.run.pipeline.process_source
 
     def counting(data, path, *args, **kwargs):  # type: ignore[no-untyped-def]
         counts[path] += 1
         return process(data, path, *args, **kwargs)
 
-    monkeypatch.setattr(migrate_fi.pipeline, "process_source", counting)
+    monkeypatch.setattr(migrate_fi.run.pipeline, "process_source", counting)
     monkeypatch.chdir(root)
     args = ["check", "--from", "0.6.10", "--to", "0.6.11", "-j", "1", "--no-cache"]
     r = CliRunner().invoke(cli, [*args, "--output-format", "json", "."], catch_exceptions=False)
@@ -174,7 +174,7 @@ def test_only_files_the_new_reexports_can_change_are_analysed_again(
     assert counts["proj/user.py"] == 1  # with both re-exports, once the rounds find them
     assert counts["proj/other.py"] == 1
     # the same findings as analysing every importer again
-    monkeypatch.setattr(migrate_fi.engine, "unaffected", lambda *a: False)
+    monkeypatch.setattr(migrate_fi.run.engine, "unaffected", lambda *a: False)
     every, counts = check(tmp_path, monkeypatch)
     assert every == found
     assert counts["proj/other.py"] > 1
@@ -256,7 +256,7 @@ def test_an_import_statement_may_bind_a_name_of_a_module(
 ) -> None:
     """`may_bind`: whether a statement of the file may bind `q` of a module whose last part is
     `quant` (or the module itself): what keeps a file that names `q` out of the rounds."""
-    from migrate_fi.importwords import may_bind
+    from migrate_fi.analysis.importwords import may_bind
 
     write(tmp_path, {"pkg/__init__.py": "", "pkg/quant/__init__.py": ""})
     path = str(tmp_path / "pkg" / "quant" / "user.py")
@@ -304,7 +304,7 @@ def test_import_words_are_those_of_every_statement_a_scan_finds() -> None:
     import random
     import re
 
-    from migrate_fi.importwords import _STATEMENT, import_words
+    from migrate_fi.analysis.importwords import _STATEMENT, import_words
 
     def scanned(data: bytes) -> set[bytes]:
         every = re.compile(rb"(?<![^\n;])" + _STATEMENT, re.MULTILINE)
@@ -332,7 +332,7 @@ def test_import_words_are_those_of_every_statement_a_scan_finds() -> None:
 def test_a_files_import_words_answer_few_or_many_words_asked() -> None:
     """A substring test per word asked when they are few, a lookup of the file's words when
     many (a tree of 2,000 modules each re-exporting a name asks 2,000): the same answer."""
-    from migrate_fi.importwords import _FEW_WORDS, Words
+    from migrate_fi.analysis.importwords import _FEW_WORDS, Words
 
     found = file_imports(b"from pkg.quant import q\nimport os, quantize as z\n", "m.py")
     assert found.all() == {
@@ -387,13 +387,13 @@ def test_a_candidate_found_not_to_import_the_reexports_is_not_searched_again(
     path.write_bytes(data)
     aliases = {"proj.quant.q": "flashinfer.fp4_quantize"}
     searched: list[bytes] = []
-    search = migrate_fi.importwords.names_one_of
+    search = migrate_fi.analysis.importwords.names_one_of
 
     def counting(text: bytes, names: object) -> bool:
         searched.append(text)
         return search(text, names)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(migrate_fi.importwords, "names_one_of", counting)
+    monkeypatch.setattr(migrate_fi.analysis.importwords, "names_one_of", counting)
     depends.forget_stats()
     memo = WalkMemo({}, {})
     assert importers(aliases, [SourceFile(data, str(path), ())], [], memo) == []
@@ -413,7 +413,7 @@ def test_words_asked_of_a_file_s_imports_are_found_as_one_test_each_would() -> N
     whether one of the words is among them, as a test of each would say."""
     import random
 
-    from migrate_fi.importwords import FileImports, Words
+    from migrate_fi.analysis.importwords import FileImports, Words
 
     rnd = random.Random(3)
     vocabulary = [b"a", b"ab", b"b", b"quant", b"flashinfer", b"flashinfer_utils", b"x_y", b"mla"]

@@ -80,9 +80,9 @@ def test_report_to_a_folder_that_does_not_exist_is_one_line(
 
 
 def test_the_verify_outcome_is_reported_when_verify_ran() -> None:
-    from migrate_fi.report import Report, render_markdown
-    from migrate_fi.results import RunResult
-    from migrate_fi.usage import Inventory
+    from migrate_fi.base.results import RunResult
+    from migrate_fi.outputs.report import Report, render_markdown
+    from migrate_fi.outputs.usage import Inventory
 
     verified = {
         "verdict": "passed",

@@ -7,8 +7,8 @@ import textwrap
 
 import pytest
 
-from migrate_fi.resolver import NameResolver
-from migrate_fi.values import assigned_values, read_dict
+from migrate_fi.analysis.resolver import NameResolver
+from migrate_fi.analysis.values import assigned_values, read_dict
 
 
 def resolver_for(source: str, module: str | None = None, package: bool = False, aliases=None):
@@ -226,7 +226,7 @@ def test_a_released_resolver_lets_its_tree_go() -> None:
     import gc
     import weakref
 
-    from migrate_fi import nodes
+    from migrate_fi.analysis import nodes
 
     r = resolver_for("import flashinfer\nflashinfer.fp4_quantize(x)\n")
     tree = weakref.ref(r.tree)

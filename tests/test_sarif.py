@@ -15,9 +15,9 @@ from click.testing import CliRunner, Result
 from hypothesis import given
 from hypothesis import strategies as st
 
+from migrate_fi.base.results import Replacement
 from migrate_fi.cli import cli
-from migrate_fi.results import Replacement
-from migrate_fi.rule import Fix, Rule
+from migrate_fi.framework.rule import Fix, Rule
 
 SCHEMA = json.loads((Path(__file__).parent / "data" / "sarif-schema-2.1.0.json").read_text())
 FROM = ("--from", "0.6.10", "--to", "0.6.11")
@@ -155,9 +155,9 @@ def test_each_fix_is_diffed_on_the_lines_it_touches(
     (quadratic in a file with thousands of sites): on a file of many sites, each fix's are
     those of the whole file with that fix alone applied, spliced (FI001) or made by LibCST
     (FI004, which adds an import)."""
-    import migrate_fi.pipeline as pipeline
-    from migrate_fi import sarif as sarif_module
-    from migrate_fi.fixes import apply_fixes
+    import migrate_fi.run.pipeline as pipeline
+    from migrate_fi.framework import fixdetails as sarif_module
+    from migrate_fi.framework.fixes import apply_fixes
 
     compared: list[str] = []
 
@@ -201,8 +201,8 @@ def test_the_changed_lines_hold_every_change(
     """`_changed_lines`: the text before them and after them is the same in both texts, and
     they start and end where lines do; the replacements found there turn the old text into
     the new."""
-    from migrate_fi.sarif import _changed_lines, replacements
-    from migrate_fi.sources import line_starts
+    from migrate_fi.editing.sources import line_starts
+    from migrate_fi.framework.fixdetails import _changed_lines, replacements
 
     old = "".join(pieces)
     at = min(at, len(old))
@@ -219,7 +219,7 @@ def test_the_changed_lines_hold_every_change(
 
 
 def _as_sarif(r: Replacement) -> dict[str, Any]:
-    from migrate_fi.sarif import _replacement
+    from migrate_fi.outputs.sarif import _replacement
 
     return _replacement(r)
 
@@ -236,11 +236,11 @@ def _as_sarif(r: Replacement) -> dict[str, Any]:
 def test_a_spliced_fix_gives_what_splicing_the_whole_text_gives(
     span: tuple[int, int, int, int], text: str
 ) -> None:
-    from migrate_fi.edits import TextEdit
-    from migrate_fi.fixes import apply_fixes
-    from migrate_fi.registry import all_rules
-    from migrate_fi.results import Diagnostic
-    from migrate_fi.sarif import fix_replacements, replacements
+    from migrate_fi.base.results import Diagnostic
+    from migrate_fi.editing.edits import TextEdit
+    from migrate_fi.framework.fixdetails import fix_replacements, replacements
+    from migrate_fi.framework.fixes import apply_fixes
+    from migrate_fi.run.registry import all_rules
 
     old = "a = 1\nb = 2\nc = 3\n"
     rule = next(iter(all_rules()))

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from migrate_fi.results import FileResult, RunResult, Status
-from migrate_fi.sources import (
+from migrate_fi.base.results import FileResult, RunResult, Status
+from migrate_fi.editing.sources import (
     PreparedWrite,
     SourceError,
     decode_source,
@@ -175,7 +175,7 @@ def test_an_interruption_between_files_leaves_the_rest_old_and_no_debris(
 @pytest.mark.parametrize("size", [0, 1, 65_535, 65_536, 300_001])
 def test_read_bytes_reads_the_whole_file(tmp_path: Path, size: int) -> None:
     """The same bytes as `open(...).read()`, empty and larger than one read included."""
-    from migrate_fi.depends import read_bytes
+    from migrate_fi.base.depends import read_bytes
 
     f = tmp_path / "m.py"
     data = bytes(range(256)) * (size // 256) + b"x" * (size % 256)
@@ -193,7 +193,7 @@ def test_read_bytes_reads_on_after_a_short_read_or_past_the_size_it_was_told(
     """A read that gives fewer bytes than asked (some file systems cut reads short) is not
     the end of the file; nor is the size `fstat` gave, when the file holds more (it grew, or it
     is a /proc file, whose size says 0)."""
-    from migrate_fi import depends
+    from migrate_fi.base import depends
 
     f = tmp_path / "m.py"
     data = b"".join(b"line %d\n" % i for i in range(2000))

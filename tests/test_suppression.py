@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
+from migrate_fi.analysis.suppression import Suppressions
+from migrate_fi.base.results import Diagnostic
 from migrate_fi.cli import cli
-from migrate_fi.results import Diagnostic
-from migrate_fi.suppression import Suppressions
 
 CALL = "fp4_quantize(x, gs[:1], 16, False, True, False, True)"
 HEAD = "from flashinfer import fp4_quantize\n\n\ndef q(x, gs):\n"

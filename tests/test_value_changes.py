@@ -12,8 +12,8 @@ from click.testing import CliRunner
 from migrate_fi.api import value_changes
 from migrate_fi.api.differ import api_for
 from migrate_fi.api.store import available_releases
+from migrate_fi.base.versions import parse_version
 from migrate_fi.cli import cli
-from migrate_fi.versions import parse_version
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The value facts rules share (migrate_fi/rules/_values.py): literal strings, WORLD groups,
+"""The value facts rules share (codemods/_values.py): literal strings, WORLD groups,
 and names narrowed to "not None" between an assignment and a use."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import textwrap
 
 import pytest
 
-from migrate_fi.resolver import NameResolver
-from migrate_fi.rules._values import (
+from migrate_fi.analysis.resolver import NameResolver
+from migrate_fi.codemods._values import (
     is_none,
     is_world_group,
     literal_string,

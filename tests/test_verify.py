@@ -16,9 +16,9 @@ import pytest
 from click.testing import CliRunner, Result
 
 from migrate_fi.cli import cli
-from migrate_fi.junit import Outcome, parse_junit
-from migrate_fi.record import Applied, read_record, write_record
-from migrate_fi.verify import select_tests
+from migrate_fi.project.record import Applied, read_record, write_record
+from migrate_fi.verify.junit import Outcome, parse_junit
+from migrate_fi.verify.runner import select_tests
 
 SAMPLE = Path(__file__).parent / "fixtures" / "projects" / "verify_sample"
 H200 = {
@@ -257,8 +257,8 @@ def test_junit_parsing() -> None:
 def test_a_failure_that_names_an_api_a_release_changed_says_the_release_note() -> None:
     """A migrated test that fails because the target refuses the GPU is told as that, with
     the release note, not only as "failed"."""
-    from migrate_fi.junit import Outcome, TestResult
-    from migrate_fi.verify import VerifyRun, explain_failures
+    from migrate_fi.verify.junit import Outcome, TestResult
+    from migrate_fi.verify.runner import VerifyRun, explain_failures
 
     run = VerifyRun(
         [

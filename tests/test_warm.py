@@ -1,5 +1,5 @@
 """A `check` whose inputs did not change is answered from the record of its last run
-(`migrate_fi.warm`): byte for byte what that run printed, with its exit status; and any change
+(`migrate_fi.run.warm`): byte for byte what that run printed, with its exit status; and any change
 to what the run read (a file of the tree, a new file, the configuration, one looked for above,
 the pins, the record of a migration, a .gitignore, the command line, the environment) makes
 the command run again."""
@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from migrate_fi import depends, warm
+from migrate_fi.base import depends
+from migrate_fi.base.modules import splits
 from migrate_fi.cli import cli
-from migrate_fi.modules import splits
+from migrate_fi.run import warm
 
 DEMO = Path(__file__).parent / "fixtures" / "projects" / "demo"
 STREAMS = (False, "utf-8", "strict", False, "utf-8", "backslashreplace")
@@ -44,8 +45,9 @@ def demo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def fresh_process() -> None:
     """What a process remembers of the file system, forgotten (each command is a process)."""
-    from migrate_fi import discovery, modules
-    from migrate_fi.rules import _layout
+    from migrate_fi.base import modules
+    from migrate_fi.codemods import _layout
+    from migrate_fi.project import discovery
 
     depends.forget_stats()
     for memo in (discovery.python_files, discovery.tree_signature, modules._package_parts):
@@ -180,7 +182,7 @@ def test_what_is_never_replayed(demo: Path, capsys: pytest.CaptureFixture[str]) 
 def test_a_run_that_started_a_program_or_prints_what_click_alters_is_not_kept(
     demo: Path,
 ) -> None:
-    from migrate_fi import reporting
+    from migrate_fi.outputs import reporting
 
     summary = reporting.summary
     for spoil in ("program", "escape", "encoding"):
@@ -250,7 +252,7 @@ def test_the_run_after_a_replay_that_missed_takes_its_walk_digest_and_stats(
     """The replay walked the tree, asked each file's stat and made the digest: the command
     that then runs walks, stats and digests nothing again (16 copies of SGLang's tree: 0.17 s
     of stats), and the entry it keeps is replayed."""
-    from migrate_fi import engine
+    from migrate_fi.run import engine
 
     made()
     server = demo / "src" / "demo_server" / "server.py"
@@ -336,7 +338,7 @@ def test_the_digest_of_a_walk_says_every_file_its_stat_and_its_packages(
 
     def digest(*extra: list[str]) -> bytes | None:
         depends.forget_stats()
-        from migrate_fi import modules
+        from migrate_fi.base import modules
 
         modules._package_parts.cache_clear()
         return warm.tree_digest(paths, *(extra or ([], [])))
@@ -396,7 +398,7 @@ def test_files_changed_in_no_way_that_matters_keep_the_replay(
 ) -> None:
     """A file whose stat changed while a rule analysed it and its bytes are the same, or that no
     rule must see and that imports none of the project's re-exports, leaves the output as it
-    was: the replay prints it (`migrate_fi.patching`), and keeps the entry as the tree is now
+    was: the replay prints it (`migrate_fi.run.patching`), and keeps the entry as the tree is now
     (the next replay is a plain one)."""
     code = demo / "src" / "demo_server"
     own = flashinfer_package(demo) / "quant.py"  # (analysed: it imports relatively)
@@ -414,7 +416,7 @@ def test_files_changed_in_no_way_that_matters_keep_the_replay(
         os.utime(target, ns=(10**9, 10**9))
     else:
         target.write_text(target.read_text() + "# served by main(): see --port\n")
-    from migrate_fi.rules import _callers
+    from migrate_fi.codemods import _callers
 
     def searched(*args: object) -> None:
         raise AssertionError("the files of a search read again")
@@ -425,7 +427,7 @@ def test_files_changed_in_no_way_that_matters_keep_the_replay(
     assert first == made("--no-cache")
     assert entry_tree() != tree
 
-    from migrate_fi import patching
+    from migrate_fi.run import patching
 
     def never(*args: object) -> None:
         raise AssertionError("patched again")
@@ -500,7 +502,7 @@ def test_the_files_whose_stat_changed_are_each_found() -> None:
     """`changed_files` finds exactly the files whose stat differs, over blocks of many files."""
     import random
 
-    from migrate_fi.patching import RECORD, changed_files
+    from migrate_fi.run.patching import RECORD, changed_files
 
     rng = random.Random(7)
     for size in (0, 1, 511, 512, 513, 2000):

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from migrate_fi import depends, workers
-from migrate_fi.registry import all_rules
-from migrate_fi.rule import RunOptions
-from migrate_fi.versions import parse_version
-from migrate_fi.workers import Batch, SourceFile, Work
+from migrate_fi.base import depends
+from migrate_fi.base.versions import parse_version
+from migrate_fi.framework.rule import RunOptions
+from migrate_fi.run import workers
+from migrate_fi.run.registry import all_rules
+from migrate_fi.run.workers import Batch, SourceFile, Work
 
 OPTIONS = RunOptions(parse_version("0.6.10"), parse_version("0.6.11"))
 IDS = tuple(c.id for c in all_rules())
@@ -109,9 +110,9 @@ def test_workers_end_with_a_main_process_killed_outright(tmp_path: Path) -> None
     lifeline closes) and end, instead of waiting for work forever."""
     script = (
         "import os, sys, time\n"
-        "from migrate_fi.workers import Batch\n"
-        "from migrate_fi.rule import RunOptions\n"
-        "from migrate_fi.versions import parse_version\n"
+        "from migrate_fi.run.workers import Batch\n"
+        "from migrate_fi.framework.rule import RunOptions\n"
+        "from migrate_fi.base.versions import parse_version\n"
         "v = parse_version('0.6.10')\n"
         "batch = Batch((), RunOptions(v, v), 'check', 2, None)\n"
         "pool = batch._started(preload=False)\n"
@@ -138,7 +139,7 @@ def test_a_file_s_tree_is_freed_when_it_is_done(tmp_path: Path) -> None:
     import ast
     import gc
 
-    from migrate_fi.pipeline import Mode, process_source
+    from migrate_fi.run.pipeline import Mode, process_source
 
     data = (
         b"import flashinfer\nfrom flashinfer import fp4_quantize\n\n\ndef q(x, gs):\n"
@@ -169,8 +170,8 @@ def test_a_large_tree_is_read_here_and_in_the_workers_alike(
     everything."""
     import os
 
-    from migrate_fi import engine, reading
-    from migrate_fi.pipeline import Mode
+    from migrate_fi.run import engine, reading
+    from migrate_fi.run.pipeline import Mode
 
     root = tmp_path / "tree"
     (root / "proj").mkdir(parents=True)
@@ -412,9 +413,9 @@ def test_the_reading_tells_the_workers_which_files_hold_no_word_of_their_gate(
 ) -> None:
     """The reading keeps the files whose text holds no word of their rules' gate
     (``flashinfer``, in any case), by those words; the workers forked before it are told
-    (`Batch.tell`), for the searches of their analyses (`migrate_fi.rules._callers`)."""
-    from migrate_fi.pipeline import rule_tests
-    from migrate_fi.reading import Todo, read_part
+    (`Batch.tell`), for the searches of their analyses (`migrate_fi.codemods._callers`)."""
+    from migrate_fi.run.pipeline import rule_tests
+    from migrate_fi.run.reading import Todo, read_part
 
     texts = {"a.py": "import flashinfer\n", "b.py": "x = 1\n", "c.py": "# FLASHINFER\n"}
     for name, text in texts.items():

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from typing import Any
 
-from migrate_fi import patterns
 from migrate_fi.api.paths import ApiPath
 from migrate_fi.api.store import (
     Section,
@@ -28,6 +27,7 @@ from migrate_fi.api.store import (
     load_release,
     on_forget,
 )
+from migrate_fi.base import patterns
 
 __all__ = [
     "Api",

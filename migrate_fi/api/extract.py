@@ -43,9 +43,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from migrate_fi.analysis.scopes import dotted_name
 from migrate_fi.api.lazy import Served, served_names
 from migrate_fi.api.synthesized import SynthesizedInit, synthesized_kind
-from migrate_fi.scopes import dotted_name
 
 __all__ = ["ExtractError", "extract_release", "read_sources"]
 

@@ -28,7 +28,7 @@ from migrate_fi.api.store import (
     user_data_dir,
     write_json,
 )
-from migrate_fi.versions import parse_version
+from migrate_fi.base.versions import parse_version
 
 __all__ = [
     "INDEX_FILE",

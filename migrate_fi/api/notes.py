@@ -33,7 +33,7 @@ from functools import cache
 from typing import Any
 
 from migrate_fi.api.store import release_files
-from migrate_fi.versions import VersionError, parse_version
+from migrate_fi.base.versions import VersionError, parse_version
 
 __all__ = [
     "KINDS",
@@ -110,7 +110,7 @@ def load_notes() -> tuple[Note, ...]:
 def _load(lo: Any, hi: Any) -> tuple[Note, ...]:
     """The notes of the releases after ``lo`` up to ``hi`` (None: no bound); only their files
     are read (a run reads the few its range holds, not all of them)."""
-    from migrate_fi.config import tomllib
+    from migrate_fi.base.toml import tomllib
 
     toml = tomllib()
     out: list[tuple[Any, Note]] = []

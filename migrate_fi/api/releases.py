@@ -91,7 +91,7 @@ def _read_json(path: str) -> Any:
 
 def requirements_of(version: str) -> list[str]:
     """What a release requires (its wheel's `Requires-Dist`), [] when not recorded."""
-    from migrate_fi.versions import parse_version
+    from migrate_fi.base.versions import parse_version
 
     canonical = str(parse_version(version))
     for v, reqs in _requires().items():

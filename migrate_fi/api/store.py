@@ -38,8 +38,8 @@ from typing import Any, Generic, TypeVar
 
 from packaging.version import Version
 
-from migrate_fi.userdirs import user_folder
-from migrate_fi.versions import parse_version
+from migrate_fi.base.userdirs import user_folder
+from migrate_fi.base.versions import parse_version
 
 __all__ = [
     "DATA_DIR",

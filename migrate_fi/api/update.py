@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from migrate_fi.versions import VersionError, parse_version
+from migrate_fi.base.versions import VersionError, parse_version
 
 __all__ = ["UpdateError", "check_writable", "update"]
 

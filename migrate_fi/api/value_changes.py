@@ -6,7 +6,7 @@ Some releases change what a parameter's values mean while its signature only sho
 `activation_type=ActivationType.Swiglu.value` (3: another number for the same activation). The
 release data can say that a keyword went and another came; only a person can say how the values
 map. Those facts live in ``migrate_fi/data/values/<release>.toml``, one file per release, read
-by FI010 (`migrate_fi.rules.value_migrations`); a file in the user's data folder
+by FI010 (`migrate_fi.codemods.value_migrations`); a file in the user's data folder
 (``<data folder>/values/<release>.toml``, next to what `signatures update` writes) adds releases.
 For a release in both, the bundled file is used.
 
@@ -37,7 +37,7 @@ from functools import cache
 from typing import Any
 
 from migrate_fi.api.store import release_files
-from migrate_fi.versions import parse_version
+from migrate_fi.base.versions import parse_version
 
 __all__ = [
     "VALUES_DIR",
@@ -89,7 +89,7 @@ class ValueChange:
 @cache
 def load_value_changes() -> tuple[ValueChange, ...]:
     """Every value change of every release there is a file for, oldest release first."""
-    from migrate_fi.config import tomllib
+    from migrate_fi.base.toml import tomllib
 
     toml = tomllib()
     out: list[ValueChange] = []

@@ -19,10 +19,10 @@ import textwrap
 
 import pytest
 
-from migrate_fi.pipeline import Mode, process_source
-from migrate_fi.registry import select
-from migrate_fi.rule import RunOptions
-from migrate_fi.versions import parse_version
+from migrate_fi.base.versions import parse_version
+from migrate_fi.framework.rule import RunOptions
+from migrate_fi.run.pipeline import Mode, process_source
+from migrate_fi.run.registry import select
 
 pytestmark = pytest.mark.gpu
 

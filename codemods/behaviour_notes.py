@@ -1,0 +1,224 @@
+"""FI012: calls of FlashInfer APIs whose behaviour a release of the range changed, with no
+signature change to show it; and deprecated arguments passed."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import TYPE_CHECKING, ClassVar
+
+from migrate_fi.base.results import FixAvailability
+from migrate_fi.framework.rule import FileContext, Rule, RuleOption, RuleSetupError, RunOptions
+
+from ._api import api_calls, paths_words
+
+if TYPE_CHECKING:
+    from migrate_fi.analysis.calls import CalleeCall
+    from migrate_fi.api.differ import CallSignature
+    from migrate_fi.api.notes import Behaviour, Deprecated
+
+
+class BehaviourNotes(Rule):
+    """What a release changed in a call's behaviour that no signature shows, from the reviewed
+    release notes (`migrate_fi/data/notes/<release>.toml`, each entry with its source): a GPU
+    architecture no longer served (0.7.4's `fp4_quantize` raises "requires SM100 or newer" on
+    Hopper), an input format checked or read differently (0.6.11's `global_scale` of
+    `fp4_quantize`: one element per row where only the first was read), numerics, an error where
+    there was a silent fallback.
+
+    The first call of each such API in a file is reported with the note's words, its release
+    and its source, for a person to judge against the project's GPUs and inputs (nothing is
+    rewritten); by default for the kinds that break or misread a call wherever it runs (a GPU
+    architecture dropped, an input format), the option `kinds` adds the others. A call that passes an argument FlashInfer deprecated in the
+    range (`BatchDecodeWithPagedKVCacheWrapper.run(q_len_per_req=...)`, which belongs to
+    `plan()` now) is reported at each call, with where the argument goes.
+
+    Left alone: calls that may be something other than FlashInfer's (the other rules' policy),
+    and behaviour another rule of the range handles with a fix or a finding of its own (FI003
+    for `global_scale`, FI004 for the all-reduce workspace's group, FI005 for the CuTe-DSL MoE
+    wrapper's CUDA graphs).
+    """
+
+    code = "FI012"
+    summary = (
+        "Calls of APIs whose behaviour a release changed without a signature change (release notes)"
+    )
+    introduced_in = "*"
+    data_driven: ClassVar[bool] = True
+    fix_availability = FixAvailability.NONE  # (a person judges each: nothing is rewritten)
+    triggers = ("flashinfer",)
+    triggers_contain = "flashinfer"  # (every trigger is a FlashInfer path)
+    needs_api_data = True
+    reaches_by_import = True
+    # behaviour another rule reports with more to say, when it runs: (API, kind) -> its id
+    _OWNED: ClassVar[dict[tuple[str, str], str]] = {
+        ("flashinfer.fp4_quantize", "input-format"): "fp4_global_scale_shape",
+        ("flashinfer.comm.create_allreduce_fusion_workspace", "other"): "allreduce_workspace_group",
+        ("flashinfer.CuteDslMoEWrapper", "other"): "graph_capture_tests",
+    }
+
+    options = (
+        RuleOption(
+            "kinds",
+            ("architecture", "input-format"),
+            "The kinds of behaviour change reported (architecture, input-format, numerics, error,"
+            " other, fix); the others still show in `usage`, the report and `verify`. Numerics"
+            " and errors are often tied to arguments a call may not pass (a backend, a layout);"
+            " a fix only makes calls work that failed before.",
+        ),
+    )
+
+    @classmethod
+    def prepare(cls, options: RunOptions) -> None:
+        from migrate_fi.api.notes import KINDS, readable_notes
+
+        problem = readable_notes(options.from_version, options.to_version)
+        if problem is not None:
+            raise RuleSetupError(problem)
+        try:
+            kinds = options.settings(cls.id).option("kinds")
+        except KeyError:
+            return
+        unknown = sorted(set(kinds) - set(KINDS))
+        if unknown:
+            raise RuleSetupError(
+                f"{cls.code}: kinds: {unknown[0]!r} is not one of {', '.join(KINDS)}"
+            )
+
+    @classmethod
+    def triggers_for(cls, options: RunOptions) -> tuple[str | tuple[str, ...], ...]:
+        from migrate_fi.api.notes import Behaviour
+
+        try:
+            kinds = set(options.settings(cls.id).option("kinds"))
+        except KeyError:
+            kinds = {"architecture", "input-format"}  # (the option's default)
+        apis = {
+            n.api
+            for n in _notes(str(options.from_version), str(options.to_version))
+            if not isinstance(n, Behaviour) or n.kind in kinds
+        }
+        return tuple(sorted(set(paths_words(sorted(apis)))))
+
+    def find(self, ctx: FileContext) -> None:
+        from migrate_fi.api.differ import api_for
+        from migrate_fi.api.notes import Deprecated
+
+        old_api = api_for(str(ctx.options.from_version))
+        by_key = _by_key(ctx.options, tuple(ctx.option("kinds")), self.id)
+        if not by_key:
+            return
+        told: set[tuple[str, str]] = set()
+        for call in api_calls(ctx, old_api, by_key.keys()):
+            if not call.certain:
+                continue
+            for note in by_key[call.key]:
+                if isinstance(note, Deprecated):
+                    if call.view.args.passed(note.parameter) is not None:
+                        where = f" Pass it to {_short(note.moved_to)}." if note.moved_to else ""
+                        ctx.report(
+                            call.view.node,
+                            f"{_short(note.api)}: {note.parameter}= is deprecated since FlashInfer"
+                            f" {note.release}: {_sentence(note.why)}{where} Source:"
+                            f" {note.source}",
+                        )
+                    continue
+                if (call.key, note.what) in told or not _may_apply(
+                    note, call.view, old_api.callable(call.path)
+                ):
+                    continue  # (the first call of the API in the file says it)
+                told.add((call.key, note.what))
+                ctx.report(
+                    call.view.node,
+                    f"{_short(note.api)}: FlashInfer {note.release} changed what it does"
+                    f" ({note.kind}): {_sentence(note.what)} Source: {note.source}. Check it"
+                    " against this project's GPUs and inputs, then mark the line"
+                    " `# migrate-fi: ignore[FI012]`",
+                )
+
+
+@lru_cache(maxsize=8)
+def _by_key(
+    options: RunOptions, kinds: tuple[str, ...], rule_id: str
+) -> dict[str, list[Behaviour | Deprecated]]:
+    """The notes of the run's range this rule reports, by definition key on ``--from``
+    (worked out once a run, not per file)."""
+    from migrate_fi.api.differ import api_for
+    from migrate_fi.api.notes import Behaviour, Deprecated
+
+    old_v, new_v = str(options.from_version), str(options.to_version)
+    old_api = api_for(old_v)
+    # (a parameter another rule of the run handles: FI005 drops `max_num_tokens=`)
+    deferred = {(old_api.key(p), n) for p, n in options.settings(rule_id).deferred_parameters}
+    out: dict[str, list[Behaviour | Deprecated]] = {}
+    for note in _notes(old_v, new_v):
+        if _owned(note, options):
+            continue
+        if isinstance(note, Behaviour) and note.kind not in kinds:
+            continue
+        key = old_api.key(note.api)
+        if key is None:
+            continue
+        if isinstance(note, Deprecated) and (key, note.parameter) in deferred:
+            continue
+        out.setdefault(key, []).append(note)
+    return out
+
+
+def _may_apply(note: Behaviour, view: CalleeCall, before: CallSignature | None) -> bool:
+    """Whether the call may pass what the note's change is tied to (`Behaviour.when`): an
+    argument passed at all, or with a value (by keyword, or at its place in ``before``, the
+    signature the code is written for); unreadable arguments (``*args``, ``**kw``) may."""
+    import ast
+
+    if not note.when:
+        return True
+    args = view.args
+    names = [p.name for p in before.positional] if before is not None else []
+    for condition in note.when:
+        name, _, literal = condition.partition("=")
+        passed = args.passed(name)
+        if passed is None and name in names and names.index(name) < len(args.positional):
+            passed = args.positional[names.index(name)]
+        if passed is None:
+            if not (args.starred or args.opaque_kwargs):
+                continue
+            return True  # (it may be in ``*args`` or ``**kw``)
+        if not literal:
+            return True
+        try:
+            if ast.literal_eval(passed) == ast.literal_eval(literal):
+                return True
+        except ValueError:
+            return True  # (a value read at run time: it may be that one)
+    return False
+
+
+def _notes(old_v: str, new_v: str) -> list[Behaviour | Deprecated]:
+    from migrate_fi.api.notes import Behaviour, Deprecated, notes_in_range
+
+    return [n for n in notes_in_range(old_v, new_v) if isinstance(n, (Behaviour, Deprecated))]
+
+
+def _owned(note: object, options: RunOptions) -> bool:
+    """A behaviour another rule of the run reports with a finding of its own."""
+    from migrate_fi.api.notes import Behaviour
+
+    if not isinstance(note, Behaviour):
+        return False
+    owner = BehaviourNotes._OWNED.get((note.api, note.kind))
+    return owner is not None and any(rule_id == owner for rule_id, _ in options.rules)
+
+
+def _sentence(text: str) -> str:
+    """``text`` as a sentence: its last stop kept or added."""
+    text = text.strip()
+    return text if text.endswith((".", "!", "?")) else text + "."
+
+
+def _short(path: str | None) -> str:
+    """``flashinfer.BatchDecodeWithPagedKVCacheWrapper().run`` as users write it."""
+    if path is None:
+        return ""
+    from migrate_fi.api.paths import ApiPath
+
+    return ApiPath(path).display()

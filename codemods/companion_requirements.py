@@ -1,0 +1,307 @@
+"""FI007: the project's pins of what the target FlashInfer requires must allow what it requires."""
+
+from __future__ import annotations
+
+import os
+import re
+from functools import lru_cache
+from typing import TYPE_CHECKING, ClassVar
+
+from packaging.version import InvalidVersion, Version
+
+from migrate_fi.api.releases import requirements_of
+from migrate_fi.base import depends, patterns
+from migrate_fi.base.results import FixSafety
+from migrate_fi.framework.rule import FileContext, Rule, RuleOption, RunOptions
+from migrate_fi.project.current import pin_files, project_root
+from migrate_fi.project.pins import (
+    DEPENDENCY_FILE_PATTERNS,
+    Kind,
+    VersionRef,
+    canonical_name,
+    may_hold_versions,
+    scan,
+)
+
+if TYPE_CHECKING:  # (imported where requirements are read: they cost start-up)
+    from packaging.requirements import Requirement
+    from packaging.specifiers import SpecifierSet
+
+
+@lru_cache(maxsize=32)  # asked of every file the prefilter passes: parsed once per run
+def _required(target: str, extras: frozenset[str] | None = frozenset()) -> dict[str, SpecifierSet]:
+    """What the target release requires, with a version specifier: name -> specifier. With the
+    requirements of the project's ``extras`` of flashinfer-python (``[cu13]``: a stricter
+    ``nvidia-cutlass-dsl[cu13]>=4.7.0a0``) added to the others; ``None``: of every extra (the
+    names a file must mention to be read)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    out: dict[str, SpecifierSet] = {}
+    for line in requirements_of(target):
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if not req.specifier:
+            continue
+        if req.marker and "extra" in str(req.marker):
+            wanted = extras is None or any(_evaluates(req, extra) for extra in (extras or ()))
+            if not wanted:
+                continue
+        name = canonical_name(req.name)
+        found = out.get(name)
+        out[name] = req.specifier if found is None else found & req.specifier
+    return out
+
+
+_NAME = patterns.compile(r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(\[[^\]]*\])?\s*(.?)")
+
+
+@lru_cache(maxsize=32)
+def _required_names(target: str) -> frozenset[str]:
+    """The names of `_required` of every extra, without parsing each requirement (importing
+    `packaging.requirements` costs a run's start 12 ms, before any file can be read): a name
+    is kept when its requirement has a version operator before its marker (a `name @ url` has
+    none). Never fewer names than `_required` (what the prefilter looks for)."""
+    out = set()
+    for line in requirements_of(target):
+        m = _NAME.match(line)
+        if m is None or m.group(3) == "@":
+            continue
+        if any(op in line.split(";", 1)[0][m.end(1) :] for op in "<>=!~"):
+            out.add(canonical_name(m.group(1)))
+    return frozenset(out)
+
+
+def _specifier(text: str) -> SpecifierSet:
+    from packaging.specifiers import SpecifierSet
+
+    return SpecifierSet(text)
+
+
+def _evaluates(req: Requirement, extra: str) -> bool:
+    assert req.marker is not None
+    try:
+        return bool(req.marker.evaluate({"extra": extra}))
+    except Exception:  # (an odd marker: not one of this extra's requirements)
+        return False
+
+
+_EXTRAS = patterns.compile(r"flashinfer[-_.]python\s*\[([^\]]*)\]", re.IGNORECASE)
+
+
+def _project_extras(text: str) -> frozenset[str]:
+    """The extras of flashinfer-python the file installs (``flashinfer-python[cu13]==...``)."""
+    return frozenset(
+        e.strip().lower()
+        for m in _EXTRAS.finditer(text)
+        for e in m.group(1).split(",")
+        if e.strip()
+    )
+
+
+def _lowest(spec: SpecifierSet) -> Version | None:
+    """The lowest version ``spec`` names as its minimum (``>=X``, ``==X``, ``~=X``), if it allows it."""
+    bounds = []
+    for s in spec:
+        if s.operator in (">=", "==", "~=", "==="):
+            try:
+                bounds.append(Version(s.version))
+            except InvalidVersion:
+                return None
+    if not bounds:
+        return None
+    low = max(bounds)
+    return low if spec.contains(low, prereleases=True) else None
+
+
+_VENDOR_FOLDERS = ("third_party", "third-party", "vendor", "vendored", "_vendor", "external")
+
+
+def _vendored(ctx: FileContext) -> str:
+    """`` (a vendored copy of X: ...)`` for a file under a vendor folder: its pins are that
+    project's, which the project may not be free to change."""
+    parts = os.path.normpath(ctx.path).split(os.sep)
+    for i, part in enumerate(parts[:-2]):
+        if part.lower() in _VENDOR_FOLDERS:
+            owner = parts[i + 1]
+            return (
+                f" (this file is {owner}'s, vendored under {part}/: its pins are {owner}'s own;"
+                f" update the vendored {owner}, or install it without this requirements file)"
+            )
+    return ""
+
+
+_PINS_FLASHINFER = patterns.compile(r"flashinfer[-_.]python\b", re.IGNORECASE)
+
+
+def _extras_for(ctx: FileContext) -> frozenset[str]:
+    """The extras of flashinfer-python that apply to ``ctx``'s file: its own, when it pins
+    flashinfer-python itself (installed that way); else those of the project's pin files."""
+    if _PINS_FLASHINFER.search(ctx.text):
+        return _project_extras(ctx.text)
+    root = project_root(ctx.path)
+    around = project_extras_text(root)
+    depends.note("flashinfer-extras", root, around)  # (a cached result holds while it does)
+    return frozenset(e for e in around.split(",") if e)
+
+
+def project_extras_text(root: str) -> str:
+    """`_extras_in` of the project's pin files as they are now (asked again when one changed)."""
+    files = []
+    for path in pin_files([root]):
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        files.append((path, st.st_size, st.st_mtime_ns))
+    return _extras_in(tuple(files))
+
+
+@lru_cache(maxsize=64)
+def _extras_in(files: tuple[tuple[str, int, int], ...]) -> str:
+    """The extras of flashinfer-python that ``files`` (a project's pin files: ``pyproject.toml``,
+    ``requirements/*.txt``, Dockerfiles...) install, comma-separated: a
+    requirements file that pins only ``nvidia-cutlass-dsl`` is checked against what
+    ``flashinfer-python[cu13]`` in another file requires."""
+    found: set[str] = set()
+    for path, _, _ in files:
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            continue
+        if b"flashinfer" in data.lower():
+            found |= _project_extras(data.decode("utf-8", errors="replace"))
+    return ",".join(sorted(found))
+
+
+class CompanionRequirements(Rule):
+    """Pins of the packages FlashInfer itself requires, checked against the target release.
+
+    Each FlashInfer release states what it needs beside torch in its wheel's metadata
+    (`Requires-Dist`): 0.6.11 and 0.6.14 need `nvidia-cutlass-dsl>=4.5.0`, 0.7.4 needs
+    `>=4.8.0`, `apache-tvm-ffi>=0.1.6,<0.2` (then `>=0.1.11` in 0.7.4), `cuda-tile>=1.4.0` from
+    0.6.14, `nvidia-cudnn-frontend>=1.32.0` in 0.7.4. The SGLang upgrade to 0.6.11 had to move
+    its own `nvidia-cutlass-dsl` pin from 4.4.2 to 4.5.0 by hand. This rule reads those
+    requirements from the bundled release data and checks the project's pins of the same
+    packages (`pyproject.toml`, `requirements*.txt`, `setup.cfg`): an exact pin the target does
+    not accept, or an upper bound that excludes every version it accepts, is reported with what
+    the target requires. A lower minimum (`>=4.5.2` where the target needs `>=4.8.0`) allows
+    what the target needs, so the installer picks it and nothing is said. With the option
+    `move = true`, an exact pin or minimum below what the target accepts moves to the lowest
+    version it accepts (its minimum); an upper bound is only reported.
+
+    The requirements of the extras the project installs count too: `flashinfer-python[cu13]`
+    0.7.1 requires `nvidia-cutlass-dsl[cu13]>=4.7.0a0` (`>=4.6.2a0` without it), so a 4.6.2
+    pin is reported there. The extras are those of the file's own flashinfer-python pin, or,
+    in a file that pins none (`requirements/cuda.txt` beside a `pyproject.toml`), those of the
+    project's pin files.
+    """
+
+    code = "FI007"
+    summary = "Pins of FlashInfer's own requirements (nvidia-cutlass-dsl, apache-tvm-ffi...) checked against the target"
+    introduced_in = "*"
+    data_driven: ClassVar[bool] = True
+    fix_safety = FixSafety.SAFE
+    suffixes = ()
+    file_patterns = DEPENDENCY_FILE_PATTERNS
+    triggers = ("flashinfer",)  # the run's are the names of the target's requirements
+    options = (
+        RuleOption(
+            "move",
+            False,
+            "Move a conflicting pin to the lowest version the target FlashInfer accepts (else"
+            " only report it).",
+        ),
+    )
+
+    @classmethod
+    def triggers_for(cls, options: RunOptions) -> tuple[str | tuple[str, ...], ...]:
+        names = _required_names(str(options.to_version))
+        spellings = {n for name in names for n in (name, name.replace("-", "_"))}
+        return tuple(sorted(spellings)) or cls.triggers
+
+    @classmethod
+    def wants(cls, data: bytes, path: str, options: RunOptions) -> bool:
+        # `import torch` names a requirement; only a version of it matters here
+        return may_hold_versions(path, data, None, _required_names(str(options.to_version)))
+
+    def find(self, ctx: FileContext) -> None:
+        target = str(ctx.options.to_version)
+        extras = _extras_for(ctx)
+        required = _required(target, extras)
+        if not required:
+            return
+        refs = [
+            r
+            for r in scan(ctx.path, ctx.text, companions=required, tree=ctx.tree)
+            if r.package in required and r.kind is Kind.REQUIREMENT and not r.in_comment
+        ]
+        groups: dict[tuple[int, str], list[VersionRef]] = {}
+        for ref in refs:
+            groups.setdefault((ref.line, ref.context), []).append(ref)
+        move = bool(ctx.option("move"))
+        plain = _required(target)  # (without the extras: to say where an extra matters)
+        for group in groups.values():
+            name = group[0].package
+            spec = required[name]
+            extra = (
+                f" with the extra {', '.join(sorted(extras))}"
+                if extras and plain.get(name) != spec
+                else ""
+            )
+            needs = f"FlashInfer {target} requires {name}{spec}{extra} (its wheel's metadata)"
+            self._check(ctx, group, spec, needs, move)
+
+    def _check(
+        self, ctx: FileContext, group: list[VersionRef], spec: SpecifierSet, needs: str, move: bool
+    ) -> None:
+        name = group[0].package
+        lowest = _lowest(spec)
+        for ref in group:
+            try:
+                version = Version(ref.version.split("+", 1)[0])
+            except InvalidVersion:
+                continue
+            if ref.operator in ("==", "===", ">=", "~="):
+                if spec.contains(version, prereleases=True):
+                    continue
+                if (
+                    not move
+                    and ref.operator in (">=", "~=")
+                    and lowest is not None
+                    and _specifier(f"{ref.operator}{ref.version}").contains(
+                        lowest, prereleases=True
+                    )
+                ):
+                    continue  # a lower floor allows what FlashInfer needs: the resolver picks it
+                if lowest is not None and version > lowest:
+                    continue  # newer than the minimum but excluded (an upper bound): below
+                what = f"{name}{ref.operator}{ref.version} here; {needs}"
+                if move and lowest is not None and version < lowest:
+                    ctx.fix(
+                        ref.span,
+                        f"{what}: moved to {lowest}, the lowest version it accepts",
+                        ctx.replace_text(ref.span, str(lowest)),
+                    )
+                else:
+                    hint = (
+                        "" if move else f" (option move = true of {self.code} moves it to {lowest})"
+                    )
+                    ctx.report(
+                        ref.span, f"{what}: move the pin{hint if lowest else ''}{_vendored(ctx)}"
+                    )
+            elif (
+                ref.operator in ("<", "<=")
+                and lowest is not None
+                and not _specifier(f"{ref.operator}{ref.version}").contains(
+                    lowest, prereleases=True
+                )
+            ):
+                ctx.report(
+                    ref.span,
+                    f"{name}{ref.operator}{ref.version} here excludes every version"
+                    f" {needs.split(' requires ', 1)[0]} accepts ({needs}): raise the"
+                    f" bound{_vendored(ctx)}",
+                )

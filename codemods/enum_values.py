@@ -1,0 +1,182 @@
+"""FI011: FlashInfer enums renumbered or with members gone: numbers passed for them, and uses."""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, ClassVar
+
+from migrate_fi.analysis import nodes
+from migrate_fi.analysis.calls import Via
+from migrate_fi.api.paths import ApiPath
+from migrate_fi.base.results import FixSafety
+from migrate_fi.editing.edits import replace_with, set_argument
+from migrate_fi.framework.rule import FileContext, Rule, RunOptions
+
+from ._api import flashinfer_calls, paths_words
+from ._imports import flashinfer_name
+from ._layout import line_length
+
+if TYPE_CHECKING:
+    from migrate_fi.analysis.calls import CalleeCall
+    from migrate_fi.api.differ import Api, EnumChange, EnumParameter
+
+
+class EnumValues(Rule):
+    """FlashInfer's enums change their numbers between releases: `RoutingMethodType.Unspecified`
+    was 6, then 8 (0.6.8), 9 (0.6.11), 10 (0.6.18); `ActivationType.Identity` went from 7 to 8
+    (0.6.13) and 9 (0.6.14). Code that passes the number (`activation_type=7  # Identity`, as
+    serving projects do next to a comment) selects another member on the new release, with no
+    error; code that names a member that is gone fails there. Read from the enum members and
+    values of the two releases' data (`migrate-fi api-diff OLD NEW --kind enum-value`).
+
+    - A number passed for a parameter that takes an enum's value, by keyword or by position, is
+      replaced by the member it meant on the old release (`activation_type=ActivationType.
+      Identity.value`), with the import the member needs when its name is not bound already:
+      that keeps the meaning on both releases. A parameter takes an enum when its default names
+      it (`activation_type=ActivationType.Swiglu.value`): a safe fix; when only its name is the
+      enum's in snake case (`routing_method_type`, default 0, for `RoutingMethodType`): a review
+      fix.
+    - A use of a member the new release no longer has, of an enum it still has (`RouteImpl.
+      LDG_PLUS_STS` in 0.7.2.post1), is reported, every one. (An enum gone altogether is
+      FI002's: its import is reported, with the lines that use it.)
+
+    Left alone: members used by name (their number follows them), numbers that mean the same
+    member on both releases, numbers that were no member, and values read from variables.
+    Reported, not rewritten: a number whose member is gone on the new release, a module where
+    the enum's name is bound to something else, and calls through a `functools.partial`.
+    """
+
+    code = "FI011"
+    summary = "Numbers passed for a FlashInfer enum that was renumbered: name the member (from the API data)"
+    introduced_in = "*"
+    data_driven: ClassVar[bool] = True
+    fix_safety = FixSafety.SAFE
+    triggers = ("flashinfer",)
+    triggers_contain = "flashinfer"  # (every trigger is a FlashInfer path)
+    needs_api_data = True
+    reaches_by_import = True
+
+    @classmethod
+    def triggers_for(cls, options: RunOptions) -> tuple[str | tuple[str, ...], ...]:
+        from migrate_fi.api.index import enum_triggers
+
+        old_v, new_v = str(options.from_version), str(options.to_version)
+        # (from the prefilter index, a superset: the enums are compared when a file passes)
+        indexed = enum_triggers(old_v, new_v)
+        if indexed is not None:
+            gone, paths = indexed
+            words = set(paths_words(paths))
+            words.update(("flashinfer", name, m) for name, members in gone for m in members)
+            return tuple(sorted(words))
+        # (an index without this release's links: the releases compared, here)
+        from migrate_fi.api.differ import changed_enums, enum_parameter_paths
+
+        words = set(paths_words(enum_parameter_paths(old_v, new_v)))
+        for change in changed_enums(old_v, new_v).values():
+            for member in change.old:
+                if change.new and member not in change.new:  # (a use of a gone member names it)
+                    words.add(("flashinfer", change.name, member))
+        return tuple(sorted(words))
+
+    def find(self, ctx: FileContext) -> None:
+        from migrate_fi.api.differ import api_for, changed_enums, enum_parameters_of
+
+        old_v, new_v = str(ctx.options.from_version), str(ctx.options.to_version)
+        enums = changed_enums(old_v, new_v)
+        if not enums:
+            return
+        old_api = api_for(old_v)
+        self._gone_members(ctx, enums, old_api)
+        for view, key in flashinfer_calls(ctx, old_api):
+            for parameter in enum_parameters_of(old_v, new_v, key):
+                self._check(ctx, view, parameter, enums[parameter.enum], key)
+
+    @staticmethod
+    def _gone_members(ctx: FileContext, enums: dict[str, EnumChange], old_api: Api) -> None:
+        # (an enum gone altogether is FI002's: the name no longer exists, said at its import)
+        gone = {
+            (key, member)
+            for key, change in enums.items()
+            if change.new
+            for member in change.old
+            if member not in change.new
+        }
+        if not gone:
+            return
+        names = {member for _, member in gone}
+        resolver = ctx.resolver
+        for node in nodes.of_type(resolver.tree, ast.Attribute):
+            if node.attr not in names or not isinstance(node.ctx, ast.Load):
+                continue
+            owner = resolver.resolve(node.value, resolver.scope_at(node)).qualnames
+            if len(owner) != 1:
+                continue
+            key = old_api.canonical(next(iter(owner)))
+            if key is not None and (key, node.attr) in gone:
+                change = enums[key]
+                ctx.report(
+                    node,
+                    f"{change.name}.{node.attr} no longer exists in FlashInfer"
+                    f" {ctx.options.to_version} (an AttributeError there); its members there:"
+                    f" {', '.join(sorted(change.new))}",
+                )
+
+    def _check(
+        self,
+        ctx: FileContext,
+        view: CalleeCall,
+        parameter: EnumParameter,
+        change: EnumChange,
+        key: str,
+    ) -> None:
+        args = view.own
+        value = args.keywords[parameter.name].value if parameter.name in args.keywords else None
+        if value is None and parameter.index is not None and not args.starred:
+            index = view.node_index(parameter.index)
+            if index is not None and index < len(view.node.args):
+                value = view.node.args[index]
+        if not (
+            isinstance(value, ast.Constant)
+            and isinstance(value.value, int)
+            and not isinstance(value.value, bool)
+        ):
+            return
+        number = value.value
+        member = change.member_of(number, change.old)
+        if member is None or change.new.get(member) == number:
+            return  # no member, or the same member on both releases
+        old_v, new_v = ctx.options.from_version, ctx.options.to_version
+        name = ApiPath(key).display()
+        now = change.member_of(number, change.new)
+        means = f"{change.name}.{now}" if now else "no member"
+        told = (
+            f"{name}: {parameter.name}={number} is {change.name}.{member} on FlashInfer {old_v}"
+            f" but {means} on {new_v} ({change.name} was renumbered"
+        )
+        if member not in change.new:
+            ctx.report(value, f"{told}; {member} is gone there): migrate by hand")
+            return
+        told += f": {member} is {change.new[member]} there)"
+        module = change.path.rsplit(".", 1)[0]
+        spelled, imports, clash = flashinfer_name(ctx, view.scope, module, change.name)
+        written = f"{spelled}.{member}" + (".value" if parameter.value else "")
+        if clash or view.via is not Via.DIRECT:
+            why = clash or "a partial: pass it where the partial is made and called"
+            ctx.report(value, f"{told}; pass {written}; {why}")
+            return
+        # a line the member pushes past the line length: the call one argument per line
+        growth = len(written) - len(str(number))
+        line = ctx.lines[value.lineno - 1].rstrip("\r\n") if value.lineno <= len(ctx.lines) else ""
+        if len(line) + growth > line_length(ctx.path):
+            keyword = parameter.name if parameter.name in view.own.keywords else None
+            position = None if keyword else view.node.args.index(value)
+            edit = ctx.replace(view.node, "Call", set_argument(position, keyword, written))
+        else:
+            edit = ctx.replace(value, "Integer", replace_with(written))
+        ctx.fix(
+            value,
+            f"{told}: pass {written}, which means the same on both",
+            edit,
+            imports=imports,
+            safety=FixSafety.SAFE if parameter.by_default else FixSafety.REVIEW,
+        )

@@ -1,0 +1,502 @@
+"""FI006: move every FlashInfer version the project writes down to the target release."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import ClassVar
+
+from packaging.version import InvalidVersion, Version
+
+from migrate_fi.api.releases import FLASHINFER_INDEX, index_versions
+from migrate_fi.base import patterns
+from migrate_fi.base.results import FixSafety
+from migrate_fi.framework.rule import FileContext, Rule, RuleOption, RunOptions
+from migrate_fi.project.discovery import wanted_files
+from migrate_fi.project.pins import (
+    CUBIN,
+    DEPENDENCY_FILE_PATTERNS,
+    LOCK_FILES,
+    MAIN,
+    PIN_FILE_PATTERNS,
+    Kind,
+    VersionRef,
+    may_hold_versions,
+    scan,
+)
+
+# files that declare dependencies (a pin there is installed by pip from PyPI)
+_DECLARING = wanted_files(("setup.py",), DEPENDENCY_FILE_PATTERNS)
+_INSTALL_FILES = patterns.compile(r"^(Dockerfile.*|.*\.dockerfile|.*\.Dockerfile|.*\.(sh|bash))$")
+# a command line that installs packages: `pip install`, `RUN pip3 install`, `$PIP_CMD install`,
+# `uv pip install`
+_INSTALL = patterns.compile(
+    r"^(?P<prefix>\s*(?:RUN\s+)?.*?(?:pip3?|PIP\w*\}?|uv)\s+(?:pip\s+)?install)\b"
+)
+_PYTHON_SPEC = patterns.compile(
+    r"flashinfer[-_]python(?:\[[^\]]*\])?\s*==\s*(?P<version>[\"']?[\w.${}+-]+)"
+)
+
+
+_HASH = patterns.compile(r"\s+--hash[= ]\s*\S+")
+
+
+def _hashed(lines: list[str], number: int) -> int | None:
+    """When the requirement on line ``number`` (1-based) carries ``--hash`` options: the last
+    line they take (continuation lines of nothing but hashes); None when it has none."""
+    last = number
+    has = "--hash" in lines[number - 1]
+    while lines[last - 1].rstrip("\r\n").rstrip().endswith("\\") and last < len(lines):
+        following = lines[last].strip()
+        if not following.startswith("--hash"):
+            break
+        has = True
+        last += 1
+    return last if has else None
+
+
+_INDEX_OPTION = patterns.compile(r"(?:--(?:extra-)?index-url|--find-links|\s-[if])\b|PIP_\w*INDEX")
+_VAR_NAME = patterns.compile(r"\b(?P<var>[A-Za-z_][A-Za-z0-9_]*)\b")
+_CUBIN_FROM_VARIABLE = patterns.compile(
+    r"(?P<spec>flashinfer[-_]cubin\s*==\s*[\"']?\$\{?(?P<var>[A-Za-z_][A-Za-z0-9_]*)\}?)"
+)
+
+
+def _command_at(lines: list[str], number: int) -> str:
+    """The shell command that line ``number`` (1-based) is part of, over ``\\`` continuations."""
+    start = number
+    while start > 1 and lines[start - 2].rstrip().endswith("\\"):
+        start -= 1
+    end = number
+    while end < len(lines) and lines[end - 1].rstrip().endswith("\\"):
+        end += 1
+    return "\n".join(lines[start - 1 : end])
+
+
+@dataclass(frozen=True)
+class _Change:
+    ref: VersionRef
+    new: str  # the version text to write
+    message: str
+    safety: FixSafety = FixSafety.SAFE
+
+
+def _public(text: str) -> Version | None:
+    try:
+        return Version(text.split("+", 1)[0])
+    except InvalidVersion:
+        return None
+
+
+def _next_minor(v: Version) -> str:
+    return f"{v.major}.{v.minor + 1}"
+
+
+class FlashinferPins(Rule):
+    """FlashInfer's version, wherever the project writes it, moved to the target release.
+
+    Half of every FlashInfer upgrade is moving the version: the pins in `pyproject.toml`
+    (`"flashinfer_python[cu13]==0.6.12"`), `requirements*.txt`, `setup.py`/`setup.cfg` and Poetry
+    tables, `pip install` lines and `ARG FLASHINFER_VERSION=` in Dockerfiles and CI scripts, JSON
+    and YAML version files, start-up checks such as `assert_pkg_version("flashinfer_python",
+    "0.6.12", ...)`, and examples of the old version in comments and docstrings next to a
+    FlashInfer mention. Missing one is a classic failed upgrade. This rule finds all of them
+    (`flashinfer-python`, `flashinfer_python`, the old name `flashinfer`) and moves them, with
+    `flashinfer-cubin` and `flashinfer-jit-cache` kept in step:
+
+    - exact pins (`==`), lower bounds (`>=`, `~=`, Poetry's `^`), wildcards (`==0.6.*`), variables
+      and checks move to the target; a range whose upper bound excludes the target gets the next
+      minor release as its bound (a review fix); a local tag (`+cu128`) is kept (review: the
+      index you install from must have it);
+    - a version already newer than the target is never downgraded, and is reported;
+    - a pin that disagrees with the version the run migrates from is reported too (pins that
+      disagree are a finding of their own);
+    - other packages' pins and checks are never touched, even on the same line.
+
+    `flashinfer-cubin` is published on PyPI only up to 0.6.13 (see the release data): from 0.6.14
+    on a dependency pin cannot simply move. It is reported with the two known ways out (drop it
+    and install `flashinfer-cubin` from FlashInfer's wheel index in CI and Docker, or keep it with
+    an extra index URL). With the option `cubin = "install-from-index"` the first is done: the pin
+    is removed from dependency files, and a CI script or Dockerfile that installs
+    `flashinfer-python` gets an install step for `flashinfer-cubin` from that index right after it.
+    """
+
+    code = "FI006"
+    summary = "FlashInfer pins, install lines, variables and version checks moved to the target (cubin, jit-cache in step)"
+    introduced_in = "*"
+    data_driven: ClassVar[bool] = True
+    fix_safety = FixSafety.SAFE
+    suffixes = (".py",)
+    file_patterns = (*PIN_FILE_PATTERNS, *LOCK_FILES)
+    triggers = ("flashinfer", "FLASHINFER", "FlashInfer", "Flashinfer")
+    options = (
+        RuleOption(
+            "cubin",
+            "report",
+            'What to do with a flashinfer-cubin pin the target has not published on PyPI: "report",'
+            ' or "install-from-index" (drop it from dependency files, install it from'
+            " FlashInfer's wheel index in the CI scripts and Dockerfiles that install FlashInfer).",
+            choices=("report", "install-from-index"),
+        ),
+    )
+
+    @classmethod
+    def wants(cls, data: bytes, path: str, options: RunOptions) -> bool:
+        # every module of a serving project says "flashinfer"; few write a version
+        return may_hold_versions(path, data, str(options.from_version))
+
+    def find(self, ctx: FileContext) -> None:
+        mode = ctx.option("cubin")  # (checked against its choices with the configuration)
+        self.target = ctx.options.to_version
+        self.origin = ctx.options.from_version
+        self.pinned = ctx.options.pinned
+        self.cubin_published = self._published(CUBIN)
+        refs = scan(ctx.path, ctx.text, str(self.origin), tree=ctx.tree)
+        base = os.path.basename(ctx.path)
+        removed_lines: set[int] = set()
+        changes: list[_Change] = []
+        declares = _DECLARING(ctx.path)
+        for ref in refs:
+            unpublished_pin = (
+                ref.package == CUBIN
+                and not self.cubin_published
+                and ref.kind is Kind.REQUIREMENT
+                and declares
+                and not ref.in_comment
+            )
+            if unpublished_pin and self._cubin_dependency(ctx, ref, mode, removed_lines):
+                continue
+            if ref.line in removed_lines:
+                continue
+            # (whatever the option, a command that installs flashinfer-cubin from PyPI is never
+            # moved to a version PyPI lacks; with install-from-index, a cubin variable moves with
+            # the install step from FlashInfer's index that the file gets)
+            left = mode == "report" or ref.kind is Kind.REQUIREMENT
+            if not declares and left and self._cubin_install_left(ctx, ref):
+                continue
+            change, reports = self._plan(ref)
+            if change is not None:
+                changes.append(change)
+            for message in reports:
+                ctx.report(ref.span, message)
+        self._apply(ctx, changes)
+        if not declares and not self.cubin_published:
+            self._shared_variables(ctx, changes)  # (a command that names no index: any option)
+        if mode == "install-from-index" and not self.cubin_published and _INSTALL_FILES.match(base):
+            self._install_step(ctx, refs)
+
+    # ------------------------------------------------------------------ data
+
+    def _published(self, package: str) -> bool:
+        versions, _ = index_versions(package)
+        return not versions or str(self.target) in versions  # no data: assume published
+
+    # ----------------------------------------------------------------- moves
+
+    def _plan(self, ref: VersionRef) -> tuple[_Change | None, list[str]]:
+        """What to do with one version: a change (or None), and what to report."""
+        target, origin = self.target, self.origin
+        version = _public(ref.version.rstrip(".*")) if "*" in ref.version else _public(ref.version)
+        where = ref.context or ref.version
+        if ref.kind is Kind.EXAMPLE or ref.in_comment:
+            if ref.version == str(origin) and origin < target:
+                if ref.prose:
+                    return _Change(
+                        ref,
+                        str(target),
+                        f"{ref.version}, the version being migrated from, in a comment that names"
+                        f" FlashInfer: now {target} if it says which version is used; keep it"
+                        " (and mark the line) if it states a fact about that release",
+                        FixSafety.REVIEW,
+                    ), []
+                return _Change(
+                    ref,
+                    str(target),
+                    f"{ref.version} in a comment or docstring next to a FlashInfer mention: the"
+                    f" version being migrated from, now {target}",
+                ), []
+            return None, []
+        if version is None:
+            return None, []
+        name = ref.package
+        if ref.kind is Kind.LOCKED:
+            if version >= target:
+                return None, []
+            tool = LOCK_FILES.get(os.path.basename(ref.path), "its tool")
+            return None, [
+                f"this lock file holds {name} {ref.version}: regenerate it (`{tool}`) once the"
+                f" pins say {target}; a lock file is never edited by hand"
+            ]
+        if ref.operator == "@":
+            return self._direct_reference(ref, version)
+        from packaging.specifiers import InvalidSpecifier, SpecifierSet  # (costs start-up)
+
+        if ref.operator in ("<", "<="):
+            allowed = SpecifierSet(f"{ref.operator}{ref.version}", prereleases=True)
+            if target in allowed:
+                return None, []
+            return _Change(
+                ref,
+                _next_minor(target),
+                f"{name}: the upper bound {ref.operator}{ref.version} excludes the target"
+                f" {target}: raised to <{_next_minor(target)} (check the range you mean)",
+                FixSafety.REVIEW,
+            ), []
+        if ref.operator in ("!=", ">"):
+            return None, []
+        if "*" in ref.version:
+            try:
+                matches = target in SpecifierSet(f"=={ref.version}")
+            except InvalidSpecifier:
+                return None, []
+            if matches:
+                return None, []
+            parts = ref.version.count(".")
+            new = ".".join(str(target).split(".")[:parts]) + ".*"
+            return _Change(
+                ref, new, f"{name} =={ref.version} does not cover the target {target}: now =={new}"
+            ), []
+        if version > target:
+            return None, [
+                f"{name} is at {ref.version} here, newer than the target {target}: not"
+                f" downgraded ({where})"
+            ]
+        if version == target:
+            return None, []
+        kind = {
+            Kind.REQUIREMENT: f"pin {ref.operator}{ref.version}" if ref.operator else "pin",
+            Kind.VARIABLE: "version variable",
+            Kind.CHECK: "version check",
+            Kind.SOURCE: "source checkout (git tag)",
+        }[ref.kind]
+        local = "+" in ref.version
+        new = str(target) + ("+" + ref.version.split("+", 1)[1] if local else "")
+        note = " (the local tag is kept: check that your index serves it)" if local else ""
+        reports = []
+        in_step = version in (origin, self.pinned)  # (pinned: a migration in progress)
+        if ref.package == MAIN and not in_step and ref.operator in ("==", "===", ""):
+            reports.append(
+                f"FlashInfer versions disagree: this {kind} says {ref.version}, the run migrates"
+                f" from {origin}: check which one the code was written for ({where})"
+            )
+        change = _Change(
+            ref,
+            new,
+            f"{name} {kind}: moved to the target {target}{note}",
+            FixSafety.REVIEW if local else FixSafety.SAFE,
+        )
+        return change, reports
+
+    def _direct_reference(
+        self, ref: VersionRef, version: Version
+    ) -> tuple[_Change | None, list[str]]:
+        """``name @ URL`` of a wheel: the URL's version moved (review: nobody asked the server
+        whether the new URL exists)."""
+        if version >= self.target:
+            return None, []
+        url = ref.context.split("@", 1)[1].strip()
+        new = url.replace(ref.version, str(self.target))
+        return _Change(
+            ref,
+            new,
+            f"{ref.package} is installed from a direct URL of a {ref.version} wheel: the URL now"
+            f" names {self.target}; check that it exists (or pin {ref.package}=={self.target})",
+            FixSafety.REVIEW,
+        ), []
+
+    def _apply(self, ctx: FileContext, changes: list[_Change]) -> None:
+        """One fix per requirement (its clauses move together: a lower bound never moves past
+        an upper bound that a review fix would raise), one per other version."""
+        groups: dict[tuple[int, str, str], list[_Change]] = {}
+        for change in changes:
+            ref = change.ref
+            key = (
+                (ref.line, ref.context, ref.package)
+                if ref.kind is Kind.REQUIREMENT and not ref.in_comment
+                else (ref.line, str(ref.col), "")
+            )
+            groups.setdefault(key, []).append(change)
+        lines = ctx.text.splitlines(keepends=True)
+        for group in groups.values():
+            safety = min((c.safety for c in group), key=lambda s: s.rank)
+            first = group[0].ref
+            message = "; ".join(c.message for c in group)
+            hashed = _hashed(lines, first.line) if first.kind is Kind.REQUIREMENT else None
+            if hashed is not None and all(c.ref.line == first.line for c in group):
+                self._move_hashed(ctx, lines, group, hashed, message)
+                continue
+            ctx.fix(
+                first.span,
+                message,
+                *(ctx.replace_text(c.ref.span, c.new) for c in group),
+                safety=safety,
+            )
+
+    def _move_hashed(
+        self, ctx: FileContext, lines: list[str], group: list[_Change], last: int, message: str
+    ) -> None:
+        """A requirement with ``--hash`` options (on its line and on the continuation lines up
+        to ``last``): the old release's hashes cannot stay, and new ones cannot be made here,
+        so they are dropped, in a review fix that says how to get them back."""
+        first = group[0].ref.line
+        line = lines[first - 1].rstrip("\r\n")
+        for change in sorted(group, key=lambda c: c.ref.col, reverse=True):
+            line = line[: change.ref.col] + change.new + line[change.ref.end_col :]
+        kept = _HASH.sub("", line.rstrip().removesuffix("\\")).rstrip()
+        end = lines[last - 1].rstrip("\r\n")
+        ctx.fix(
+            group[0].ref.span,
+            f"{message}; its --hash options were for the old release and are dropped: regenerate"
+            " them (`pip-compile --generate-hashes`, `uv pip compile --generate-hashes`, or"
+            f" `pip hash` of the {self.target} wheels), or `pip install --require-hashes` fails",
+            ctx.replace_text((first, 0, last, len(end)), kept),
+            safety=FixSafety.REVIEW,
+        )
+
+    # ----------------------------------------------------------------- cubin
+
+    def _cubin_dependency(
+        self, ctx: FileContext, ref: VersionRef, mode: str, removed: set[int]
+    ) -> bool:
+        """A dependency pin of flashinfer-cubin at a version PyPI does not serve. True when it
+        was handled (reported, or removed)."""
+        version = _public(ref.version)
+        if version is None or version >= self.target:
+            return False
+        newest = index_versions(CUBIN)
+        ways = (
+            f"either drop this pin and install flashinfer-cubin from FlashInfer's wheel index in"
+            f" CI and Docker (pip install flashinfer-cubin=={self.target} --index-url"
+            f' {FLASHINFER_INDEX}; option cubin = "install-from-index" of {self.code} does'
+            f" that), or keep it and add --extra-index-url {FLASHINFER_INDEX} wherever the"
+            " project is installed"
+        )
+        why = (
+            f"flashinfer-cubin {self.target} is not published on PyPI (the newest there is"
+            f" {newest[0][-1] if newest[0] else 'unknown'}, read {newest[1]}), so this pin cannot"
+            " simply move"
+        )
+        lines = ctx.text.splitlines(keepends=True)
+        line = lines[ref.line - 1] if ref.line <= len(lines) else ""
+        whole = (
+            re.match(r"^\s*[\"']?[^\"'#]*[\"']?,?\s*(#.*)?\r?\n?$", line)
+            and line.count('"') + line.count("'") <= 2
+        )
+        if mode != "install-from-index" or not whole:
+            ctx.report(ref.span, f"{why}: {ways}")
+            return True
+        ctx.fix(
+            ref.span,
+            f"{why}: removed; install it from FlashInfer's wheel index ({FLASHINFER_INDEX}) where"
+            " FlashInfer is installed (the install scripts get that step)",
+            ctx.replace_text((ref.line, 0, ref.line + 1, 0), ""),
+        )
+        removed.add(ref.line)
+        return True
+
+    def _cubin_install_left(self, ctx: FileContext, ref: VersionRef) -> bool:
+        """A flashinfer-cubin version in an install script or Dockerfile (`pip install
+        flashinfer-cubin==0.6.12`, `FLASHINFER_CUBIN_VERSION=0.6.12`) when the target is not on
+        PyPI: moved only where the install names an index (FlashInfer's serves it); else
+        reported, never moved to a version pip cannot find. True when reported."""
+        if ref.package != CUBIN or self.cubin_published or ref.in_comment:
+            return False
+        if ref.kind not in (Kind.REQUIREMENT, Kind.VARIABLE):
+            return False
+        version = _public(ref.version)
+        if version is None or version >= self.target:
+            return False
+        if ref.kind is Kind.REQUIREMENT:
+            command = _command_at(ctx.text.splitlines(), ref.line)
+            if _INDEX_OPTION.search(command):
+                return False
+        elif FLASHINFER_INDEX.split("://", 1)[1] in ctx.text:
+            return False
+        ctx.report(
+            ref.span,
+            f"flashinfer-cubin {self.target} is not published on PyPI, and this install does not"
+            f" name an index: moving {ref.version} to {self.target} would ask PyPI for it. Install"
+            f" it from FlashInfer's wheel index (add --extra-index-url {FLASHINFER_INDEX} to the"
+            " command that installs it), then move it",
+        )
+        return True
+
+    def _shared_variables(self, ctx: FileContext, changes: list[_Change]) -> None:
+        """`pip install flashinfer-python==${V} flashinfer-cubin==${V}`: moving V moves the
+        cubin to a version PyPI does not serve. Reported at the cubin's use of V."""
+        moved = {
+            m.group("var")
+            for c in changes
+            if c.ref.kind is Kind.VARIABLE and c.ref.package == MAIN
+            for m in _VAR_NAME.finditer(c.ref.context)
+        }
+        if not moved:
+            return
+        lines = ctx.text.splitlines()
+        for number, line in enumerate(lines, 1):
+            for m in _CUBIN_FROM_VARIABLE.finditer(line.split("#", 1)[0]):
+                if m.group("var") not in moved:
+                    continue
+                if _INDEX_OPTION.search(_command_at(lines, number)):
+                    continue
+                ctx.report(
+                    (number, m.start("spec"), number, m.end("spec")),
+                    f"flashinfer-cubin takes its version from {m.group('var')}, which moves to"
+                    f" {self.target} with flashinfer-python, and PyPI has no flashinfer-cubin"
+                    f" {self.target}: install it from FlashInfer's wheel index (add"
+                    f" --extra-index-url {FLASHINFER_INDEX} to this command), or give it a"
+                    " version of its own",
+                )
+
+    def _install_step(self, ctx: FileContext, refs: list[VersionRef]) -> None:
+        """After the command that installs flashinfer-python, install flashinfer-cubin from
+        FlashInfer's index, unless the file installs it already. The version is written as the
+        flashinfer-python install writes it (`${FLASHINFER_VERSION}` stays a variable); a
+        command continued over several lines (`\\`) gets the step after its last line."""
+        text = ctx.text
+        code = "\n".join(line.split("#", 1)[0] for line in text.splitlines())
+        if re.search(r"flashinfer[-_]cubin", code):  # (installed already; a comment is not)
+            return
+        lines = text.splitlines(keepends=True)
+        start = 0
+        while start < len(lines):
+            end = start  # the command is lines[start:end + 1]
+            while end + 1 < len(lines) and lines[end].rstrip("\r\n").endswith("\\"):
+                end += 1
+            command = "".join(lines[start : end + 1])
+            code = "\n".join(line.split("#", 1)[0] for line in command.splitlines())
+            head = _INSTALL.match(lines[start].split("#", 1)[0])
+            found = _PYTHON_SPEC.search(code)
+            if head is not None and found is not None:
+                self._add_step(ctx, lines, end + 1, head.group("prefix"), found.group("version"))
+                return
+            start = end + 1
+
+    def _add_step(
+        self, ctx: FileContext, lines: list[str], after: int, prefix: str, version: str
+    ) -> None:
+        """Insert the cubin install command after line ``after`` (1-based)."""
+        version = version.strip("\"'")
+        if not version or _public(version) is not None:
+            # a version written out is the one the migration moves to (the install line itself
+            # moves there in the same fix); a variable (`${FLASHINFER_VERSION}`) stays one
+            version = str(self.target)
+        last = lines[after - 1]
+        body = last.rstrip("\r\n")
+        newline = last[len(body) :] or "\n"
+        indent = re.match(r"\s*", prefix).group(0)  # type: ignore[union-attr]
+        step = (
+            f'{indent}{prefix.strip()} "flashinfer-cubin=={version}" --index-url {FLASHINFER_INDEX}'
+        )
+        edit = (
+            ctx.replace_text((after + 1, 0, after + 1, 0), step + newline)
+            if last != body
+            else ctx.replace_text((after, len(body), after, len(body)), "\n" + step)
+        )
+        ctx.fix(
+            (after, 0, after, len(body)),
+            f"flashinfer-cubin {self.target} is not on PyPI: installed from FlashInfer's wheel"
+            " index right after FlashInfer",
+            edit,
+        )

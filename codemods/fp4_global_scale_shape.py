@@ -1,0 +1,672 @@
+"""FI003: point at FP4 quantize calls whose global scale may hold more than one element (0.6.11)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from functools import cache
+from typing import TYPE_CHECKING
+
+from migrate_fi.analysis.resolver import NameResolver
+from migrate_fi.analysis.scopes import Scope
+from migrate_fi.analysis.values import assigned_values
+from migrate_fi.api.paths import ApiPath
+from migrate_fi.api.store import on_forget
+from migrate_fi.base import patterns
+from migrate_fi.base.results import FixAvailability
+from migrate_fi.base.versions import parse_version
+from migrate_fi.framework.rule import FileContext, Rule
+
+from . import _callers
+from ._api import api_calls
+
+if TYPE_CHECKING:
+    from migrate_fi.api.differ import Api
+
+# the definitions whose global scale changed meaning, by a public path of each (every path to
+# the same definition counts, from the release data), and the parameter that holds it
+SCALES: dict[str, str] = {
+    "flashinfer.fp4_quantize": "global_scale",
+    "flashinfer.nvfp4_quantize": "a_global_sf",
+}
+
+# torch constructors whose first argument is the size
+_SIZED = frozenset({"ones", "zeros", "empty", "full", "rand", "randn"})
+_ONE_ELEMENT_SIZES = frozenset({"1", "(1,)", "[1]", "(1)"})
+# methods that keep the number of elements (dtype, device, layout, elementwise maths)
+_SAME_SIZE = frozenset(
+    {
+        "to",
+        "cuda",
+        "cpu",
+        "float",
+        "half",
+        "bfloat16",
+        "double",
+        "contiguous",
+        "clone",
+        "detach",
+        "type",
+        "abs",
+        "reciprocal",
+        "sqrt",
+        "rsqrt",
+        "exp",
+        "log",
+        "clamp",
+        "clamp_min",
+        "clamp_max",
+        "clamp_",
+        "clamp_min_",
+        "clamp_max_",
+        "neg",
+        "squeeze",
+        "flatten",
+        "unsqueeze",
+        "requires_grad_",
+    }
+)
+# reductions that give one element when no dimension is named
+_REDUCTIONS = frozenset({"max", "min", "amax", "amin", "sum", "mean", "norm", "prod", "median"})
+_DIM_KEYWORDS = frozenset({"dim", "axis"})
+_FLAT_SIZES = frozenset({"-1", "(-1,)", "[-1]"})
+_SCALAR_ANNOTATIONS = frozenset(
+    {"float", "int", "float|None", "None|float", "Optional[float]", "int|float", "float|int"}
+)
+_SCALAR_WORDS = patterns.compile(
+    r"\bscalar\b|\b(one|1|single)[- ]element\b|shape \[1\]|shape \(1,\)"
+)
+# functions of torch that keep the number of elements of their first argument
+_TORCH_ELEMENTWISE = frozenset({"abs", "reciprocal", "sqrt", "rsqrt", "exp", "log", "clamp"})
+_DEPTH = 12
+
+
+class _Shape:
+    """Is an expression certainly one element (a Python number, a one-element tensor)? And if
+    not, why it may be more, in words a person can act on.
+
+    One instance per file; a parameter is judged by what every caller in the project passes
+    (`rules._callers`), each caller's file with its own instance."""
+
+    def __init__(
+        self, resolver: NameResolver, path: str, shared: dict[str, _Shape] | None = None
+    ) -> None:
+        self.resolver = resolver
+        self.path = path
+        # one instance per file of the run, so a file's judgements are made once
+        self.shared = {} if shared is None else shared
+        self.shared.setdefault(path, self)
+        # (id of the function node, parameter) -> the call that passes a doubtful value, or None
+        # when its calls cannot all be seen; also guards recursion
+        self.blame: dict[tuple[int, str], _callers.Passed | None] = {}
+        self._judged: dict[tuple[int, str], bool] = {}
+        self.uncalled: set[tuple[int, str]] = set()  # functions nothing in the project calls
+        self._assuming: set[tuple[int, str]] = set()  # names whose own values are being read
+
+    def _for(self, resolver: NameResolver, path: str) -> _Shape:
+        found = self.shared.get(path)
+        if found is None or found.resolver is not resolver:
+            found = _Shape(resolver, path, self.shared)
+            self.shared[path] = found
+        return found
+
+    def qualname(self, func: ast.expr, scope: Scope) -> str | None:
+        quals = self.resolver.resolve(func, scope).qualnames
+        return next(iter(quals)) if len(quals) == 1 else None
+
+    def one(self, expr: ast.expr, scope: Scope, depth: int = 0) -> bool:
+        if depth > _DEPTH:
+            return False
+        if isinstance(expr, ast.Constant):
+            return isinstance(expr.value, (int, float, bool)) or expr.value is None
+        if isinstance(expr, ast.UnaryOp):
+            return self.one(expr.operand, scope, depth + 1)
+        if isinstance(expr, ast.BinOp):  # `1.0 / scale[:1]`: broadcasting keeps one element
+            return self.one(expr.left, scope, depth + 1) and self.one(expr.right, scope, depth + 1)
+        if isinstance(expr, ast.IfExp):
+            return self.one(expr.body, scope, depth + 1) and self.one(expr.orelse, scope, depth + 1)
+        if isinstance(expr, ast.Subscript):
+            if _one_element_subscript(expr.slice):
+                return True
+            # one index into a 1-D tensor: a 0-d tensor
+            return _single_index(expr.slice) and self.rank(expr.value, scope, depth + 1) == 1
+        if isinstance(expr, ast.Attribute):
+            # `torch.finfo(dtype).max` and friends are Python numbers
+            return isinstance(expr.value, ast.Call) and self.qualname(expr.value.func, scope) in (
+                "torch.finfo",
+                "torch.iinfo",
+            )
+        if isinstance(expr, ast.Call):
+            return self._call(expr, scope, depth)
+        if isinstance(expr, ast.Name):
+            return self._name(expr.id, scope, depth)
+        return False
+
+    def _name(self, name: str, scope: Scope, depth: int) -> bool:
+        """Every binding of the name gives one element: assigned values, and a parameter (see
+        `_parameter`). A value that reads the name itself (`s = s.unsqueeze(0)`) is judged on
+        the other bindings: the name is assumed one element while its own values are read."""
+        found = self.resolver.lookup(name, scope)
+        if found is None or not found[1]:
+            return False
+        owner, bindings = found
+        key = (id(owner), name)
+        if key in self._assuming:
+            return True
+        self._assuming.add(key)
+        try:
+            for b in bindings:
+                if b.what == "parameter":
+                    if not self._parameter(name, scope, depth):
+                        return False
+                elif b.value is None or b.scope is None:
+                    return False  # an import, a loop variable, a `with ... as`: unknown
+                elif not self.one(b.value, b.scope, depth + 1):
+                    return False
+            return True
+        finally:
+            self._assuming.discard(key)
+
+    # ------------------------------------------------------------ parameters
+
+    def _parameter(self, name: str, scope: Scope, depth: int) -> bool:
+        """A parameter annotated or documented as a scalar, or one every caller in the project
+        passes one element for (its default when a caller leaves it out)."""
+        function = _callers.function_of_parameter(self.resolver, self.path, name, scope)
+        if function is None:
+            return False
+        node = function.node
+        if _annotated_scalar(node, name) or _documented_scalar(node, name):
+            return True
+        key = (id(node), name)
+        if key in self._judged:
+            return self._judged[key]
+        self._judged[key] = False  # a recursive call of itself proves nothing
+        passes = _callers.arguments(function, name)
+        self.blame[key] = None
+        if passes is None:
+            return False
+        if not passes:
+            self.uncalled.add(key)
+            return False
+        for passed in passes:
+            if passed.value is None:
+                default = _default(node, name)
+                ok = default is not None and self.one(default, function.owner, depth + 1)
+            else:
+                shape = self._for(passed.resolver, passed.path)
+                ok = shape.one(passed.value, passed.scope, depth + 1)
+            if not ok:
+                self.blame[key] = passed
+                return False
+        self._judged[key] = True
+        return True
+
+    # ------------------------------------------------------------ calls
+
+    def _call(self, call: ast.Call, scope: Scope, depth: int) -> bool:
+        func = call.func
+        named_dim = any(k.arg in _DIM_KEYWORDS for k in call.keywords)
+        if isinstance(func, ast.Attribute):
+            method, receiver = func.attr, func.value
+            if method == "item":
+                return True
+            if method in ("reshape", "view", "expand") and len(call.args) == 1:
+                size = ast.unparse(call.args[0]).replace(" ", "")
+                if size in _ONE_ELEMENT_SIZES:
+                    return True
+                if method != "expand" and size in _FLAT_SIZES:  # `.view(-1)`: the same elements
+                    return self._of_value(func, scope) and self.one(receiver, scope, depth + 1)
+                return False
+            # a method of a value (`x.max()`, `torch.abs(x).max()`: the resolver names the
+            # latter `torch.abs().max`), not a function of a module (`torch.max`)
+            qual = self.qualname(func, scope)
+            of_a_value = qual is None or ApiPath(qual).is_method
+            reduction = method in _REDUCTIONS and not call.args and not named_dim
+            if reduction and (of_a_value or not str(qual).startswith("torch.")):
+                return True  # `x.abs().max()`: a tensor method, no dimension: 0-d
+            if method in _SAME_SIZE and of_a_value:
+                return self.one(receiver, scope, depth + 1)
+        if (
+            isinstance(func, ast.Name)
+            and func.id in ("float", "int")
+            and self.resolver.lookup(func.id, scope) is None
+        ):
+            return True  # the builtins give Python numbers
+        if isinstance(func, ast.Name):
+            defined = self._function(func.id, scope)
+            if defined is not None:  # a function of this file: what it returns
+                return self._returns_one(defined, depth)
+        qual = self.qualname(func, scope)
+        if qual is None:
+            return False
+        if qual.startswith("math."):
+            return True
+        if not qual.startswith("torch."):
+            return False
+        name = qual.rsplit(".", 1)[-1]
+        if qual in ("torch.tensor", "torch.scalar_tensor") and call.args:
+            data = call.args[0]
+            if isinstance(data, (ast.List, ast.Tuple)):
+                return len(data.elts) == 1 and not isinstance(data.elts[0], (ast.List, ast.Tuple))
+            return self.one(data, scope, depth + 1)
+        if name in _SIZED and qual == f"torch.{name}" and call.args:
+            size = ast.unparse(call.args[0]).replace(" ", "")
+            return size in _ONE_ELEMENT_SIZES and (name == "full" or len(call.args) == 1)
+        if name in _REDUCTIONS and len(call.args) == 1 and not named_dim:
+            return True  # `torch.amax(x)`: 0-d
+        if name in _TORCH_ELEMENTWISE and call.args:
+            return self.one(call.args[0], scope, depth + 1)
+        return False
+
+    def _of_value(self, func: ast.Attribute, scope: Scope) -> bool:
+        qual = self.qualname(func, scope)
+        return qual is None or ApiPath(qual).is_method
+
+    # ------------------------------------------------------------ ranks
+
+    def rank(self, expr: ast.expr, scope: Scope, depth: int = 0) -> int | None:
+        """The number of dimensions of a tensor expression, when it can be read; else None."""
+        if depth > _DEPTH:
+            return None
+        if isinstance(expr, ast.Name):
+            assigned = assigned_values(self.resolver, expr.id, scope)
+            if not assigned:
+                return None
+            ranks = {self.rank(value, value_scope, depth + 1) for value, value_scope in assigned}
+            return ranks.pop() if len(ranks) == 1 else None
+        if isinstance(expr, ast.Constant):
+            return 0 if isinstance(expr.value, (int, float)) else None
+        if isinstance(expr, ast.UnaryOp):
+            return self.rank(expr.operand, scope, depth + 1)
+        if isinstance(expr, ast.BinOp):  # broadcasting: the larger rank
+            left, right = (
+                self.rank(expr.left, scope, depth + 1),
+                self.rank(expr.right, scope, depth + 1),
+            )
+            return None if left is None or right is None else max(left, right)
+        if isinstance(expr, ast.Subscript):
+            inner = self.rank(expr.value, scope, depth + 1)
+            if inner is None:
+                return None
+            if isinstance(expr.slice, ast.Slice):
+                return inner
+            return inner - 1 if _single_index(expr.slice) else None
+        if not isinstance(expr, ast.Call):
+            return None
+        func, args = expr.func, expr.args
+        keywords: dict[str, ast.expr] = {k.arg: k.value for k in expr.keywords if k.arg}
+        if isinstance(func, ast.Attribute) and self._of_value(func, scope):
+            method, receiver = func.attr, func.value
+            if (
+                method in ("view", "reshape")
+                and args
+                and not any(isinstance(a, ast.Starred) for a in args)
+            ):
+                if len(args) == 1 and isinstance(args[0], (ast.Tuple, ast.List)):
+                    return len(args[0].elts)
+                return len(args) if not isinstance(args[0], (ast.Tuple, ast.List)) else None
+            if method == "flatten" and not args and not keywords:
+                return 1
+            if method in _SAME_SIZE and method not in ("squeeze", "flatten"):
+                return self.rank(receiver, scope, depth + 1)
+            if method in _REDUCTIONS:
+                return self._reduced(self.rank(receiver, scope, depth + 1), args, keywords)
+            return None
+        qual = self.qualname(func, scope)
+        if qual is None or not qual.startswith("torch."):
+            return None
+        name = qual.rsplit(".", 1)[-1]
+        if name in _SIZED and qual == f"torch.{name}" and args:
+            if isinstance(args[0], (ast.Tuple, ast.List)):
+                return (
+                    len(args[0].elts)
+                    if not any(isinstance(e, ast.Starred) for e in args[0].elts)
+                    else None
+                )
+            if name == "full":
+                return None
+            if any(isinstance(a, ast.Starred) for a in args):
+                return None
+            return len(args)
+        if qual in ("torch.arange", "torch.linspace", "torch.logspace"):
+            return 1
+        if qual == "torch.tensor" and args and isinstance(args[0], (ast.List, ast.Tuple)):
+            elts = args[0].elts
+            return (
+                1 if elts and not any(isinstance(e, (ast.List, ast.Tuple)) for e in elts) else None
+            )
+        if name in _REDUCTIONS and args:
+            return self._reduced(self.rank(args[0], scope, depth + 1), args[1:], keywords)
+        if name in _TORCH_ELEMENTWISE and args:
+            return self.rank(args[0], scope, depth + 1)
+        return None
+
+    @staticmethod
+    def _reduced(
+        rank: int | None, args: list[ast.expr], keywords: dict[str, ast.expr]
+    ) -> int | None:
+        """The rank after a reduction over ``dim`` (given by position or keyword)."""
+        if rank is None:
+            return None
+        dim = keywords.get("dim", keywords.get("axis", args[0] if args else None))
+        keep = keywords.get("keepdim")
+        if keep is not None and not (isinstance(keep, ast.Constant) and keep.value is False):
+            return None
+        if dim is None:
+            return 0
+        if isinstance(dim, (ast.Tuple, ast.List)):
+            count = len(dim.elts)
+        elif _int(dim) is not None:
+            count = 1
+        else:
+            return None
+        return rank - count if rank >= count else None
+
+    # ------------------------------------------------------------ functions of this file
+
+    def _function(self, name: str, scope: Scope) -> ast.FunctionDef | ast.Lambda | None:
+        """The function ``name`` refers to, when it is bound once, by a def or to a lambda."""
+        found = self.resolver.lookup(name, scope)
+        if found is None:
+            return None
+        owner, bindings = found
+        if len(bindings) != 1:
+            return None
+        if bindings[0].what == "assignment" and isinstance(bindings[0].value, ast.Lambda):
+            return bindings[0].value
+        if bindings[0].what != "def":
+            return None
+        for node in ast.walk(owner.node):
+            if (
+                isinstance(node, ast.FunctionDef)
+                and node.name == name
+                and node.lineno == bindings[0].line
+                and not node.decorator_list  # a decorator may return anything
+            ):
+                return node
+        return None
+
+    def _returns_one(self, function: ast.FunctionDef | ast.Lambda, depth: int) -> bool:
+        """Every ``return`` of the function gives one element (and it is not a generator)."""
+        inner = self.resolver.scope_of(function)
+        if inner is None:
+            return False
+        if isinstance(function, ast.Lambda):
+            return self.one(function.body, inner, depth + 1)
+        returns: list[ast.Return] = []
+        pending: list[ast.AST] = list(function.body)
+        while pending:
+            node = pending.pop()
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                continue  # their returns are their own
+            if isinstance(node, (ast.Yield, ast.YieldFrom)):
+                return False
+            if isinstance(node, ast.Return):
+                returns.append(node)
+            pending.extend(ast.iter_child_nodes(node))
+        return bool(returns) and all(
+            r.value is not None and self.one(r.value, inner, depth + 1) for r in returns
+        )
+
+    # ------------------------------------------------------------ why
+
+    def why(self, expr: ast.expr, scope: Scope, depth: int = 0) -> str:
+        """Why ``expr`` may hold more than one element, as a person can check it."""
+        if isinstance(expr, ast.Name):
+            found = self.resolver.lookup(expr.id, scope)
+            if found is not None:
+                owner, bindings = found
+                kinds = {b.what for b in bindings}
+                if "parameter" in kinds:
+                    return self._why_parameter(expr.id, scope, owner, depth)
+                if kinds == {"import"}:
+                    return "imported from another module"
+                assigned = [b for b in bindings if b.value is not None]
+                if assigned:
+                    b = assigned[0]
+                    return f"assigned `{_short(b.value)}` at line {b.line}"
+            return "its size cannot be read here"
+        if isinstance(expr, ast.Attribute):
+            return "an attribute, set elsewhere"
+        if isinstance(expr, ast.Subscript):
+            rank = self.rank(expr.value, scope)
+            if rank is not None and rank > 1 and _single_index(expr.slice):
+                return f"one index into a {rank}-D tensor gives {rank - 1}-D"
+            return "an element at a computed index: one element only if the tensor is 1-D"
+        if isinstance(expr, ast.BinOp):
+            parts = [p for p in (expr.left, expr.right) if not self.one(p, scope)]
+            return self.why(parts[0], scope, depth) if parts else "its size cannot be read here"
+        if isinstance(expr, ast.Call):
+            if isinstance(expr.func, ast.Name):
+                defined = self._function(expr.func.id, scope)
+                if isinstance(defined, ast.FunctionDef):
+                    return f"what `{defined.name}` (line {defined.lineno}) returns"
+            return f"the result of `{_short(expr.func)}(...)`"
+        return "its size cannot be read here"
+
+    def _why_parameter(self, name: str, scope: Scope, owner: Scope, depth: int) -> str:
+        where = getattr(owner.node, "name", None)
+        of = f"a parameter of `{where}`" if where else "a parameter of a lambda"
+        function = _callers.function_of_parameter(self.resolver, self.path, name, scope)
+        if function is None:
+            return f"{of}, not a name its calls can be followed by"
+        key = (id(function.node), name)
+        if key not in self.blame:
+            self.one(ast.Name(id=name, ctx=ast.Load()), scope)
+        passed = self.blame.get(key)
+        if key in self.uncalled:
+            return f"{of}, which nothing in the project calls: its callers decide"
+        if passed is None:
+            return f"{of}; not all of its calls can be seen (a method, passed as a value, or decorated)"
+        if passed.value is None:
+            return f"{of}; the call at {passed.where(self.path)} leaves it at its default"
+        shape = self._for(passed.resolver, passed.path)
+        reason = shape.why(passed.value, passed.scope, depth + 1) if depth < 3 else "see there"
+        return f"{of}; the call at {passed.where(self.path)} passes `{_short(passed.value)}` ({reason})"
+
+
+def _annotated_scalar(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, name: str) -> bool:
+    """``name: float`` (or int, ``float | None``, ``Optional[float]``): a Python number."""
+    for arg in _all_args(node):
+        if arg.arg == name and arg.annotation is not None:
+            text = ast.unparse(arg.annotation).replace(" ", "").replace("typing.", "")
+            return text in _SCALAR_ANNOTATIONS
+    return False
+
+
+def _documented_scalar(
+    node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, name: str
+) -> bool:
+    """The function's docstring describes ``name`` as a scalar (or one-element tensor)."""
+    if isinstance(node, ast.Lambda):
+        return False
+    doc = ast.get_docstring(node)
+    if not doc:
+        return False
+    lines = doc.splitlines()
+    for i, line in enumerate(lines):
+        head = re.match(rf"\s*[`*]*{re.escape(name)}[`*]*\s*(\(|:)", line)
+        if head is None:
+            continue
+        indent = len(line) - len(line.lstrip())
+        text = [line]
+        for more in lines[i + 1 :]:
+            if more.strip() and len(more) - len(more.lstrip()) <= indent:
+                break
+            text.append(more)
+        described = " ".join(text).lower()
+        return _SCALAR_WORDS.search(described) is not None
+    return False
+
+
+def _all_args(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> list[ast.arg]:
+    a = node.args
+    return [*a.posonlyargs, *a.args, *a.kwonlyargs]
+
+
+def _default(
+    node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, name: str
+) -> ast.expr | None:
+    a = node.args
+    positional = [*a.posonlyargs, *a.args]
+    for arg, default in zip(
+        positional[len(positional) - len(a.defaults) :], a.defaults, strict=True
+    ):
+        if arg.arg == name:
+            return default
+    for arg, kw_default in zip(a.kwonlyargs, a.kw_defaults, strict=True):
+        if arg.arg == name:
+            return kw_default
+    return None
+
+
+def _single_index(s: ast.expr) -> bool:
+    """``x[i]``: one index (not a slice, a tuple of indices, ``None`` or ``...``)."""
+    if isinstance(s, (ast.Slice, ast.Tuple, ast.List, ast.Starred)):
+        return False
+    return not (isinstance(s, ast.Constant) and (s.value is None or s.value is Ellipsis))
+
+
+def _short(node: ast.AST | None, limit: int = 50) -> str:
+    text = ast.unparse(node) if node is not None else ""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _int(node: ast.expr) -> int | None:
+    """An integer literal, negative ones included."""
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _one_element_subscript(s: ast.expr) -> bool:
+    """``x[:1]``, ``x[0:1]``, ``x[3:4]``, ``x[i:i + 1]``, ``x[-1:]``, ``x[0]``."""
+    if isinstance(s, ast.Slice):
+        if s.step is not None:
+            return False
+        lower = s.lower
+        lo = 0 if lower is None else _int(lower)
+        hi = None if s.upper is None else _int(s.upper)
+        if lo is not None and hi is not None and lo >= 0 and hi - lo == 1:
+            return True
+        if lo == -1 and s.upper is None:
+            return True
+        # `x[i:i + 1]`
+        upper = s.upper
+        return (
+            lower is not None
+            and isinstance(upper, ast.BinOp)
+            and isinstance(upper.op, ast.Add)
+            and isinstance(upper.right, ast.Constant)
+            and upper.right.value == 1
+            and ast.dump(upper.left) == ast.dump(lower)
+        )
+    # `x[0]`: one element of a 1-D tensor (global scales are 1-D)
+    return _int(s) is not None
+
+
+class Fp4GlobalScaleShape(Rule):
+    """FP4 quantize calls whose `global_scale` may hold more than one element (review only).
+
+    Since FlashInfer 0.6.11 the C++ binding of `fp4_quantize` (and of `nvfp4_quantize`, through it)
+    checks that the global scale is float32 with 1 or num_tokens elements ("globalScale should
+    have shape [1] or [num_tokens]"), and a scale with more than one element now means one scale
+    per row. Before, only its element 0 was read. Code that passed, say, a per-expert scale
+    tensor ran fine on 0.6.10 and now fails, or silently scales each row differently. The SGLang
+    upgrade had to pass `input_global_scale[:1]`.
+
+    Which tensor a call passes cannot always be known statically, so nothing is rewritten: calls
+    whose global scale is not certainly one element are pointed out, each with why (a parameter
+    whose callers decide, an attribute set elsewhere, a computed index) and what to do.
+    Certainly one element, and never reported:
+    - `None`, Python numbers and constant arithmetic (`1.0 / (448.0 * 6.0)`), `float(...)`,
+      `math.*`, `torch.finfo(...).max`, `.item()`;
+    - a slice of length one (`x[:1]`, `x[0:1]`, `x[i:i + 1]`, `x[-1:]`) or a constant index
+      (`x[0]`, of a 1-D scale);
+    - `torch.tensor(v)`, `torch.tensor([v])`, `torch.ones(1)`, `torch.full((1,), v)`,
+      `.reshape(1)`, `.view(1)`;
+    - a reduction with no dimension (`x.abs().max()`, `torch.amax(x)`);
+    - any of these through `.to(...)`, `.float()`, `.cuda()`, `.contiguous()`, `.clone()` and
+      other size-keeping methods, arithmetic of one-element operands (`1.0 / scale[:1]`), a
+      variable assigned only such values, in any scope, and a call of a function of the same
+      file (undecorated, bound once) whose every `return` gives such a value.
+
+    A line a person has checked can be marked `# migrate-fi: ignore[FI003]`.
+    """
+
+    code = "FI003"
+    summary = "fp4_quantize: a global_scale with more than one element means per-row scales since 0.6.11 (review)"
+    introduced_in = "0.6.11"
+    fix_availability = FixAvailability.NONE
+    triggers = (("flashinfer", "fp4_quantize"), ("flashinfer", "nvfp4_quantize"))
+    concerns = frozenset(SCALES)
+    reaches_by_import = True
+    searches_project = True  # (what callers pass: `_callers.arguments`)
+
+    def find(self, ctx: FileContext) -> None:
+        old_api, params = _targets(str(ctx.options.from_version), self.introduced_in)
+        resolver = ctx.resolver
+        shape = _Shape(resolver, ctx.path)
+        try:
+            for call in api_calls(ctx, old_api, params):
+                if not call.certain:
+                    continue  # names that may not be FlashInfer's are the positional rules' business
+                view, scope = call.view, call.view.scope
+                param, index = params[call.key]
+                # what this call writes itself (a partial's own arguments are judged where it is made)
+                args, index = view.own, index - view.bound_count
+                passed = args.passed(param)
+                if passed is not None:
+                    value = passed
+                elif 0 <= index < len(args.positional) and not (view.bound and view.bound.starred):
+                    value = args.positional[index]
+                else:
+                    continue  # not passed (or hidden in *args/**kwargs): nothing to point at
+                if shape.one(value, scope):
+                    continue
+                name = call.path.rsplit(".", 1)[-1]
+                text = _short(value)
+                one = (
+                    f"{text}[:1]"
+                    if isinstance(value, (ast.Name, ast.Attribute))
+                    else f"({text})[:1]"
+                )
+                ctx.report(
+                    value,
+                    f"{name}: {param} `{text}` may hold more than one element ({shape.why(value, scope)});"
+                    f" since {self.introduced_in} num_tokens elements mean one scale per row and other sizes fail,"
+                    f" where before only element 0 was read: pass `{one}` if one global scale is"
+                    f" meant, else mark the line `# migrate-fi: ignore[{self.code}]` once checked",
+                )
+        finally:
+            shape.shared.clear()  # (it holds every instance: a cycle that would keep the trees)
+
+
+@cache  # (asked by every file of the run)
+def _targets(version: str, since: str) -> tuple[Api, dict[str, tuple[str, int]]]:
+    """The release the calls are matched against, and by definition key the parameter that
+    holds the global scale with its positional index (-1: keyword only). The release is
+    --from's, the code being written for it; for a --from older than the data (no API data
+    needed: the rule knows its change), the last bundled release before the change."""
+    from migrate_fi.api.differ import api_for
+    from migrate_fi.api.store import available_releases
+
+    known = {parse_version(v): v for v in available_releases()}
+    wanted = parse_version(version)
+    if wanted not in known:
+        before = [v for v in known if v < parse_version(since)]
+        wanted = max(before) if before else min(known)
+    old_api = api_for(known[wanted])
+    params: dict[str, tuple[str, int]] = {}
+    for path, param in SCALES.items():
+        key, signature = old_api.key(path), old_api.callable(path)
+        if key is not None and signature is not None:
+            at = [i for i, p in enumerate(signature.positional) if p.name == param]
+            params[key] = (param, at[0] if at else -1)
+    return old_api, params
+
+
+on_forget(_targets.cache_clear)  # (a data folder that changes drops what was read of it)

@@ -1,0 +1,105 @@
+"""FI001: keep positional `fp4_quantize` calls binding as they did before FlashInfer 0.6.11."""
+
+from __future__ import annotations
+
+from migrate_fi.base.results import FixSafety
+from migrate_fi.framework.rule import FileContext, Rule
+
+from ._positional import Site, Wording, check_calls, ordinal
+
+# Every public path of the function (all forms a project may import it by).
+TARGETS = frozenset(
+    {
+        "flashinfer.fp4_quantize",
+        "flashinfer.quantization.fp4_quantize",
+        "flashinfer.quantization.fp4_quantization.fp4_quantize",
+        "flashinfer.fp4_quantization.fp4_quantize",
+    }
+)
+
+
+class _Fp4Wording(Wording):
+    """FI001's own messages: the `fp4_quantize` story told in its terms."""
+
+    def misbinding(self, site: Site, moved: str) -> str:
+        n = len(site.args.positional)
+        inserted = site.diff.new.bound_name(site.start)
+        return (
+            f"fp4_quantize with {n} positional arguments: since {site.since} the"
+            f" {ordinal(site.start + 1)} binds to `{inserted}`; pass {moved} by keyword"
+        )
+
+    def star_args(self, site: Site) -> str:
+        inserted = site.diff.new.bound_name(site.start)
+        return (
+            f"fp4_quantize called with *args: whether an argument reaches position"
+            f" {site.start + 1} (`{inserted}` since {site.since}) cannot be known; check it by hand"
+        )
+
+    def ambiguous(self, site: Site, others: str) -> str:
+        n = len(site.args.positional)
+        return (
+            f"this `fp4_quantize` may also be bound to something else: {others}; its {n}"
+            f" positional arguments would bind differently since {site.since} if it is"
+            " FlashInfer's: left unchanged"
+        )
+
+    def too_many(self, site: Site, n: int) -> str:
+        return (
+            f"fp4_quantize called with {n} positional arguments; the old signature takes at"
+            f" most {len(site.diff.old.positional)}: left unchanged"
+        )
+
+
+class Fp4QuantizeKeywords(Rule):
+    """`fp4_quantize`: positional arguments from the 7th on bind differently since 0.6.11.
+
+    FlashInfer 0.6.11 inserted `is_global_scale_inversed=False` at positional index 6 of
+    `flashinfer.fp4_quantize`, before `enable_pdl` and `backend`. An old call with 7 or more
+    positional arguments still runs, with no error, but its 7th argument now sets
+    `is_global_scale_inversed` and its 8th `enable_pdl`:
+
+        fp4_quantize(x, gs, 16, False, True, False, True)
+        # 0.6.10: enable_pdl=True    0.6.11 and later: is_global_scale_inversed=True
+
+    The fix names those arguments by their OLD meaning, which binds the same on every release:
+
+        fp4_quantize(x, gs, 16, False, True, False, enable_pdl=True)
+
+    With `--keywords all` every positional argument of such a call is named (the style of the
+    SGLang upgrade: `input=x, global_scale=gs, ...`). Calls with at most 6 positional arguments bind
+    the same on both sides and are left alone.
+
+    The callee is matched by qualified name (`flashinfer.fp4_quantize`,
+    `flashinfer.quantization.fp4_quantize`, `flashinfer.quantization.fp4_quantization.fp4_quantize`,
+    `flashinfer.fp4_quantization.fp4_quantize`), through any import form or alias. Look-alikes
+    (`torch.ops.<lib>.fp4_quantize`, a project's own `fp4_quantize`) are never touched.
+
+    The detection is the data-driven one of FI002 (the signatures of both releases, from the
+    API data), worded for this function: when both rules run, FI001 owns `fp4_quantize`; when
+    FI001 is not selected, FI002 reports the same sites under its own code.
+
+    Reported, not rewritten: calls that pass `*args` (their positions cannot be known), names that
+    may be bound to another implementation (try/except fallbacks), calls with more positional
+    arguments than the old signature takes, and calls that also pass a colliding keyword.
+    """
+
+    code = "FI001"
+    summary = "fp4_quantize: 7+ positional arguments bind differently since 0.6.11; name them"
+    introduced_in = "0.6.11"
+    fix_safety = FixSafety.SAFE
+    # a call to FlashInfer's fp4_quantize names flashinfer somewhere in the file (an import), or
+    # reaches it through a project re-export (the engine's re-export pass finds those files)
+    triggers = (("flashinfer", "fp4_quantize"),)
+    owns_apis = TARGETS
+    concerns = TARGETS
+
+    needs_api_data = True
+    reaches_by_import = True
+
+    def find(self, ctx: FileContext) -> None:
+        from migrate_fi.api.differ import api_for
+
+        old_api = api_for(str(ctx.options.from_version))
+        owned = {old_api.key(p) for p in TARGETS} - {None}
+        check_calls(ctx, owned.__contains__, _Fp4Wording())

@@ -1,0 +1,197 @@
+"""FI009: FlashInfer's version compared as a string, which orders 0.6.10 before 0.6.4."""
+
+from __future__ import annotations
+
+import ast
+import operator
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from packaging.version import InvalidVersion, Version
+
+from migrate_fi.analysis import nodes
+from migrate_fi.analysis.resolver import NameResolver
+from migrate_fi.analysis.scopes import Scope
+from migrate_fi.analysis.values import assigned_values
+from migrate_fi.base import patterns
+from migrate_fi.base.results import FixSafety
+from migrate_fi.editing.edits import AddImport, replace_with
+from migrate_fi.framework.rule import FileContext, Rule, RunOptions
+
+# what names FlashInfer's distribution in importlib.metadata.version(...) and friends
+_DISTRIBUTIONS = frozenset({"flashinfer-python", "flashinfer_python", "flashinfer"})
+_METADATA = frozenset(
+    {"importlib.metadata.version", "importlib_metadata.version", "pkg_resources.get_distribution"}
+)
+_ORDERING: dict[type[ast.cmpop], Callable[[Any, Any], bool]] = {
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+}
+_VERSION = "packaging.version.Version"
+# a version string next to an ordering operator, either side (`>= "0.6.4"`, `"0.6.4" <= v`);
+# one class of first bytes, then the branch that byte starts (two branches tried at every byte
+# took four times longer over the files that name FlashInfer)
+_VERSIONISH = patterns.compile(
+    rb"""[<>"'](?:(?<=[<>])=?\s*["']v?\d+\.\d+|(?<=["'])v?\d+\.\d+[^"'\n]*["']\s*[<>])"""
+)
+_DISTRIBUTION_NAMED = patterns.compile(rb"""["']flashinfer([-_]python)?["']""")
+
+
+class VersionComparisons(Rule):
+    """FlashInfer's version compared with `<`, `<=`, `>`, `>=` as a string.
+
+    `flashinfer.__version__ >= "0.6.4"` compares characters: "0.6.10" sorts before "0.6.4", so
+    on 0.6.10 and later such a check answers the opposite of what it means, with no error (a
+    feature switched off, an old code path taken). The version may be read as
+    `flashinfer.__version__` (through any alias), `importlib.metadata.version("flashinfer-python")`
+    or `pkg_resources.get_distribution(...).version`, directly or through a variable assigned it.
+
+    Reported and fixed where the string comparison and the version comparison disagree on the
+    target release or on the one migrated from: both sides become
+    `packaging.version.Version(...)` (FlashInfer itself requires `packaging`), with
+    `from packaging.version import Version` added when the file has no `Version` of its own;
+    where `Version` names something else the comparison is only reported. Left alone: a
+    comparison that both ways give the same answer for on both releases, `==`/`!=` (a string
+    is equal exactly when the version is), and comparisons already made on `Version`,
+    `version.parse(...)` or tuples.
+    """
+
+    code = "FI009"
+    summary = "FlashInfer's version compared as a string (0.6.10 < 0.6.4): compare Version objects"
+    introduced_in = "*"
+    data_driven: ClassVar[bool] = True  # (runs for every range: the releases decide)
+    fix_safety = FixSafety.SAFE
+    # a file must name FlashInfer and a version (`__version__`, `version("flashinfer-python")`)
+    triggers = (
+        ("flashinfer", "__version__"),
+        ("flashinfer", "version"),
+        ("flashinfer", "get_distribution"),
+    )
+
+    @classmethod
+    def wants(cls, data: bytes, path: str, options: RunOptions) -> bool:
+        # a version string compared, and a way of reading FlashInfer's version, in sight
+        # (the cheaper tests first: the version pattern is tried at every quote and bracket)
+        return (
+            b"__version__" in data or _DISTRIBUTION_NAMED.search(data) is not None
+        ) and _VERSIONISH.search(data) is not None
+
+    def find(self, ctx: FileContext) -> None:
+        assert ctx.tree is not None
+        releases = (ctx.options.from_version, ctx.options.to_version)
+        data = ctx.text.encode("utf-8", "surrogateescape")
+        lines = _match_lines(data)
+        for node in nodes.on_lines(ctx.tree, lines):
+            if not isinstance(node, ast.Compare) or len(node.ops) != 1:
+                continue
+            compare = _ORDERING.get(type(node.ops[0]))
+            left, right = node.left, node.comparators[0]
+            literal = _version_literal(right) or _version_literal(left)
+            if compare is None or literal is None:
+                continue
+            version_side = right if _version_literal(left) else left
+            if not isinstance(version_side, (ast.Attribute, ast.Call, ast.Name)):
+                continue
+            text, bound = literal
+            wrong = [
+                str(v)
+                for v in releases
+                if (compare(str(v), text) if version_side is left else compare(text, str(v)))
+                != (compare(v, bound) if version_side is left else compare(bound, v))
+            ]
+            if not wrong:
+                continue  # both ways agree on both releases (what is read does not matter)
+            resolver = ctx.resolver  # (built only for a comparison that may be wrong)
+            scope = resolver.scope_at(node)
+            if _reads_version(resolver, version_side, scope):
+                self._report(ctx, node, scope, wrong)
+
+    def _report(self, ctx: FileContext, node: ast.Compare, scope: Scope, wrong: list[str]) -> None:
+        on = " and ".join(dict.fromkeys(wrong))
+        source = _source(ctx, node)
+        told = (
+            f"FlashInfer's version compared as a string (`{source}`): strings order 0.6.10 before"
+            f" 0.6.4, so on {on} this gives the opposite of what it means"
+        )
+        found = ctx.resolver.resolve(ast.Name(id="Version", ctx=ast.Load()), scope)
+        if found.candidates and found.qualnames != {_VERSION}:
+            ctx.report(node, f"{told}: compare packaging.version.Version objects")
+            return
+        imports = (
+            () if found.qualnames == {_VERSION} else (AddImport("packaging.version", "Version"),)
+        )
+        sides = (node.left, node.comparators[0])
+        kinds = [_LIBCST.get(type(side)) for side in sides]
+        if any(kind is None for kind in kinds) or any("\n" in _source(ctx, s) for s in sides):
+            ctx.report(node, f"{told}: compare packaging.version.Version objects")
+            return
+        edits = [
+            ctx.replace(side, str(kind), replace_with(f"Version({_source(ctx, side)})"))
+            for side, kind in zip(sides, kinds, strict=True)
+        ]
+        ctx.fix(node, f"{told}: compare Version objects", *edits, imports=imports)
+
+
+# the LibCST node an expression is, for the ones a version is written as
+_LIBCST: dict[type, str] = {
+    ast.Attribute: "Attribute",
+    ast.Call: "Call",
+    ast.Name: "Name",
+    ast.Constant: "SimpleString",
+}
+
+
+def _source(ctx: FileContext, node: ast.expr) -> str:
+    return ast.get_source_segment(ctx.text, node) or ast.unparse(node)
+
+
+def _version_literal(node: ast.expr) -> tuple[str, Version] | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        try:
+            return node.value, Version(node.value)
+        except InvalidVersion:
+            return None
+    return None
+
+
+def _reads_version(resolver: NameResolver, node: ast.expr, scope: Scope, depth: int = 0) -> bool:
+    """``node`` is FlashInfer's installed version, as a string."""
+    if depth > 3:
+        return False
+    if isinstance(node, ast.Attribute) and node.attr == "__version__":
+        return resolver.resolve(node.value, scope).qualnames == {"flashinfer"}
+    if isinstance(node, ast.Attribute) and node.attr == "version":  # pkg_resources
+        return _metadata_call(resolver, node.value, scope)
+    if isinstance(node, ast.Call):
+        return _metadata_call(resolver, node, scope)
+    if isinstance(node, ast.Name):
+        values = assigned_values(resolver, node.id, scope)
+        return bool(values) and all(
+            _reads_version(resolver, v, s, depth + 1) for v, s in values or ()
+        )
+    return False
+
+
+def _metadata_call(resolver: NameResolver, node: ast.expr, scope: Scope) -> bool:
+    if not isinstance(node, ast.Call) or len(node.args) != 1:
+        return False
+    name = node.args[0]
+    return (
+        isinstance(name, ast.Constant)
+        and name.value in _DISTRIBUTIONS
+        and bool(resolver.resolve(node.func, scope).qualnames)
+        and resolver.resolve(node.func, scope).qualnames <= _METADATA
+    )
+
+
+def _match_lines(data: bytes) -> set[int]:
+    """The lines where a version string is written (counted as the matches go: one pass)."""
+    lines: set[int] = set()
+    line, at = 1, 0
+    for m in _VERSIONISH.finditer(data):
+        line += data.count(b"\n", at, m.start())
+        at = m.start()
+        lines.add(line)
+    return lines

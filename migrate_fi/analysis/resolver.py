@@ -1,0 +1,655 @@
+"""What may an expression in a file refer to? Name resolution shared by every rule.
+
+Built on Python's `ast` (not LibCST) so that `check` never needs LibCST, over the scopes of
+`migrate_fi.analysis.scopes`. ``resolve(expr, scope)`` answers with the *candidates* for ``expr``: fully
+qualified names where the binding is an import (or an alias of one), and opaque candidates where it
+is a ``def``, a parameter, an assignment of some other value, and so on.
+
+The rules, chosen so that a rule never rewrites something that may not be FlashInfer's:
+- Imports in any form: ``import a.b``, ``import a.b as x``, ``from a import b as x``, relative imports
+  (resolved against the file's own module path), imports inside functions and try/except.
+- Aliases: ``x = flashinfer.fp4_quantize`` (also ``a = b = ...`` and ``x = A if c else B``), and
+  modules imported by call: ``fi = pytest.importorskip("flashinfer")``, ``importlib.import_module``.
+- Instances: ``w = Wrapper(...)`` resolves to ``<Wrapper>()``, and ``self.w`` in a method to what
+  the class's methods assign to ``self.w``.
+- A binding to the literal ``None`` (``except ImportError: fp4_quantize = None``) is not an alternative:
+  nothing can be called through it, so it never makes a call ambiguous on its own.
+- ``from m import *`` supplies ``m.<name>`` for names the module does not bind explicitly.
+- The project's own re-exports (``project_aliases``): module B importing a FlashInfer name from
+  the project's module A resolves to FlashInfer's name.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+
+from migrate_fi.analysis.scopes import Binding, DictWrite, Scope, ScopeBuilder
+from migrate_fi.base.modules import in_flashinfer
+
+__all__ = ["Candidate", "NameResolver", "ProjectAliases", "Resolution"]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One thing a name may be bound to."""
+
+    qualname: str | None  # fully qualified name for imports and their aliases; None when opaque
+    line: int
+    what: str  # for messages: "import", "def", "parameter", "assignment", ...
+
+    def describe(self) -> str:
+        target = f" of {self.qualname}" if self.qualname else ""
+        return f"{self.what}{target} at line {self.line}"
+
+
+@dataclass(frozen=True)
+class Resolution:
+    candidates: tuple[Candidate, ...] = ()
+
+    @property
+    def qualnames(self) -> frozenset[str]:
+        return frozenset(c.qualname for c in self.candidates if c.qualname is not None)
+
+
+# Calls that return a module by name.
+_IMPORTERS = frozenset({"pytest.importorskip", "importlib.import_module"})
+
+
+def _is_importer_call(value: ast.expr) -> bool:
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, (ast.Name, ast.Attribute))
+        and len(value.args) >= 1
+        and isinstance(value.args[0], ast.Constant)
+        and isinstance(value.args[0].value, str)
+    )
+
+
+_OWN = frozenset({"def", "class"})  # bindings named ``<this module>.<name>``
+
+
+def _arms(expr: ast.expr) -> list[ast.expr]:
+    """The values a conditional expression may give, literal Nones left out (``x if c else
+    None`` is x or nothing usable); any other expression is its own one arm."""
+    if isinstance(expr, ast.IfExp):
+        return _arms(expr.body) + _arms(expr.orelse)
+    if isinstance(expr, ast.Constant) and expr.value is None:
+        return []
+    return [expr]
+
+
+class ProjectAliases:
+    """The project's own re-exports of FlashInfer names (``{"myproj.quant.q":
+    "flashinfer.fp4_quantize"}``), as a resolver follows them; the only way they reach what it
+    answers (`NameResolver.asked`)."""
+
+    def __init__(self, aliases: Mapping[str, str]) -> None:
+        self.aliases = aliases
+        # name -> [(module, target)], for imports whose module name is longer than the one the
+        # exporting file knows itself by (namespace packages have no `__init__.py` to count from)
+        self._by_name: dict[str, list[tuple[str, str]]] = {}
+        for key, target in aliases.items():
+            module, _, name = key.rpartition(".")
+            self._by_name.setdefault(name, []).append((module, target))
+        self._followed: dict[str, str] = {}  # (``aliases`` does not change meanwhile)
+
+    def follow(self, qualname: str) -> str:
+        """What ``qualname`` names once the re-exports are followed (itself if none)."""
+        if not self.aliases:
+            return qualname
+        found = self._followed.get(qualname)
+        if found is None:
+            found = self._followed[qualname] = self._follow(qualname)
+        return found
+
+    def _follow(self, qualname: str) -> str:
+        for _ in range(8):
+            target = self.aliases.get(qualname) or self._by_suffix(qualname)
+            if target is None:
+                return qualname
+            qualname = target
+        return qualname
+
+    def _by_suffix(self, qualname: str) -> str | None:
+        """``pkg.sub.mod.name`` matches an export ``mod.name`` (or ``sub.mod.name``) when exactly
+        one target fits."""
+        module, _, name = qualname.rpartition(".")
+        targets = {
+            target
+            for exporting, target in self._by_name.get(name, ())
+            if module.endswith("." + exporting)
+        }
+        return targets.pop() if len(targets) == 1 else None
+
+
+class NameResolver:
+    """Scopes and bindings of one module, and what names refer to. Build once per file; every
+    rule shares it."""
+
+    def __init__(
+        self,
+        tree: ast.Module,
+        module_name: str | None = None,
+        is_package: bool = False,
+        project_aliases: Mapping[str, str] | None = None,
+    ) -> None:
+        self.tree = tree
+        self.module_name = module_name
+        self.is_package = is_package
+        # Names other modules of the same project bind to FlashInfer:
+        # {"myproj.quant.q": "flashinfer.fp4_quantize"} (see `exports`).
+        self.project_aliases = ProjectAliases(project_aliases or {})
+        self.scopes = ScopeBuilder(tree, module_name, is_package)
+        self.module_scope = self.scopes.module_scope
+        self.calls = self.scopes.calls  # every call with the scope it is evaluated in
+        self.imports = self.scopes.imports  # every import statement, any depth
+        self._resolved: dict[int, tuple[ast.expr, Resolution]] = {}
+        # analyses of this module that helpers derive from it, computed once for every rule
+        # that asks (`calls.callee_calls`): keyed by the helper's name and arguments
+        self.derived: dict[tuple[object, ...], object] = {}
+        # every qualified name looked up among the project's re-exports: where re-exports added
+        # later follow each of them as before, this resolver answers as before
+        # (`migrate_fi.run.reexports.unaffected`)
+        self.asked: set[str] = set()
+        self._names: dict[tuple[int, str], list[Candidate]] = {}
+        # whether no other file of the project names a module-level function of this module
+        # (so that its calls here are all of them): set by whoever can search the project
+        # (`migrate_fi.codemods._callers.named_only_in`); None: never certain
+        self.only_here: Callable[[str], bool] | None = None
+
+    def release(self) -> None:
+        """Done with this file: its tree and scopes are freed at once (`ScopeBuilder.release`).
+        Nothing may ask this resolver afterwards."""
+        self.scopes.release()
+        self._resolved.clear()
+        self.derived.clear()
+        self._names.clear()
+        # (the tree and what points into it: a resolver kept a moment longer, by the loop that
+        # releases it, must not keep the file's whole tree alive)
+        self.tree = ast.Module(body=[], type_ignores=[])
+        self.calls = []
+        self.imports = []
+        self.module_scope = Scope("module", None, self.tree)
+
+    def lookup(self, name: str, scope: Scope) -> tuple[Scope, list[Binding]] | None:
+        """The scope that binds ``name`` as seen from ``scope``, with its bindings."""
+        return self.scopes.lookup(name, scope)
+
+    def absolute_module(self, module: str | None, level: int) -> str | None:
+        return self.scopes.absolute_module(module, level)
+
+    def scope_of(self, node: ast.AST) -> Scope | None:
+        """The scope a def, lambda or class statement opens."""
+        return self.scopes.opened.get(id(node))
+
+    def scope_at(self, node: ast.AST) -> Scope:
+        """The innermost def or class scope whose source contains ``node`` (else the module)."""
+        best, best_start = self.module_scope, (0, 0)
+        where = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
+        end = (node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
+        for scope in self.scopes.opened.values():
+            n = scope.node
+            start = (n.lineno, n.col_offset)  # type: ignore[attr-defined]
+            if start <= where and end <= (n.end_lineno, n.end_col_offset) and start > best_start:  # type: ignore[attr-defined]
+                best, best_start = scope, start
+        return best
+
+    def dict_writes(self, name: str, owner: Scope) -> list[DictWrite]:
+        """In-place changes of the ``name`` that ``owner`` binds."""
+        out = []
+        for w in self.scopes.dict_writes.get(name, ()):
+            found = self.lookup(name, w.scope)
+            if found is not None and found[0] is owner:
+                out.append(w)
+        return out
+
+    # ----------------------------------------------------------------- queries
+
+    def resolve(self, expr: ast.expr, scope: Scope) -> Resolution:
+        """Cached per node: every rule asks about the same calls."""
+        key = id(expr)
+        cached = self._resolved.get(key)
+        if cached is None or cached[0] is not expr:
+            cached = (expr, Resolution(_distinct(self._resolve(expr, scope, frozenset()))))
+            self._resolved[key] = cached
+        return cached[1]
+
+    def iter_calls(self) -> Iterator[tuple[ast.Call, Scope]]:
+        return iter(self.calls)
+
+    def exports(self) -> dict[str, str]:
+        """Module-level names of this module that are bound to FlashInfer's API, and nothing
+        else: ``{"<this module>.<name>": "<qualified name>"}``. Other modules importing them
+        resolve through it (`project_aliases`). A def wrapping FlashInfer is not one of them.
+        A module of FlashInfer's own tree exports nothing: its names are paths of the API, and
+        the release data says where each leads (followed as a re-export, `flashinfer.jit.f`
+        would be reported again at each use, under the path of its definition)."""
+        if not self.module_name or in_flashinfer(self.module_name):
+            return {}
+        out = {}
+        for name, bindings in self.module_scope.bindings.items():
+            if all(b.what in _OWN or (b.qualname is None and b.alias_of is None) for b in bindings):
+                continue  # (its own defs and classes, other values: nothing of FlashInfer's)
+            quals = self._resolve_name(name, self.module_scope, frozenset())
+            targets = {c.qualname for c in quals}
+            if len(targets) == 1:
+                (target,) = targets
+                if target and in_flashinfer(target):
+                    out[f"{self.module_name}.{name}"] = target
+        return out
+
+    def _project(self, qualname: str | None) -> str | None:
+        """Follow the project's own re-exports of FlashInfer names."""
+        if qualname is None:
+            return None
+        self.asked.add(qualname)
+        return self.project_aliases.follow(qualname)
+
+    # ------------------------------------------------------------- resolution
+
+    def _resolve(
+        self, expr: ast.expr, scope: Scope, seen: frozenset[tuple[int, str]]
+    ) -> list[Candidate]:
+        if isinstance(expr, ast.Name):
+            return self._resolve_name(expr.id, scope, seen)
+        if isinstance(expr, ast.Attribute):
+            attribute = self._self_attribute(expr, scope, seen)
+            if attribute is not None:
+                return attribute
+            out = []
+            for cand in self._resolve(expr.value, scope, seen):
+                if cand.qualname is None:
+                    out.append(cand)
+                else:
+                    qual = self._project(f"{cand.qualname}.{expr.attr}")
+                    out.append(Candidate(qual, cand.line, cand.what))
+            return out
+        if isinstance(expr, ast.IfExp):  # `x if c else None`: None is no other implementation
+            return [c for arm in _arms(expr) for c in self._resolve(arm, scope, seen)]
+        if isinstance(expr, (ast.List, ast.Tuple)):  # a container: what its elements are
+            elements = [e for e in expr.elts if not isinstance(e, ast.Starred)]
+            if len(elements) != len(expr.elts) or not elements:
+                return [Candidate(None, expr.lineno, "expression")]
+            return _contained(c for e in elements for c in self._resolve(e, scope, seen))
+        if isinstance(expr, ast.ListComp):
+            inner = self.scopes.comprehensions.get(id(expr), scope)
+            return _contained(self._resolve(expr.elt, inner, seen))
+        if isinstance(expr, ast.Subscript):  # an element of a container of known elements
+            return _element(self._resolve(expr.value, scope, seen), expr.lineno)
+        if isinstance(expr, ast.Call):
+            if isinstance(expr.func, ast.Name) and expr.func.id == "super" and not expr.args:
+                return self._super(scope, expr.lineno)
+            funcs = self._resolve(expr.func, scope, seen)
+            names = {c.qualname for c in funcs}
+            if names and names <= _IMPORTERS and _is_importer_call(expr):
+                # `pytest.importorskip("flashinfer")`, `importlib.import_module("flashinfer.comm")`
+                return [Candidate(expr.args[0].value, expr.lineno, "import")]  # type: ignore[attr-defined]
+            # what a call returns: `X()` stands for "an instance of X" (or X's result)
+            return [
+                Candidate(f"{c.qualname}()" if c.qualname else None, c.line, c.what) for c in funcs
+            ]
+        line = getattr(expr, "lineno", 0)
+        return [Candidate(None, line, "expression")]
+
+    def _resolve_name(
+        self, name: str, scope: Scope, seen: frozenset[tuple[int, str]]
+    ) -> list[Candidate]:
+        found = self.lookup(name, scope)
+        if found is None:
+            return []  # a builtin or an undefined name: nothing we know
+        owner, bindings = found
+        key = (id(owner), name)
+        if key in seen:
+            return [Candidate(None, bindings[0].line if bindings else 0, "circular alias")]
+        if not seen and key in self._names:  # the scopes are final: a name resolves one way
+            return self._names[key]
+        out = self._resolve_bindings(name, owner, bindings, seen | {key})
+        if not seen:
+            self._names[key] = out
+        return out
+
+    def _resolve_bindings(
+        self, name: str, owner: Scope, bindings: list[Binding], seen: frozenset[tuple[int, str]]
+    ) -> list[Candidate]:
+        out: list[Candidate] = []
+        for b in bindings:
+            if b.what == "None":
+                continue
+            if b.what == "parameter":
+                out.extend(self._parameter(name, owner, b, seen))
+                continue
+            if b.element_of is not None and b.scope is not None:  # `for x in <iterable>`
+                out.extend(_element(self._resolve(b.element_of, b.scope, seen), b.line))
+                continue
+            if b.alias_of is not None:
+                assert b.scope is not None
+                for arm in _arms(b.alias_of):
+                    if isinstance(arm, ast.Name) and arm.id == name:
+                        found = self.lookup(name, b.scope)
+                        if found is not None and found[0] is owner:
+                            continue  # `x = x if c else None`: x's other bindings say what it is
+                    out.extend(self._resolve(arm, b.scope, seen))
+            else:
+                out.append(Candidate(self._project(b.qualname), b.line, b.what))
+        if not bindings and owner.stars:
+            out.extend(Candidate(f"{mod}.{name}", line, "star import") for mod, line in owner.stars)
+        return out
+
+    def _self_attribute(
+        self, expr: ast.Attribute, scope: Scope, seen: frozenset[tuple[int, str]]
+    ) -> list[Candidate] | None:
+        """``self.attr`` inside a method: what the class's methods assign to ``self.attr``; a
+        method or attribute the class (or a class of this module it derives from) defines is
+        the project's own, never its FlashInfer base's."""
+        if not isinstance(expr.value, ast.Name):
+            return None
+        found = self.lookup(expr.value.id, scope)
+        if found is None:
+            return None
+        owner, _ = found
+        if owner.self_name != expr.value.id or owner.owner_class is None:
+            return None
+        bindings = owner.owner_class.attributes.get(expr.attr)
+        if not bindings:
+            for cls in self._own_classes(owner.owner_class):
+                if expr.attr in cls.bindings or expr.attr in cls.attributes:
+                    line = cls.node.lineno  # type: ignore[attr-defined]
+                    return [Candidate(None, line, "attribute of the project's class")]
+            return None
+        key = (id(owner.owner_class), "self." + expr.attr)
+        if key in seen:
+            return [Candidate(None, bindings[0].line, "circular alias")]
+        out: list[Candidate] = []
+        for b in bindings:
+            if b.what == "None":
+                continue
+            if b.alias_of is not None and b.scope is not None:
+                out.extend(self._resolve(b.alias_of, b.scope, seen | {key}))
+            else:
+                out.append(Candidate(b.qualname, b.line, b.what))
+        return out
+
+    # ------------------------------------------------------------- parameters
+
+    def _parameter(
+        self, name: str, owner: Scope, b: Binding, seen: frozenset[tuple[int, str]]
+    ) -> list[Candidate]:
+        """What a parameter holds, where that is certain enough to say: its annotation names
+        FlashInfer classes; it is ``self`` in a class whose bases are FlashInfer's; or every
+        call of its function in this module passes FlashInfer instances. Else one opaque
+        candidate (the value a caller gives)."""
+        opaque = [Candidate(None, b.line, "parameter")]
+        if b.annotation is not None and b.scope is not None:
+            return self._annotated(b.annotation, b.scope, b.line, seen) or opaque
+        if owner.owner_class is not None and owner.self_name == name:
+            return self._instances_of(owner.owner_class, b.line, seen) or opaque
+        return self._passed(name, owner, b, seen) or opaque
+
+    def _annotated(
+        self, annotation: ast.expr, scope: Scope, line: int, seen: frozenset[tuple[int, str]]
+    ) -> list[Candidate]:
+        """The instances an annotation names (``X``, ``Optional[X]``, ``X | None``,
+        ``Union[X, Y]``, ``"X"``), when one of them is FlashInfer's; an opaque candidate
+        stands for each other type."""
+        out: list[Candidate] = []
+        for arm in self._type_arms(annotation, scope, seen):
+            quals = [c.qualname for c in self._resolve(arm, scope, seen)]
+            if quals and all(q is not None and in_flashinfer(q) for q in quals):
+                out += [Candidate(f"{q}()", line, "parameter annotated") for q in quals]
+            else:
+                out.append(Candidate(None, line, "parameter annotated as another type"))
+        return out if any(c.qualname for c in out) else []
+
+    def _type_arms(
+        self, annotation: ast.expr, scope: Scope, seen: frozenset[tuple[int, str]]
+    ) -> list[ast.expr]:
+        if isinstance(annotation, ast.Constant):
+            if annotation.value is None:
+                return []
+            if isinstance(annotation.value, str):
+                try:
+                    parsed = ast.parse(annotation.value, mode="eval").body
+                except SyntaxError:
+                    return [annotation]
+                return self._type_arms(parsed, scope, seen)
+            return [annotation]
+        if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+            left = self._type_arms(annotation.left, scope, seen)
+            return left + self._type_arms(annotation.right, scope, seen)
+        if isinstance(annotation, ast.Subscript):
+            kinds = {c.qualname for c in self._resolve(annotation.value, scope, seen)}
+            if kinds and kinds <= _OPTIONAL_KINDS:
+                inner = annotation.slice
+                parts = inner.elts if isinstance(inner, ast.Tuple) else [inner]
+                return [a for part in parts for a in self._type_arms(part, scope, seen)]
+        return [annotation]
+
+    def _own_classes(self, cls: Scope) -> list[Scope]:
+        """``cls`` and the classes of this module it derives from (nearest first)."""
+        out, todo = [], [cls]
+        while todo:
+            current = todo.pop(0)
+            if current in out or not isinstance(current.node, ast.ClassDef):
+                continue
+            out.append(current)
+            parent = current.parent or self.module_scope
+            for base in current.node.bases:
+                if isinstance(base, ast.Name):
+                    found = self.lookup(base.id, parent)
+                    for b in found[1] if found else ():
+                        if b.what == "class" and b.scope is None:
+                            opened = self._class_scope(base.id, found[0] if found else None)
+                            if opened is not None:
+                                todo.append(opened)
+        return out
+
+    def _class_scope(self, name: str, where: Scope | None) -> Scope | None:
+        known = self.derived.get(("classes",))
+        if not isinstance(known, dict):  # (the module's classes by name and parent, once)
+            classes: dict[tuple[str, int], Scope] = {}
+            for scope in self.scopes.opened.values():
+                if scope.kind == "class" and isinstance(scope.node, ast.ClassDef):
+                    classes.setdefault((scope.node.name, id(scope.parent)), scope)
+            self.derived[("classes",)] = known = classes
+        found = known.get((name, id(where)))
+        return found if isinstance(found, Scope) else None
+
+    def _instances_of(
+        self, cls: Scope, line: int, seen: frozenset[tuple[int, str]]
+    ) -> list[Candidate]:
+        """``self`` of a method of ``cls``: an instance of FlashInfer's classes when every base
+        of ``cls`` (through the classes of this module it derives from) is one of them."""
+        if not getattr(cls.node, "bases", None):
+            return []  # (most classes: no base to be FlashInfer's)
+        memo = ("instances", id(cls))
+        cached = self.derived.get(memo)
+        if isinstance(cached, list):
+            return [Candidate(c.qualname, line, c.what) for c in cached]
+        found = self._bases_instances(cls, line, seen)
+        self.derived[memo] = found
+        return found
+
+    def _bases_instances(
+        self, cls: Scope, line: int, seen: frozenset[tuple[int, str]]
+    ) -> list[Candidate]:
+        bases: list[str] = []
+        for own in self._own_classes(cls):
+            parent = own.parent or self.module_scope
+            for base in own.node.bases:  # type: ignore[attr-defined]
+                quals = [c.qualname for c in self._resolve(base, parent, seen)]
+                if any(q is None for q in quals) and self._is_own_class(base, parent):
+                    continue  # (followed by `_own_classes`)
+                if not quals or not all(q is not None and in_flashinfer(q) for q in quals):
+                    return []
+                bases += [q for q in quals if q is not None]
+        return [Candidate(f"{q}()", line, "self") for q in dict.fromkeys(bases)]
+
+    def _is_own_class(self, base: ast.expr, scope: Scope) -> bool:
+        if not isinstance(base, ast.Name):
+            return False
+        found = self.lookup(base.id, scope)
+        return found is not None and any(b.what == "class" for b in found[1])
+
+    def _super(self, scope: Scope, line: int) -> list[Candidate]:
+        """``super()`` in a method: the FlashInfer bases of its class, when all are."""
+        while scope.kind == "comprehension" and scope.parent is not None:
+            scope = scope.parent
+        if scope.owner_class is None:
+            return [Candidate(None, line, "super()")]
+        own = self._own_classes(scope.owner_class)
+        candidates = self._instances_of(scope.owner_class, line, frozenset())
+        if len(own) > 1 or not candidates:
+            return [Candidate(None, line, "super()")]  # (a class of this module in between)
+        return [Candidate(c.qualname, line, "super()") for c in candidates]
+
+    def _passed(
+        self, name: str, owner: Scope, b: Binding, seen: frozenset[tuple[int, str]]
+    ) -> list[Candidate]:
+        """What the calls in this module of the function ``owner`` opens pass for its parameter
+        ``name``, where one of them passes a FlashInfer instance: plain calls, and
+        ``functools.partial(f, x)`` / ``types.MethodType(f, x)`` / ``f.__get__(x)`` binding
+        its first parameters. A call that passes something else, a use that is no such call
+        (the function handed around, decorated), or calls from other modules add an opaque
+        candidate: the site is then reported with what else it may be, never rewritten.
+        [] where no call in sight passes a FlashInfer instance."""
+        node = owner.node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.decorator_list:
+            return []
+        outer = owner.parent
+        if outer is None or outer.kind == "class":
+            return []
+        memo = ("passed", id(node), name)
+        cached = self.derived.get(memo)
+        if isinstance(cached, list):
+            return cached
+        self.derived[memo] = []  # (a recursive call passes the parameter on: neutral)
+        values, complete = self._values_passed(node, outer, name, b.index)
+        found: list[Candidate] = []
+        for value, scope in values:
+            if isinstance(value, ast.Name) and value.id == name:
+                here = self.lookup(name, scope)
+                if here is not None and here[0] is owner:
+                    continue  # passed on to itself
+            for c in self._resolve(value, scope, seen):
+                q = c.qualname
+                if q is not None and q.endswith("()") and in_flashinfer(q):
+                    found.append(Candidate(q, b.line, "parameter"))
+                else:
+                    complete = False
+        if found and complete and outer.kind == "module":
+            # (other modules may import it and pass something else)
+            complete = bool(self.only_here and self.only_here(node.name))
+        if found and not complete:
+            found.append(Candidate(None, b.line, "parameter given other values"))
+        unique = list({c.qualname: c for c in found}.values())
+        self.derived[memo] = unique
+        return unique
+
+    def _values_passed(
+        self,
+        node: ast.FunctionDef | ast.AsyncFunctionDef,
+        outer: Scope,
+        name: str,
+        index: int | None,
+    ) -> tuple[list[tuple[ast.expr, Scope]], bool]:
+        """The value each use of ``node`` in this module passes for its parameter ``name``, and
+        whether those are all of its uses (a use that is not a call binding it, or that leaves
+        it out or hides it in ``*args``, makes them not all)."""
+        refs = self.scopes.loads.get(node.name, [])
+        uses = [
+            (ref, scope)
+            for ref, scope in refs
+            if (found := self.lookup(node.name, scope)) is not None
+            and found[0] is outer
+            and any(b.what == "def" and b.line == node.lineno for b in found[1])
+        ]
+        complete = len(uses) == len(refs) and bool(uses)
+        # the calls a name is the callee of, or the first argument of, or ``.__get__``'s object
+        known = self.derived.get(("callers",))
+        if not isinstance(known, dict):
+            callers: dict[int, tuple[str, ast.Call]] = {}
+            for call, _ in self.calls:
+                callers[id(call.func)] = ("callee", call)
+                if call.args:
+                    callers.setdefault(id(call.args[0]), ("bound", call))
+                if isinstance(call.func, ast.Attribute) and call.func.attr == "__get__":
+                    callers.setdefault(id(call.func.value), ("get", call))
+            self.derived[("callers",)] = known = callers
+        out: list[tuple[ast.expr, Scope]] = []
+        for ref, scope in uses:
+            entry = known.get(id(ref))
+            how, call = entry if entry is not None else ("", ast.Call(ast.Name(""), [], []))
+            value: ast.expr | None = None
+            if how == "callee":
+                value = _bound(node, call.args, call.keywords, name, index)
+            elif how == "bound":
+                kind = {c.qualname for c in self._resolve(call.func, scope, frozenset())}
+                if kind and kind <= _BINDERS:
+                    value = _bound(node, call.args[1:], call.keywords, name, index)
+            elif how == "get" and call.args:
+                value = _bound(node, call.args[:1], [], name, index)
+            if value is None:
+                complete = False
+            else:
+                out.append((value, scope))
+        return out, complete
+
+
+def _distinct(candidates: list[Candidate]) -> tuple[Candidate, ...]:
+    """``candidates`` with one of each qualified name (a name imported in every one of 2,000
+    blocks of a file is one candidate, not 2,000); opaque ones kept."""
+    seen: set[str] = set()
+    out = []
+    for c in candidates:
+        if c.qualname is not None:
+            if c.qualname in seen:
+                continue
+            seen.add(c.qualname)
+        out.append(c)
+    return tuple(out)
+
+
+def _contained(elements: Iterable[Candidate]) -> list[Candidate]:
+    """A container of ``elements``: each known one as ``<qualname>[]``."""
+    return [Candidate(f"{c.qualname}[]" if c.qualname else None, c.line, c.what) for c in elements]
+
+
+def _element(containers: Iterable[Candidate], line: int) -> list[Candidate]:
+    """An element of ``containers``: what a ``<qualname>[]`` holds; anything else is opaque."""
+    out = []
+    for c in containers:
+        if c.qualname is not None and c.qualname.endswith("[]"):
+            out.append(Candidate(c.qualname[:-2], c.line, c.what))
+        else:
+            out.append(Candidate(None, line, "element"))
+    return out
+
+
+# ``Optional[X]``, ``Union[X, Y]``: the types an annotation may hold
+_OPTIONAL_KINDS = frozenset({"typing.Optional", "typing.Union", "typing_extensions.Optional"})
+# calls that bind a function's first parameters: ``partial(f, x)``, ``MethodType(f, x)``
+_BINDERS = frozenset({"functools.partial", "types.MethodType"})
+
+
+def _bound(
+    node: ast.FunctionDef | ast.AsyncFunctionDef,
+    args: list[ast.expr],
+    keywords: list[ast.keyword],
+    name: str,
+    index: int | None,
+) -> ast.expr | None:
+    """What arguments bind to the parameter ``name`` (at ``index``): None when they leave it
+    out or cannot be read (``*args``, ``**kwargs``)."""
+    for kw in keywords:
+        if kw.arg is None:
+            return None
+        if kw.arg == name:
+            return kw.value
+    if index is not None and index < len(args):
+        for arg in args[: index + 1]:
+            if isinstance(arg, ast.Starred):
+                return None
+        return args[index]
+    return None

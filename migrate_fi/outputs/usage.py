@@ -1,0 +1,236 @@
+"""Which FlashInfer APIs a project uses, where, and whether each changed between two releases.
+
+The inventory behind `migrate-fi usage`: every call of a FlashInfer callable and every import
+of a FlashInfer name in the project's Python files, resolved as the rules resolve them (aliases,
+module attributes, instances, partials), grouped by the definition they reach, and classified
+with the release data (`differ.diff_releases`): what changed, or unchanged. It reports facts and
+decides nothing: the rules do that.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import warnings
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from migrate_fi.analysis.calls import callee_calls
+from migrate_fi.analysis.resolver import NameResolver
+from migrate_fi.api.differ import Api, api_for, diff_releases
+from migrate_fi.api.paths import ApiPath, is_flashinfer
+from migrate_fi.base.modules import display_path, in_flashinfer, module_identity
+from migrate_fi.editing.sources import SourceError, decode_source
+from migrate_fi.framework.rule import Rule
+from migrate_fi.project.discovery import discover
+from migrate_fi.verify.runner import is_test_file
+
+__all__ = ["ApiUse", "Inventory", "in_tests", "inventory"]
+
+_TEST_FOLDERS = frozenset({"test", "tests", "testing"})
+# changes that can touch a call written for the old release (a new optional parameter cannot)
+_AFFECTING = frozenset(
+    {
+        "positional",
+        "deprecated-positional",
+        "renamed",
+        "param-removed",
+        "param-required",
+        "default",
+        "keyword-only",
+        "moved",
+        "removed",
+        "enum-value",
+        "enum-removed",
+    }
+)
+
+
+@dataclass
+class ApiUse:
+    """One FlashInfer API (one definition) and the project's uses of it."""
+
+    api: str  # the public path shown (the shortest one the project wrote)
+    sites: list[tuple[str, int, str]] = field(default_factory=list)  # (path, line, call|import)
+    tests: int = 0  # sites in test code
+    changes: list[tuple[str, str]] = field(default_factory=list)  # (kind, detail)
+    # the releases in the range whose calls of it may bind otherwise (from the prefilter index;
+    # empty when only a default, an enum or a hand rule's change concerns it)
+    releases: list[str] = field(default_factory=list)
+
+    @property
+    def files(self) -> int:
+        return len({p for p, _, _ in self.sites})
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "api": self.api,
+            "sites": len(self.sites),
+            "files": self.files,
+            "in_tests": self.tests,
+            "changes": [{"kind": k, "detail": d} for k, d in self.changes],
+            "releases": self.releases,
+            "where": [{"path": p, "line": n, "use": u} for p, n, u in self.sites],
+        }
+
+
+@dataclass
+class Inventory:
+    from_version: str
+    to_version: str
+    apis: list[ApiUse]
+    files_scanned: int
+    files_parsed: int
+    unreadable: list[str]  # `path: reason`, for files that could not be read or parsed
+
+    @property
+    def changed(self) -> list[ApiUse]:
+        return [a for a in self.apis if a.changes]
+
+    @property
+    def unchanged(self) -> list[ApiUse]:
+        return [a for a in self.apis if not a.changes]
+
+
+def in_tests(path: str) -> bool:
+    """A test file, or a file in a test folder (``path`` relative to the project)."""
+    parts = set(os.path.normpath(path).split(os.sep)[:-1])
+    return is_test_file(path) or bool(parts & _TEST_FOLDERS)
+
+
+def _within(path: str, roots: list[str]) -> str:
+    """``path`` relative to the given folder it was found in (a test folder above the project
+    does not make its files tests)."""
+    for root in roots:
+        folder = root if os.path.isdir(root) else os.path.dirname(root)
+        if path.startswith(folder.rstrip(os.sep) + os.sep):
+            return os.path.relpath(path, folder)
+    return os.path.basename(path)
+
+
+def _uses(resolver: NameResolver) -> Iterable[tuple[str, int, str]]:
+    """(FlashInfer path, line, call|import) for each use in one file."""
+    for node in resolver.imports:
+        if isinstance(node, ast.ImportFrom):
+            module = resolver.absolute_module(node.module, node.level)
+            if module is not None and is_flashinfer(module):
+                for alias in node.names:
+                    if alias.name != "*":
+                        yield f"{module}.{alias.name}", node.lineno, "import"
+        else:
+            for alias in node.names:
+                if is_flashinfer(alias.name):
+                    yield alias.name, node.lineno, "import"
+    for view in callee_calls(resolver):
+        quals = resolver.resolve(view.func, view.func_scope).qualnames
+        paths = sorted(q for q in quals if is_flashinfer(q))
+        if len(paths) == 1 and len(quals) == 1:
+            yield paths[0], view.node.lineno, "call"
+
+
+def _key(api: Api, path: str) -> str:
+    return api.key(path) or api.canonical(path) or path
+
+
+def inventory(
+    paths: Iterable[str],
+    from_version: str,
+    to_version: str,
+    rules: Iterable[type[Rule]] = (),
+) -> Inventory:
+    """The FlashInfer APIs the Python files under ``paths`` use, with what changed in each: from
+    the release data, and from ``rules`` (the run's), each for the APIs it concerns."""
+    old = api_for(from_version)
+    by_key: dict[str, ApiUse] = {}
+    scanned = parsed = 0
+    unreadable: list[str] = []
+    roots = [os.path.abspath(p) for p in paths]
+    for path in discover(list(paths)):
+        scanned += 1
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read()
+        except OSError as exc:
+            unreadable.append(f"{display_path(path)}: {exc.strerror}")
+            continue
+        if b"flashinfer" not in data:
+            continue
+        module, is_package = module_identity(path)
+        if in_flashinfer(module):
+            continue  # FlashInfer's own source is the API, not a use of it
+        try:
+            text = decode_source(data).text
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                tree = ast.parse(text, filename=path)
+        except (SourceError, SyntaxError, ValueError, RecursionError) as exc:
+            unreadable.append(f"{display_path(path)}: cannot parse ({type(exc).__name__})")
+            continue
+        parsed += 1
+        shown = display_path(path)
+        test = in_tests(_within(path, roots))
+        resolver = NameResolver(tree, module, is_package)
+        for api, line, use in _uses(resolver):
+            if use == "import" and (old.canonical(api) in old.modules or api in old.modules):
+                continue  # a module: what is called from it is counted
+            key = _key(old, api)
+            entry = by_key.setdefault(key, ApiUse(api))
+            if (len(api), api) < (len(entry.api), entry.api):
+                entry.api = api
+            entry.sites.append((shown, line, use))
+            entry.tests += test
+    changes: dict[str, list[tuple[str, str]]] = {}
+    for change in diff_releases(from_version, to_version):
+        if change.kind not in _AFFECTING:
+            continue
+        changes.setdefault(_key(old, change.symbol), []).append((change.kind, change.detail))
+    for rule in rules:
+        for key in sorted({_key(old, api) for api in rule.concerns}):
+            changes.setdefault(key, []).append((rule.code, rule.summary))
+    for key, entry in by_key.items():
+        entry.sites.sort()
+        entry.changes = changes.get(key, [])
+        if entry.changes:
+            entry.releases = _releases(old, entry.api, from_version, to_version)
+    apis = sorted(by_key.values(), key=lambda a: (not a.changes, a.api))
+    return Inventory(from_version, to_version, apis, scanned, parsed, unreadable)
+
+
+def _releases(old: Api, api: str, from_version: str, to_version: str) -> list[str]:
+    """The releases after ``from_version`` up to ``to_version`` that changed how calls of
+    ``api`` bind (the prefilter index names them per pair of releases)."""
+    from migrate_fi.api.index import changed_in
+    from migrate_fi.base.versions import parse_version
+
+    path = ApiPath(api)
+    named = path.owner if path.is_method else api
+    lo, hi = parse_version(from_version), parse_version(to_version)
+    found = changed_in(named) or frozenset()
+    return sorted((v for v in found if lo < parse_version(v) <= hi), key=parse_version)
+
+
+def render(found: Inventory) -> str:
+    """The inventory as text: changed APIs first, each with its sites' count and changes."""
+    lines = [
+        f"FlashInfer APIs used: {len(found.apis)} ({found.from_version} -> {found.to_version}):"
+        f" {len(found.changed)} changed, {len(found.unchanged)} unchanged;"
+        f" {found.files_scanned} files scanned, {found.files_parsed} parsed"
+    ]
+    for title, group in (("Changed", found.changed), ("Unchanged", found.unchanged)):
+        if not group:
+            continue
+        lines.append(f"{title}:")
+        for a in group:
+            tests = f", {a.tests} in tests" if a.tests else ""
+            files = "file" if a.files == 1 else "files"
+            sites = "site" if len(a.sites) == 1 else "sites"
+            lines.append(f"  {a.api}: {len(a.sites)} {sites} in {a.files} {files}{tests}")
+            if a.releases:
+                lines.append(f"    changed in {', '.join(a.releases)}")
+            for kind, detail in a.changes:
+                lines.append(f"    {kind}: {detail}")
+            first = a.sites[0]
+            lines.append(f"    first at {first[0]}:{first[1]}")
+    for problem in found.unreadable:
+        lines.append(f"not read: {problem}")
+    return "\n".join(lines) + "\n"
