@@ -545,7 +545,7 @@ def cli() -> None:
       migrate-fi check src/        list what needs migrating (CI gate; writes nothing)
       migrate-fi diff src/         print the migration as a patch (writes nothing)
       migrate-fi apply src/        rewrite the files in place
-      migrate-fi rules             the migrations, with codes and FlashInfer versions
+      migrate-fi rules             the rules, with codes and FlashInfer versions
       migrate-fi explain FI001     one migration in full
     """
 
