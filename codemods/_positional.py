@@ -11,8 +11,8 @@ selected, and no two rules report the same one.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from migrate_fi.analysis import nodes
@@ -24,6 +24,8 @@ from migrate_fi.editing.edits import (
     Transform,
     keeps_arguments,
     keywordize,
+    remove_arguments,
+    remove_keyword,
     rename_keyword,
     set_import_module,
 )
@@ -373,6 +375,8 @@ class Renames:
 
     safe: dict[str, str]
     review: dict[str, str]
+    # keywords of parameters the new release removed, passed their old default: dropped
+    dropped: dict[str, str] = field(default_factory=dict)  # name -> the default, as written
 
 
 _WHY = {
@@ -419,12 +423,52 @@ def _keywords(ctx: FileContext, site: Site) -> Renames:
                 f"{site.name}: parameter {kw} {how} ({_WHY[evidence].format(v=site.new_v)})",
             )
         elif kw in d.removed:
+            given = own.keywords.get(kw)
+            default = _old_default_passed(site, kw, given)
+            if default is not None:
+                renames.dropped[kw] = default
+                continue
+            hint = _successor_hint(d, kw) or _old_default_hint(d, kw, given)
             ctx.report(
                 site.call,
-                f"{site.name}: parameter {kw} no longer exists in FlashInfer"
-                f" {site.new_v}{_successor_hint(d, kw)}",
+                f"{site.name}: parameter {kw} no longer exists in FlashInfer {site.new_v}{hint}",
             )
     return renames
+
+
+def _old_default_passed(site: Site, name: str, given: ast.keyword | ast.expr | None) -> str | None:
+    """The old default of the removed parameter ``name``, as the data writes it, when the call
+    passes exactly that literal value for it (``tile_tokens_dim=None``) and no new parameter
+    takes its place: the call behaved as if it had not passed it, and dropping the argument
+    keeps that. None otherwise."""
+    from migrate_fi.api.differ import literal_default, place_taken_by
+
+    value = given.value if isinstance(given, ast.keyword) else given
+    old = next((p for p in site.diff.old.params if p.name == name), None)
+    if value is None or isinstance(value, ast.Starred) or old is None or old.default is None:
+        return None
+    if name not in site.diff.removed or place_taken_by(site.diff.old, site.diff.new, name):
+        return None
+    known, default = literal_default(old.default)
+    try:
+        passed = ast.literal_eval(value)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    if not known or type(passed) is not type(default) or passed != default:
+        return None
+    return old.default
+
+
+def _old_default_hint(d: CallableDiff, name: str, given: ast.keyword | None) -> str:
+    """`` (its old default: None; ...)``: what a call that did not pass it behaved as."""
+    old = next((p for p in d.old.params if p.name == name), None)
+    if old is None or old.default is None:
+        return ""
+    if given is None:  # (passed through a ** mapping: its value is not read here)
+        return f" (its old default: {old.default})"
+    shown = ast.unparse(given.value)
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    return f" (its old default: {old.default}; this call passes {shown}: migrate by hand)"
 
 
 def _successor_hint(d: CallableDiff, name: str) -> str:
@@ -453,14 +497,19 @@ def _rename_message(site: Site, renames: dict[str, str]) -> str:
     return f"rename {names} ({'; '.join(w.format(v=site.new_v) for w in whys)})"
 
 
-def _with_renames(transform: Transform, renames: dict[str, str]) -> Transform:
+def _with_renames(
+    transform: Transform, renames: dict[str, str], dropped: Collection[str] = ()
+) -> Transform:
     def both(call: Any) -> Any:
         call = transform(call)
         for old, new in renames.items():
             call = rename_keyword(old, new)(call)
+        for name in dropped:
+            call = remove_keyword(name)(call)
         return call
 
-    # (naming arguments and renaming keywords both keep every argument's value)
+    # (naming arguments and renaming keywords keep every argument's value; a dropped one is a
+    # literal, with nothing inside it to edit)
     return keeps_arguments(both)
 
 
@@ -470,25 +519,38 @@ def _report_review(ctx: FileContext, site: Site, review: dict[str, str]) -> None
 
 
 def _fix_renames(ctx: FileContext, site: Site, renames: Renames) -> None:
-    """One fix for the call's renamed keywords: the safe ones (the review ones reported beside
-    it), or else the review ones, for a person to read."""
+    """One fix for the call's renamed keywords and dropped ones: the safe ones (the review ones
+    reported beside it), or else the review ones, for a person to read."""
     todo, safety = renames.safe, FixSafety.SAFE
-    if todo:
+    if todo or renames.dropped:
         _report_review(ctx, site, renames.review)
     else:
         todo, safety = renames.review, FixSafety.REVIEW
-    if todo:
+    if todo or renames.dropped:
+        said = [_rename_message(site, todo)] if todo else []
+        said += [_drop_message(site, renames.dropped)] if renames.dropped else []
         ctx.fix(
             site.call,
-            f"{site.name}: {_rename_message(site, todo)}",
+            f"{site.name}: {'; '.join(said)}",
             ctx.replace(
                 site.call,
                 "Call",
-                _with_renames(keeps_arguments(lambda call: call), todo),
-                _as_text(ctx, site.call, {}, todo),
+                _with_renames(keeps_arguments(lambda call: call), todo, renames.dropped),
+                None if renames.dropped else _as_text(ctx, site.call, {}, todo),
             ),
             safety=safety,
         )
+
+
+def _drop_message(site: Site, dropped: Mapping[str, str]) -> str:
+    """What dropping the arguments of removed parameters passed their old defaults says."""
+    listed = ", ".join(f"{name}={default}" for name, default in dropped.items())
+    them = "them" if len(dropped) > 1 else "it"
+    return (
+        f"drop {listed}: FlashInfer {site.new_v} removed the parameter"
+        f"{'s' if len(dropped) > 1 else ''}, and the call passes the old default (as if it"
+        f" did not pass {them})"
+    )
 
 
 def _as_text(
@@ -610,11 +672,29 @@ def _positional(ctx: FileContext, site: Site, wording: Wording, renames: Renames
         # (not into what a partial binds: those are not this call's to name)
         while first > site.view.bound_count and keyword_ok(first - 1):
             first -= 1
-    names = {_written_at(site, i): old_pos[i].name for i in range(first, n)}
-    missing = [old_pos[i].name for i in range(start, n) if not keyword_ok(i)]
+    # removed parameters passed their old default by position: dropped (the later arguments
+    # are named, so that nothing shifts)
+    dropped: dict[int, str] = {}
+    if site.view.via is not Via.PARTIAL:
+        for i in range(start, n):
+            index = site.view.node_index(i)
+            if index is not None and not keyword_ok(i):
+                default = _old_default_passed(site, old_pos[i].name, call.args[index])
+                if default is not None:
+                    dropped[i] = default
+    names = {_written_at(site, i): old_pos[i].name for i in range(first, n) if i not in dropped}
+    missing = [old_pos[i].name for i in range(start, n) if i not in dropped and not keyword_ok(i)]
     if missing:
         # (a likely rename is said: the person decides whether the new name is the same)
-        said = [f"{m} (renamed {d.renamed[m]}, likely)" if m in d.renamed else m for m in missing]
+        said = [
+            f"{p.name} (renamed {d.renamed[p.name]}, likely)"
+            if p.name in d.renamed
+            else f"{p.name} (removed, passed its old default {dropped[i]}: drop it)"
+            if i in dropped
+            else p.name
+            for i, p in enumerate(old_pos[:n])
+            if i >= start and not keyword_ok(i)
+        ]
         ctx.report(call, wording.not_keyword(site, said))
         _required(ctx, site, n)
         _fix_renames(ctx, site, renames)
@@ -627,11 +707,16 @@ def _positional(ctx: FileContext, site: Site, wording: Wording, renames: Renames
         _required(ctx, site, n)
         _fix_renames(ctx, site, renames)
         return
-    moved = ", ".join(f"{old_pos[i].name}=" for i in range(start, n))
-    if d.misbinding_index is not None and d.misbinding_index == start:
+    moved = ", ".join(f"{old_pos[i].name}=" for i in range(start, n) if i not in dropped)
+    gone = {old_pos[i].name: default for i, default in dropped.items()}
+    if not moved:
+        message = f"{site.name}: {_drop_message(site, gone)}"
+    elif d.misbinding_index is not None and d.misbinding_index == start:
         message = wording.misbinding(site, moved)
     else:
         message = wording.deprecated(site, moved)
+    if moved and gone:
+        message += f"; {_drop_message(site, gone)}"
     still = _required(ctx, site, first)
     if still:
         needs = ", ".join(f"{r}=" for r in still)
@@ -641,6 +726,19 @@ def _positional(ctx: FileContext, site: Site, wording: Wording, renames: Renames
     safe = renames.safe
     if safe:
         message += f"; also {_rename_message(site, safe)}"
-    transform = _with_renames(keywordize(names), safe)
-    ctx.fix(call, message, ctx.replace(call, "Call", transform, _as_text(ctx, call, names, safe)))
+    if renames.dropped:
+        message += f"; also {_drop_message(site, renames.dropped)}"
+    transform = _with_renames(keywordize(names), safe, renames.dropped)
+    if dropped:
+        transform = _then_drop(transform, [_written_at(site, i) for i in dropped])
+    text = None if dropped or renames.dropped else _as_text(ctx, call, names, safe)
+    ctx.fix(call, message, ctx.replace(call, "Call", transform, text))
     _report_review(ctx, site, renames.review)
+
+
+def _then_drop(transform: Transform, indexes: list[int]) -> Transform:
+    def both(call: Any) -> Any:
+        return remove_arguments(indexes)(transform(call))
+
+    # (the dropped arguments are literals: nothing inside them to edit)
+    return keeps_arguments(both)

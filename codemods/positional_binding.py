@@ -46,8 +46,14 @@ class PositionalBinding(Rule):
       reaching it are reported, and the old keyword is said to be gone, naming what took its
       place (FI010 maps such values where a value-change file says how).
 
+    - A removed parameter passed its old default (`bmm1_scale_log2_tensor=None` after 0.5.3,
+      by keyword or by position) is dropped: the call behaved as if it had not passed it, and
+      the later positional arguments are named so that nothing shifts. Only a literal equal to
+      the old default, and only where no new parameter takes the removed one's place.
+
     Reported, not rewritten: a call whose old positional name no longer exists on the new release,
-    keywords that no longer exist (removed parameters), newly required parameters the
+    keywords that no longer exist (removed parameters passed another value: the report says the
+    old default and what the call passes), newly required parameters the
     call does not pass (when a fixed call still needs one, the fix says so and the parameter is
     reported with it), APIs and imports that were removed or moved, calls with `*args`, and names
     that may be bound to something else. A removed name is reported once, at its import, with the

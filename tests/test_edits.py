@@ -19,6 +19,7 @@ from migrate_fi.editing.edits import (
     check_overlaps,
     keywordize,
     merge_same_node,
+    remove_arguments,
     remove_keyword,
     replace_with,
 )
@@ -102,10 +103,34 @@ def test_add_keyword_never_twice() -> None:
         ("f(a, c=2, b=1)\n", "f(a, c=2)\n"),
         ("f(\n    a,\n    b=1,\n)\n", "f(\n    a,\n)\n"),
         ("f(\n    a, b=1\n)\n", "f(\n    a\n)\n"),
+        # the comments of the others stay; the dropped one's goes with it
+        ("f(\n    a,  # keep\n    b=1,  # drop\n)\n", "f(\n    a,  # keep\n)\n"),
+        ("f(\n    a,  # keep\n    b=1  # drop\n)\n", "f(\n    a  # keep\n)\n"),
+        ("f(\n    a,\n    b=1\n    )\n", "f(\n    a\n    )\n"),
+        ("f(a, b=1,)\n", "f(a,)\n"),
+        ("f(b=1)\n", "f()\n"),
     ],
 )
 def test_remove_keyword(source: str, expected: str) -> None:
     assert on_call(source, remove_keyword("b")) == expected
+
+
+@pytest.mark.parametrize(
+    ("source", "drop", "expected"),
+    [
+        ("f(a, None, None)\n", {1, 2}, "f(a)\n"),
+        ("f(a, None, c)\n", {1}, "f(a, c)\n"),
+        ("f(\n    a,\n    None,  # x\n    None,\n)\n", {1, 2}, "f(\n    a,\n)\n"),
+        ("f(a, None, k=1)\n", {1}, "f(a, k=1)\n"),
+    ],
+)
+def test_remove_arguments(source: str, drop: set[int], expected: str) -> None:
+    assert on_call(source, remove_arguments(drop)) == expected
+
+
+def test_remove_arguments_never_a_starred_one() -> None:
+    with pytest.raises(EditError):
+        on_call("f(a, *b)\n", remove_arguments({1}))
 
 
 def test_replace_with_keeps_parentheses() -> None:

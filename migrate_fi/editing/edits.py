@@ -19,7 +19,7 @@ they run, which only `diff` and `apply` do. Spans are ``(line, col, end_line, en
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,11 +41,13 @@ __all__ = [
     "keywordize",
     "merge_same_node",
     "moved_up",
+    "remove_arguments",
     "remove_keyword",
     "rename_keyword",
     "replace_with",
     "set_argument",
     "set_import_module",
+    "without_arguments",
 ]
 
 Span = tuple[int, int, int, int]
@@ -456,15 +458,57 @@ def remove_keyword(name: str) -> Transform:
         )
         if index is None:
             raise EditError(f"the call does not pass {name}=")
-        removed = args.pop(index)
-        if index == len(args) and args:  # it was the last: the new last takes its comma and
-            # the whitespace before the closing parenthesis
-            args[-1] = args[-1].with_changes(
-                comma=removed.comma, whitespace_after_arg=removed.whitespace_after_arg
-            )
-        return call.with_changes(args=args)
+        return call.with_changes(args=without_arguments(args, {index}))
 
     return transform
+
+
+def remove_arguments(indexes: Collection[int]) -> Transform:
+    """Drop the arguments at ``indexes`` of a call (positions in its written arguments), keeping
+    the layout and the comments of the others (`without_arguments`)."""
+
+    def transform(call: Any) -> Any:
+        args = list(call.args)
+        if any(i >= len(args) or args[i].star for i in indexes):
+            raise EditError("an argument to drop is not a plain one of the call")
+        return call.with_changes(args=without_arguments(args, set(indexes)))
+
+    return transform
+
+
+def without_arguments(args: Sequence[Any], drop: Collection[int]) -> list[Any]:
+    """LibCST arguments ``args`` without those at ``drop``. A comment on a dropped argument's
+    line goes with it; the comments of the others stay. Where the last argument goes, the new
+    last takes its place before the closing parenthesis: it keeps a trailing comma only if the
+    dropped one had one, and the closing parenthesis keeps its indentation."""
+    import libcst as cst
+
+    kept = [a for i, a in enumerate(args) if i not in drop]
+    if not kept or len(args) - 1 not in drop:
+        return kept
+    gone, last = args[-1], kept[-1]
+    own = last.comma if isinstance(last.comma, cst.Comma) else None
+    after = own.whitespace_after if own is not None else last.whitespace_after_arg
+    if isinstance(gone.comma, cst.Comma):
+        closing = gone.comma.whitespace_after
+    else:
+        closing = gone.whitespace_after_arg
+    between: Any
+    if isinstance(after, cst.ParenthesizedWhitespace) and isinstance(
+        closing, cst.ParenthesizedWhitespace
+    ):
+        between = after.with_changes(last_line=closing.last_line)  # (its own comment kept)
+    elif isinstance(after, cst.SimpleWhitespace):
+        between = closing
+    else:  # (a line break that was not there: take the dropped argument's layout whole)
+        return [*kept[:-1], last.with_changes(comma=gone.comma, whitespace_after_arg=closing)]
+    if isinstance(gone.comma, cst.Comma):
+        comma = (own or gone.comma).with_changes(whitespace_after=between)
+        return [*kept[:-1], last.with_changes(comma=comma)]
+    return [
+        *kept[:-1],
+        last.with_changes(comma=cst.MaybeSentinel.DEFAULT, whitespace_after_arg=between),
+    ]
 
 
 def add_dict_entry(key: str, value: str) -> Transform:
