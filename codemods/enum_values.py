@@ -36,6 +36,10 @@ class EnumValues(Rule):
       it (`activation_type=ActivationType.Swiglu.value`): a safe fix; when only its name is the
       enum's in snake case (`routing_method_type`, default 0, for `RoutingMethodType`): a review
       fix.
+    - An enum made from a number (`ActivationType(7)`, through any name the module binds it
+      to) is replaced by the member it made on the old release (`ActivationType.Identity`),
+      written through the callee as the call writes it: a safe fix. A number whose member is
+      gone is reported (a ValueError there).
     - A use of a member the new release no longer has, of an enum it still has (`RouteImpl.
       LDG_PLUS_STS` in 0.7.2.post1), is reported, every one. (An enum gone altogether is
       FI002's: its import is reported, with the lines that use it.)
@@ -66,16 +70,14 @@ class EnumValues(Rule):
         if indexed is not None:
             gone, paths = indexed
             words = set(paths_words(paths))
-            words.update(("flashinfer", name, m) for name, members in gone for m in members)
+            # (a use of a gone member names it; a constructor call, `ActivationType(7)`, the enum)
+            words.update(("flashinfer", name) for name, _ in gone)
             return tuple(sorted(words))
         # (an index without this release's links: the releases compared, here)
         from migrate_fi.api.differ import changed_enums, enum_parameter_paths
 
         words = set(paths_words(enum_parameter_paths(old_v, new_v)))
-        for change in changed_enums(old_v, new_v).values():
-            for member in change.old:
-                if change.new and member not in change.new:  # (a use of a gone member names it)
-                    words.add(("flashinfer", change.name, member))
+        words.update(("flashinfer", change.name) for change in changed_enums(old_v, new_v).values())
         return tuple(sorted(words))
 
     def find(self, ctx: FileContext) -> None:
@@ -87,6 +89,7 @@ class EnumValues(Rule):
             return
         old_api = api_for(old_v)
         self._gone_members(ctx, enums, old_api)
+        self._constructed(ctx, enums, old_api)
         for view, key in flashinfer_calls(ctx, old_api):
             for parameter in enum_parameters_of(old_v, new_v, key):
                 self._check(ctx, view, parameter, enums[parameter.enum], key)
@@ -120,6 +123,64 @@ class EnumValues(Rule):
                     f" {ctx.options.to_version} (an AttributeError there); its members there:"
                     f" {', '.join(sorted(change.new))}",
                 )
+
+    @staticmethod
+    def _constructed(ctx: FileContext, enums: dict[str, EnumChange], old_api: Api) -> None:
+        """``ActivationType(7)``: the enum made from a number, which names the member that has
+        that number on the release it runs on. Replaced by the member it meant on the old one
+        (``ActivationType.Identity``), written through the callee as the call writes it."""
+        names = {change.name for change in enums.values()}
+        resolver = ctx.resolver
+        names |= {  # (`from flashinfer.fused_moe import ActivationType as Act`)
+            alias.asname
+            for statement in resolver.imports
+            if isinstance(statement, ast.ImportFrom)
+            for alias in statement.names
+            if alias.asname and alias.name in names
+        }
+        old_v, new_v = ctx.options.from_version, ctx.options.to_version
+        for node in nodes.of_type(resolver.tree, ast.Call):
+            func = node.func
+            spelled = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+            if spelled not in names or node.keywords or len(node.args) != 1:
+                continue
+            (value,) = node.args
+            if not (
+                isinstance(value, ast.Constant)
+                and isinstance(value.value, int)
+                and not isinstance(value.value, bool)
+            ):
+                continue
+            found = resolver.resolve(func, resolver.scope_at(node))
+            if len(found.candidates) != 1 or found.candidates[0].qualname is None:
+                continue  # (bound to something else too, or unknown: another library's enum)
+            key = old_api.canonical(found.candidates[0].qualname)
+            change = enums.get(key) if key is not None else None
+            if change is None:
+                continue
+            number = value.value
+            member = change.member_of(number, change.old)
+            if member is None or change.new.get(member) == number:
+                continue  # no member (a ValueError on both), or the same member on both
+            now = change.member_of(number, change.new)
+            means = f"{change.name}.{now}" if now else "no member (a ValueError)"
+            told = (
+                f"{change.name}({number}) is {change.name}.{member} on FlashInfer {old_v} but"
+                f" {means} on {new_v}"
+            )
+            if member not in change.new:
+                ctx.report(node, f"{told} ({member} is gone there): migrate by hand")
+                continue
+            told += f" ({change.name} was renumbered: {member} is {change.new[member]} there)"
+            written = f"{ctx.text_between(ctx.span(func)[:2], ctx.span(func)[2:])}.{member}"
+            if "\n" in written or "#" in written:
+                ctx.report(node, f"{told}: write {change.name}.{member}")
+                continue
+            ctx.fix(
+                node,
+                f"{told}: write {written}, which means the same on both",
+                ctx.replace(node, "Call", replace_with(written)),
+            )
 
     def _check(
         self,
