@@ -158,6 +158,7 @@ class NameResolver:
         # (so that its calls here are all of them): set by whoever can search the project
         # (`migrate_fi.codemods._callers.named_only_in`); None: never certain
         self.only_here: Callable[[str], bool] | None = None
+        self._lazy_helpers: dict[int, tuple[int, int]] | None = None  # (`_helpers`)
 
     def release(self) -> None:
         """Done with this file: its tree and scopes are freed at once (`ScopeBuilder.release`).
@@ -166,6 +167,7 @@ class NameResolver:
         self._resolved.clear()
         self.derived.clear()
         self._names.clear()
+        self._lazy_helpers = None
         # (the tree and what points into it: a resolver kept a moment longer, by the loop that
         # releases it, must not keep the file's whole tree alive)
         self.tree = ast.Module(body=[], type_ignores=[])
@@ -281,17 +283,125 @@ class NameResolver:
         if isinstance(expr, ast.Call):
             if isinstance(expr.func, ast.Name) and expr.func.id == "super" and not expr.args:
                 return self._super(scope, expr.lineno)
+            attribute = self._getattr(expr, scope, seen)
+            if attribute is not None:
+                return attribute
             funcs = self._resolve(expr.func, scope, seen)
             names = {c.qualname for c in funcs}
             if names and names <= _IMPORTERS and _is_importer_call(expr):
                 # `pytest.importorskip("flashinfer")`, `importlib.import_module("flashinfer.comm")`
                 return [Candidate(expr.args[0].value, expr.lineno, "import")]  # type: ignore[attr-defined]
+            lazy = self._lazy_import(expr, funcs)
+            if lazy is not None:
+                return [Candidate(self._project(lazy), expr.lineno, "lazy import")]
             # what a call returns: `X()` stands for "an instance of X" (or X's result)
             return [
                 Candidate(f"{c.qualname}()" if c.qualname else None, c.line, c.what) for c in funcs
             ]
         line = getattr(expr, "lineno", 0)
         return [Candidate(None, line, "expression")]
+
+    def _getattr(
+        self, call: ast.Call, scope: Scope, seen: frozenset[tuple[int, str]]
+    ) -> list[Candidate] | None:
+        """``getattr(obj, "name")`` is ``obj.name``; with a default, ``getattr(obj, "name", d)``
+        may also be ``d``. None when the call is not the builtin's with a literal name."""
+        func, args = call.func, call.args
+        if not (
+            isinstance(func, ast.Name)
+            and func.id == "getattr"
+            and not call.keywords
+            and len(args) in (2, 3)
+            and not any(isinstance(a, ast.Starred) for a in args)
+            and isinstance(args[1], ast.Constant)
+            and isinstance(args[1].value, str)
+            and args[1].value.isidentifier()
+            and self.lookup("getattr", scope) is None  # (the builtin, not a name of the module)
+        ):
+            return None
+        name = args[1].value
+        out = []
+        for cand in self._resolve(args[0], scope, seen):
+            if cand.qualname is None:
+                out.append(cand)
+            else:
+                out.append(
+                    Candidate(self._project(f"{cand.qualname}.{name}"), cand.line, cand.what)
+                )
+        if len(args) == 3:
+            out.extend(self._resolve(args[2], scope, seen))
+        return out
+
+    def _lazy_import(self, call: ast.Call, funcs: list[Candidate]) -> str | None:
+        """``lazy_import("flashinfer.fused_moe", "trtllm_fp8_block_scale_moe")``: a call, with
+        literal strings, of a function of this module whose body is ``return
+        getattr(importlib.import_module(module), name)`` (or the module first bound to a local):
+        the dotted name it returns."""
+        if len(funcs) != 1 or funcs[0].what != "def" or call.keywords:
+            return None
+        if not all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in call.args):
+            return None
+        found = self._helpers().get(funcs[0].line)
+        if found is None:
+            return None
+        module_at, name_at = found
+        if max(module_at, name_at) >= len(call.args):
+            return None
+        module, name = call.args[module_at].value, call.args[name_at].value  # type: ignore[attr-defined]
+        if not name.isidentifier() or not all(p.isidentifier() for p in module.split(".")):
+            return None
+        return f"{module}.{name}"
+
+    def _helpers(self) -> dict[int, tuple[int, int]]:
+        """This module's top-level lazy-import helpers: the line of each def -> the places of
+        its module and name parameters."""
+        if self._lazy_helpers is not None:
+            return self._lazy_helpers
+        self._lazy_helpers = {}
+        for fn in self.tree.body:
+            if not isinstance(fn, ast.FunctionDef) or fn.args.vararg or fn.decorator_list:
+                continue
+            params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+            body = fn.body[1:] if ast.get_docstring(fn) is not None else fn.body
+            inner = self.scope_of(fn)
+            if inner is None or not 1 <= len(body) <= 2 or not isinstance(body[-1], ast.Return):
+                continue
+            got = body[-1].value
+            if not (
+                isinstance(got, ast.Call)
+                and isinstance(got.func, ast.Name)
+                and got.func.id == "getattr"
+                and len(got.args) == 2
+                and not got.keywords
+                and isinstance(got.args[1], ast.Name)
+                and got.args[1].id in params
+            ):
+                continue
+            imported = got.args[0]
+            if len(body) == 2:  # `m = import_module(module)` then `getattr(m, name)`
+                first = body[0]
+                if not (
+                    isinstance(first, ast.Assign)
+                    and len(first.targets) == 1
+                    and isinstance(first.targets[0], ast.Name)
+                    and isinstance(imported, ast.Name)
+                    and imported.id == first.targets[0].id
+                ):
+                    continue
+                imported = first.value
+            if not (
+                isinstance(imported, ast.Call)
+                and len(imported.args) == 1
+                and not imported.keywords
+                and isinstance(imported.args[0], ast.Name)
+                and imported.args[0].id in params
+                and {c.qualname for c in self._resolve(imported.func, inner, frozenset())}
+                == {"importlib.import_module"}
+            ):
+                continue
+            module_at = params.index(imported.args[0].id)
+            self._lazy_helpers[fn.lineno] = (module_at, params.index(got.args[1].id))
+        return self._lazy_helpers
 
     def _resolve_name(
         self, name: str, scope: Scope, seen: frozenset[tuple[int, str]]
