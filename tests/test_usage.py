@@ -65,3 +65,27 @@ def test_lookalikes_modules_and_unreadable_files(
     (fp4,) = doc["apis"]
     assert (fp4["sites"], fp4["files"], fp4["in_tests"]) == (2, 2, 1)
     assert doc["not_read"] == ["broken.py: cannot parse (SyntaxError)"]
+
+
+def test_methods_of_returned_values_are_not_apis_and_a_change_is_said_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`flashinfer.bmm_fp8(...).view(...)` calls the returned tensor's method, not FlashInfer's;
+    a wrapper's own method is FlashInfer's. An enum exported under several paths changes once."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.py").write_text(
+        "import flashinfer\nfrom flashinfer import ActivationType\n\n"
+        "out = flashinfer.bmm_fp8(a, b, sa, sb, dtype).view(-1)\n"
+        "w = flashinfer.BatchDecodeWithPagedKVCacheWrapper(ws, 'NHD')\n"
+        "w.plan(indptr, indices, last, 8, 8, 128, 16)\n"
+        "w.run(q, kv).view(-1)\n"
+        "act = ActivationType.Swiglu\n"
+    )
+    doc = json.loads(_usage("--from", "0.6.14", "--to", "0.7.4", "--output-format", "json", "."))
+    apis = {a["api"]: a for a in doc["apis"]}
+    assert "flashinfer.bmm_fp8" in apis
+    assert "flashinfer.BatchDecodeWithPagedKVCacheWrapper().plan" in apis
+    assert not [a for a in apis if a.endswith((".view", "().view"))], sorted(apis)
+    (enum,) = [a for a in apis.values() if a["api"].endswith("ActivationType")]
+    said = [(k["kind"], k["detail"]) for k in enum["changes"]]
+    assert said and len(said) == len(set(said))
