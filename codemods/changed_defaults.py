@@ -176,10 +176,19 @@ def _same_notes(old_v: str, new_v: str) -> dict[tuple[str | None, str], set[tupl
 
 def _kept(old_v: str, new_v: str, key: str, change: tuple[str, str, str]) -> bool:
     """Whether the change ``(parameter, old, new)`` of ``key``'s default over the range keeps
-    what a call does: a release of the range made exactly that change, and its notes say the
-    new default does what the old one did."""
+    what a call does: the releases of the range changed it step by step from ``old`` to
+    ``new`` (one release, or several in turn), and the notes of each step say the new default
+    does what the old one did."""
     name, old, new = change
-    return (old, new) in _same_notes(old_v, new_v).get((key, name), set())
+    steps = _same_notes(old_v, new_v).get((key, name), set())
+    reached, current = {old}, old
+    while current != new:
+        following = [b for a, b in steps if a == current and b not in reached]
+        if len(following) != 1:
+            return False  # (a step the notes do not vouch for, or no single way on)
+        current = following[0]
+        reached.add(current)
+    return True
 
 
 def _literal(text: str) -> tuple[bool, object]:
