@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
@@ -664,6 +665,7 @@ def _pr_facts(result: RunResult, settled: _Settled, span: MigrationRange) -> Rep
     from migrate_fi.api.store import missing_data
     from migrate_fi.outputs import report as reporting_pr
     from migrate_fi.outputs.usage import inventory
+    from migrate_fi.project.current import pinned_versions, search_pins
     from migrate_fi.run.registry import select as select_rules
 
     selection = select_rules(span.from_version, span.to_version)
@@ -674,14 +676,101 @@ def _pr_facts(result: RunResult, settled: _Settled, span: MigrationRange) -> Rep
     except KeyError as exc:
         raise Fatal(missing_data(exc.args[0])) from None
     shown = " ".join(settled.paths) if settled.paths != (".",) else ""
+    # (the pins the range was read from; with --from given, the pins the tree has all the same)
+    pins = span.pins or sorted(
+        (p for found in pinned_versions(search_pins(list(settled.paths))).values() for p in found),
+        key=lambda p: (p.path, p.line),
+    )
     return reporting_pr.Report(
         result=result,
         rules=list(selection.rules),
         inventory=found,
-        pins=[f"{os.path.relpath(p.path)}:{p.line} {p.describe()}" for p in span.pins],
+        pins=[f"{os.path.relpath(p.path)}:{p.line} {p.describe()}" for p in pins],
         verify=f"migrate-fi verify --baseline HEAD {shown}".rstrip(),
         applied=list(span.record.written) if span.record is not None else None,
     )
+
+
+def _stop_on_errors(result: RunResult) -> None:
+    if result.errors:
+        for error in result.errors:
+            click.echo(f"migrate-fi: error: {error.path}: {error.reason}", err=True)
+        sys.exit(2)
+
+
+def _recorded_base(paths: tuple[str, ...]) -> str | None:
+    """The commit the recorded migration started from, if a record says one."""
+    from migrate_fi.project.current import project_root
+    from migrate_fi.project.record import RecordError, read_record
+
+    try:
+        record = read_record(project_root(paths[0]))
+    except RecordError:
+        return None
+    return record.base if record is not None else None
+
+
+def _facts_from(base: str, common: _Common) -> Report:
+    """The report's facts for the migration from commit ``base`` to the tree as it is: the run
+    over ``base``'s files (what the migration found and fixed there, as `upgrade` reported it
+    before writing), with the range of the record (or of the pins: ``base``'s, and the
+    tree's now), and the files changed since then besides the migration's fixes."""
+    import shutil
+    import tempfile
+
+    from migrate_fi.project.current import (
+        ProjectVersionError,
+        detect_current_version,
+        project_root,
+    )
+    from migrate_fi.project.record import RecordError, read_record
+    from migrate_fi.project.vcs import VcsError, changed_since, export_tree, repository_root
+
+    paths = common.paths or (".",)
+    here = os.getcwd()
+    repo = repository_root(here)
+    if repo is None:
+        raise Fatal(f"report --base needs a git repository, and {here} is not in one")
+    inside = [os.path.relpath(os.path.realpath(p), repo) for p in paths]
+    if any(p == ".." or p.startswith(".." + os.sep) for p in inside):
+        raise Fatal("report --base: every path must lie in the repository of the current folder")
+    try:
+        record = read_record(project_root(paths[0]))
+    except RecordError:
+        record = None
+    origin = common.from_version or (record.from_version if record is not None else None)
+    target = common.to_version or (record.to_version if record is not None else None)
+    folder = tempfile.mkdtemp(prefix="migrate-fi-base-")
+    try:
+        try:
+            commit = export_tree(repo, base, folder)
+            changed = changed_since(commit, paths)
+        except VcsError as exc:
+            raise Fatal(f"report --base: {exc}") from None
+        if target is None:
+            try:
+                target = detect_current_version(paths)[0]  # (where the pins say it is now)
+            except ProjectVersionError:
+                raise Fatal(
+                    "report --base: the release migrated to is not known (no record of the"
+                    " migration, and no pin says it): pass --to VERSION"
+                ) from None
+        os.chdir(os.path.join(folder, os.path.relpath(here, repo)))
+        at_base = dataclasses.replace(common, from_version=origin, to_version=target)
+        result, settled, span = _execute(at_base, "diff")
+        _stop_on_errors(result)
+        facts = _pr_facts(result, settled, span)
+    finally:
+        os.chdir(here)
+        shutil.rmtree(folder, ignore_errors=True)
+    fixed = {os.path.realpath(os.path.join(here, d.path)) for d in result.fixable}
+    facts.base = commit[:12]
+    facts.changed_besides = sorted(
+        os.path.relpath(p)
+        for p in changed
+        if p not in fixed and f"{os.sep}.migrate-fi{os.sep}" not in p
+    )
+    return facts
 
 
 def _written_by_the_migration(paths: tuple[str, ...]) -> frozenset[str]:
@@ -922,6 +1011,7 @@ def _record_apply(
     commit and for `verify` (a warning, never a failure, when it cannot); the record's path,
     or None."""
     from migrate_fi.project.record import Applied, Pending, RecordError, relative, write_record
+    from migrate_fi.project.vcs import head_commit
 
     new_bytes = {f.path: f.new_bytes for f in result.changed if f.new_bytes is not None}
     failed = [Pending(relative(span.root, e.path), e.reason) for e in result.errors]
@@ -931,6 +1021,7 @@ def _record_apply(
         sites=sites,
         failed=failed,
         interrupted=interrupted,
+        base=head_commit(span.root),
     )
     try:
         return write_record(span.root, result.from_version, result.to_version, applied)
@@ -1441,6 +1532,13 @@ def api_diff(
     default=None,
     help="Write the report to this file (atomically) instead of printing it.",
 )
+@click.option(
+    "--base",
+    metavar="REF",
+    default=None,
+    help="Describe the migration against this commit (default: the commit the recorded"
+    " migration started from, when there is one).",
+)
 def report(
     paths: tuple[str, ...],
     from_version: str | None,
@@ -1451,12 +1549,15 @@ def report(
     lang: str,
     output_format: str,
     output: str | None,
+    base: str | None,
 ) -> None:
     """The upgrade's pull-request description, in Markdown: what changed and why, the files,
     the sites left for a person, the FlashInfer APIs used, risks and impact.
 
-    Computed from the tree as it is (run it before `apply`, or after it to list what is left);
-    deterministic, no network. Writes nothing unless -o is given."""
+    A migration in progress (its record, committed with it) is described from the commit it
+    started from: the same report before `apply`, after it, and on the migration commit in CI.
+    `--base REF` names that commit (after `finish`, say). Without either, the tree as it is.
+    Deterministic, no network. Writes nothing unless -o is given."""
     from migrate_fi.editing.sources import write_new_file
     from migrate_fi.outputs import report as reporting_pr
 
@@ -1475,12 +1576,13 @@ def report(
         None,
         None,
     )
-    result, settled, span = _execute(common, "diff")  # (the new text, for the excerpts)
-    if result.errors:
-        for error in result.errors:
-            click.echo(f"migrate-fi: error: {error.path}: {error.reason}", err=True)
-        sys.exit(2)
-    facts = _pr_facts(result, settled, span)
+    started = base or _recorded_base(paths or (".",))
+    if started is not None:
+        facts = _facts_from(started, common)
+    else:
+        result, settled, span = _execute(common, "diff")  # (the new text, for the excerpts)
+        _stop_on_errors(result)
+        facts = _pr_facts(result, settled, span)
     if output_format == "json":
         text = json.dumps(reporting_pr.to_json(facts), indent=2, ensure_ascii=False) + "\n"
     else:

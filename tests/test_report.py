@@ -129,3 +129,75 @@ def test_hand_written_rules_cite_their_upstream_threads(monkeypatch: pytest.Monk
     monkeypatch.chdir(PROJECTS)
     why = _report("demo")[1].split("## What changed, rule by rule")[0]
     assert "https://github.com/flashinfer-ai/flashinfer/pull/3247" in why  # FI004
+
+
+def _git(folder: Path, *args: str) -> str:
+    import subprocess
+
+    return subprocess.run(
+        ["git", "-C", str(folder), "-c", "user.email=t@t", "-c", "user.name=t", *args],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+
+def _without_base_line(text: str) -> str:
+    return "\n".join(
+        line
+        for line in text.split("\n\n")
+        if not line.startswith(("Described against commit", "以迁移开始时的提交"))
+    )
+
+
+@pytest.mark.slow
+def test_the_report_of_a_migration_is_the_same_before_after_and_in_a_clone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The report describes the migration from the commit it started from (its record says
+    which): after `apply`, on a fresh clone of the migration commit, and with `--base` after
+    `finish`, it has the changes, pins and sites of the report made before `apply`."""
+    import shutil
+
+    from migrate_fi.cli import cli as main
+
+    repo = tmp_path / "demo"
+    shutil.copytree(PROJECTS / "demo", repo)
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "before")
+    start = _git(repo, "rev-parse", "HEAD").strip()
+    monkeypatch.chdir(repo)
+    for lang in ("en", "zh"):
+        code, before, _ = _report("--lang", lang)
+        assert code == 0 and "0.6.8.post1" in before
+        assert "No pin of flashinfer-python found" not in before
+        assert CliRunner().invoke(main, ["apply"]).exit_code == 1  # (sites left for a person)
+        code, after, _ = _report("--lang", lang)
+        assert code == 0
+        assert f"`{start[:12]}`" in after
+        assert _without_base_line(after) == _without_base_line(before)
+        _git(repo, "add", "-A")
+        _git(repo, "commit", "-qm", "migrated")
+        clone = tmp_path / f"clone-{lang}"
+        _git(tmp_path, "clone", "-q", str(repo), str(clone))
+        monkeypatch.chdir(clone)
+        assert _report("--lang", lang)[1] == after
+        (clone / ".migrate-fi" / "last-apply.json").unlink()  # (as `finish` leaves it)
+        assert _report("--lang", lang, "--base", "HEAD~1")[1] == after
+        monkeypatch.chdir(repo)
+        _git(repo, "reset", "-q", "--hard", start)
+
+
+def test_report_base_needs_a_repository_and_a_commit_in_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, _, err = _report("--base", "HEAD")
+    assert code == 2 and "needs a git repository" in err and "Traceback" not in err
+    _git(tmp_path, "init", "-q")
+    (tmp_path / "a.py").write_text("import flashinfer\n")
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-qm", "one")
+    code, _, err = _report("--base", "no-such-ref", "--from", "0.6.8.post1")
+    assert code == 2 and "no-such-ref" in err and "is not in the repository" in err

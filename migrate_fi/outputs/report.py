@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from migrate_fi.base.results import Diagnostic, RunResult
@@ -32,6 +32,10 @@ _TEXT: dict[str, dict[str, str]] = {
         "summary_line": "{fixes} by migrate-fi in {files}; {manual} left for a person.",
         "applied_line": "Already applied by an earlier `apply` of this migration (its record):"
         " {files}.",
+        "base_line": "Described against commit `{base}`, where the migration started: the"
+        " changes below are what the migration found and made there.",
+        "besides_line": "Changed since then besides the migration's fixes (pins moved, edits"
+        " by hand): {files}:",
         "action": "Recommended action",
         "action_manual": "Review the {manual} below, resolve each, then run the tests on a GPU"
         " with the target FlashInfer installed: `{verify}`.",
@@ -95,6 +99,8 @@ _TEXT: dict[str, dict[str, str]] = {
         "summary": "执行摘要",
         "summary_line": "migrate-fi 在 {files}中做了 {fixes}；{manual}需要人工处理。",
         "applied_line": "本次迁移此前的 `apply` 已修改（见其记录）：{files}。",
+        "base_line": "以迁移开始时的提交 `{base}` 为基准：下面的修改即本次迁移在该提交上发现并完成的修改。",
+        "besides_line": "此外，自该提交以来还有 {files}被修改（如版本固定的更新、人工修改）：",
         "action": "推荐动作",
         "action_manual": "逐一处理下面的 {manual}，然后在装有目标版本 FlashInfer 的 GPU 机器上运行"
         "测试：`{verify}`。",
@@ -168,6 +174,10 @@ class Report:
     verified: dict[str, Any] | None = None  # `verify --output-format json`, when it ran
     # files an earlier apply of this migration rewrote (its record), when it is in progress
     applied: list[str] | None = None
+    # the commit the migration is described against (`report --base`), and the files changed
+    # since it besides the migration's fixes (by hand, or by pins moved)
+    base: str | None = None
+    changed_besides: list[str] = field(default_factory=list)
 
 
 def _role(path: str) -> str:
@@ -220,6 +230,18 @@ def render_markdown(report: Report, lang: str = "en") -> str:
             manual=w.count("sites", len(manual)),
         )
     )
+    if report.base is not None:
+        w.add("", w.say("base_line", base=report.base))
+        if report.changed_besides:
+            listed = ", ".join(f"`{p}`" for p in report.changed_besides[:_LISTED])
+            beyond = len(report.changed_besides) - _LISTED
+            w.add(
+                "",
+                w.say("besides_line", files=w.count("in_files", len(report.changed_besides)))
+                + " "
+                + listed
+                + (f" {w.say('more', n=beyond)}" if beyond > 0 else ""),
+            )
     if report.applied:
         shown = ", ".join(f"`{p}`" for p in report.applied[:_LISTED])
         more = (
@@ -478,5 +500,7 @@ def to_json(report: Report) -> dict[str, object]:
         "verify": report.verify,
         "verified": report.verified,
         "applied": report.applied or [],
+        "base": report.base,
+        "changed_besides": report.changed_besides,
         "notices": result.notices,
     }

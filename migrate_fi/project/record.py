@@ -127,6 +127,9 @@ class ApplyRecord:
     sites: list[LeftSite] = field(default_factory=list)  # the sites left for a person
     pending: list[Pending] = field(default_factory=list)  # files not migrated yet
     digests: dict[str, str] = field(default_factory=dict)  # written file -> digest of its bytes
+    # the commit checked out when the migration's first apply ran (git): the tree it started
+    # from, which `report` describes the migration against
+    base: str | None = None
 
     @property
     def in_progress(self) -> bool:
@@ -145,6 +148,7 @@ class ApplyRecord:
             "sites_left": [site.to_json() for site in self.sites],
             "written": self.written,
             "written_digests": dict(sorted(self.digests.items())),
+            "base": self.base,
             "when": self.when,
         }
 
@@ -184,6 +188,7 @@ class Applied:
     sites: list[LeftSite]  # the sites it left for a person (paths relative to the root)
     failed: list[Pending]  # the files it could not migrate (paths relative to the root)
     interrupted: str | None = None
+    base: str | None = None  # the commit checked out when it ran (git), if one
 
 
 def write_record(root: str, from_version: str, to_version: str, applied: Applied) -> str:
@@ -199,7 +204,9 @@ def write_record(root: str, from_version: str, to_version: str, applied: Applied
         earlier = None
     sites, failed = list(applied.sites), list(applied.failed)
     digests = dict(written)
+    base = applied.base
     if earlier is not None and earlier.from_version == from_version:
+        base = earlier.base or base  # (where the migration started)
         written = {**dict.fromkeys(earlier.written, ""), **written}
         digests = {**earlier.digests, **digests}
         failing = {p.path for p in failed}
@@ -223,6 +230,7 @@ def write_record(root: str, from_version: str, to_version: str, applied: Applied
         sites=sites,
         pending=failed,
         digests=digests,
+        base=base,
     )
     return _store(root, record)
 
@@ -313,6 +321,7 @@ def read_record(root: str) -> ApplyRecord | None:
             [LeftSite.from_json(site) for site in doc.get("sites_left", [])],
             [Pending(str(p["path"]), str(p["reason"])) for p in doc.get("not_migrated", [])],
             {str(k): str(v) for k, v in digests.items()},
+            None if doc.get("base") is None else str(doc["base"]),
         )
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise RecordError(f"{path}: not a readable apply record ({exc})") from None

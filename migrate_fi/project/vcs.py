@@ -12,7 +12,14 @@ import os
 import subprocess
 from collections.abc import Iterable
 
-__all__ = ["VcsError", "changed_since", "dirty_files", "repository_root"]
+__all__ = [
+    "VcsError",
+    "changed_since",
+    "dirty_files",
+    "export_tree",
+    "head_commit",
+    "repository_root",
+]
 
 RECORD_FOLDER = ".migrate-fi"  # (`migrate_fi.project.record.FOLDER`)
 
@@ -112,3 +119,51 @@ def dirty_files(paths: Iterable[str]) -> list[str] | None:
             if shown not in out:
                 out.append(shown)
     return out if any_repo else None
+
+
+def head_commit(path: str) -> str | None:
+    """The commit checked out in the repository that holds ``path`` (its full hash); None
+    outside a repository, or in one with no commit yet."""
+    root = repository_root(path)
+    if root is None:
+        return None
+    try:
+        return _git(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}").strip() or None
+    except VcsError:
+        return None
+
+
+def export_tree(root: str, ref: str, into: str) -> str:
+    """Write the files of commit ``ref`` of the repository at ``root`` into the empty folder
+    ``into`` (`git archive`): the tree as it was, for a run over it; the commit's full hash.
+    Raises `VcsError` with what to do when the commit is not in this clone (a shallow one)."""
+    import tarfile
+    import tempfile
+
+    try:
+        commit = _git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").strip()
+    except VcsError:
+        raise VcsError(
+            f"commit {ref} is not in the repository at {root} (a shallow clone?): fetch it"
+            " (`git fetch --unshallow`, or `fetch-depth: 0` in actions/checkout)"
+        ) from None
+    with tempfile.TemporaryFile() as archive:
+        try:
+            proc = subprocess.run(
+                ["git", "-C", root, "archive", "--format=tar", commit],
+                stdout=archive,
+                stderr=subprocess.PIPE,
+                check=False,
+            )
+        except FileNotFoundError:
+            raise VcsError("git is not installed (or not on PATH)") from None
+        if proc.returncode != 0:
+            lines = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise VcsError(lines[-1] if lines else "git archive failed")
+        archive.seek(0)
+        with tarfile.open(fileobj=archive) as tar:
+            if hasattr(tarfile, "data_filter"):  # (Python 3.10.12+, 3.11.4+)
+                tar.extractall(into, filter="data")
+            else:  # pragma: no cover
+                tar.extractall(into)  # (git's own archive of a commit)
+    return commit
