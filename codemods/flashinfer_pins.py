@@ -14,9 +14,11 @@ from migrate_fi.base import patterns
 from migrate_fi.base.results import FixSafety
 from migrate_fi.framework.rule import FileContext, Rule, RuleOption, RunOptions
 from migrate_fi.project.discovery import wanted_files
+from migrate_fi.project.ownership import Owner, Place, owner_of, toml_places
 from migrate_fi.project.pins import (
     CUBIN,
     DEPENDENCY_FILE_PATTERNS,
+    JIT_CACHE,
     LOCK_FILES,
     MAIN,
     PIN_FILE_PATTERNS,
@@ -26,6 +28,7 @@ from migrate_fi.project.pins import (
     scan,
 )
 
+_FAMILY = frozenset({MAIN, CUBIN, JIT_CACHE})
 # files that declare dependencies (a pin there is installed by pip from PyPI)
 _DECLARING = wanted_files(("setup.py",), DEPENDENCY_FILE_PATTERNS)
 _INSTALL_FILES = patterns.compile(r"^(Dockerfile.*|.*\.dockerfile|.*\.Dockerfile|.*\.(sh|bash))$")
@@ -110,8 +113,14 @@ class FlashinferPins(Rule):
       minor release as its bound (a review fix); a local tag (`+cu128`) is kept (review: the
       index you install from must have it);
     - a version already newer than the target is never downgraded, and is reported;
-    - a pin that disagrees with the version the run migrates from is reported too (pins that
-      disagree are a finding of their own);
+    - a flashinfer-python pin that disagrees with the version the run migrates from (and its
+      companions at the same version) is never moved as a safe fix: it gets a review fix that
+      says so (which release the code there is written for decides);
+    - a pin that is not the project's own requirement is left (`migrate_fi.project.ownership`):
+      resolver overrides and constraints (`[tool.uv] override-dependencies`), metadata mirrors of
+      another package (`[[tool.uv.dependency-metadata]]`), and an extra or dependency group
+      that pins a serving engine exactly (`sglang==0.5.11` next to FlashInfer: that release
+      requires its own FlashInfer); it is reported only where it excludes the target, with why;
     - other packages' pins and checks are never touched, even on the same line.
 
     `flashinfer-cubin` is published on PyPI only up to 0.6.13 (see the release data): from 0.6.14
@@ -147,6 +156,7 @@ class FlashinferPins(Rule):
         return may_hold_versions(path, data, str(options.from_version))
 
     def find(self, ctx: FileContext) -> None:
+        self._places: tuple[str, list[str], list[Place]] | None = None
         mode = ctx.option("cubin")  # (checked against its choices with the configuration)
         self.target = ctx.options.to_version
         self.origin = ctx.options.from_version
@@ -156,6 +166,17 @@ class FlashinferPins(Rule):
         base = os.path.basename(ctx.path)
         removed_lines: set[int] = set()
         changes: list[_Change] = []
+        # flashinfer-python's pins here that disagree with the run's origin: they are left, and
+        # their companions at the same version with them (kept in step)
+        self._left = {
+            ref.version
+            for ref in refs
+            if ref.package == MAIN
+            and ref.kind is not Kind.EXAMPLE
+            and not ref.in_comment
+            and ref.operator in ("==", "===", "")
+            and not self._in_step(ref.version)
+        }
         declares = _DECLARING(ctx.path)
         for ref in refs:
             unpublished_pin = (
@@ -175,7 +196,12 @@ class FlashinferPins(Rule):
             left = mode == "report" or ref.kind is Kind.REQUIREMENT
             if not declares and left and self._cubin_install_left(ctx, ref):
                 continue
-            change, reports = self._plan(ref)
+            owner = self._owner(ctx, ref)
+            change: _Change | None = None
+            if owner is None:
+                change, reports = self._plan(ref)
+            else:  # (not the project's own requirement: never moved)
+                reports = self._owned(ref, owner)
             if change is not None:
                 changes.append(change)
             for message in reports:
@@ -185,6 +211,52 @@ class FlashinferPins(Rule):
             self._shared_variables(ctx, changes)  # (a command that names no index: any option)
         if mode == "install-from-index" and not self.cubin_published and _INSTALL_FILES.match(base):
             self._install_step(ctx, refs)
+
+    # ------------------------------------------------------------- ownership
+
+    def _owner(self, ctx: FileContext, ref: VersionRef) -> Owner | None:
+        """Why a requirement in a TOML file is not the project's own (`ownership`)."""
+        if ref.kind is not Kind.REQUIREMENT or ref.in_comment or not ctx.path.endswith(".toml"):
+            return None
+        if self._places is None or self._places[0] != ctx.path:
+            lines = [line.rstrip("\r\n") for line in ctx.lines]
+            self._places = (ctx.path, lines, toml_places(lines))
+        _, lines, places = self._places
+        if ref.line > len(places):
+            return None
+        return owner_of(lines, places, ref.line, _FAMILY)
+
+    def _owned(self, ref: VersionRef, owner: Owner) -> list[str]:
+        """What to say of a pin that is not the project's own: nothing while it admits the
+        target, else why it is left as it is."""
+        from packaging.specifiers import InvalidSpecifier, SpecifierSet  # (costs start-up)
+
+        try:
+            admits = self.target in SpecifierSet(f"{ref.operator}{ref.version}", prereleases=True)
+        except InvalidSpecifier:
+            admits = False
+        if admits:
+            return []
+        pin = f"{ref.package} {ref.operator}{ref.version}"
+        if owner.kind == "override":
+            return [
+                f"{pin} in {owner.where}: it bounds what every package of the environment may"
+                f" require, not this project's own requirement, and it excludes the target"
+                f" {self.target}: left as it is; widen it by hand if it must admit {self.target}"
+            ]
+        if owner.kind == "mirror":
+            mirrored = owner.detail or "another package"
+            return [
+                f"{pin} in {owner.where}: a copy of {mirrored}'s own requirements, which the"
+                f" migration does not change: left as it is; that release of {mirrored} cannot be"
+                f" installed with FlashInfer {self.target} (move it with a {mirrored} release that"
+                " requires the target)"
+            ]
+        return [
+            f"{pin} in {owner.where}, next to {owner.detail}: that release requires the FlashInfer"
+            f" it was built for, so this pin moves with it: left as it is; move both to a"
+            f" release that requires FlashInfer {self.target} (not checked here: no network)"
+        ]
 
     # ------------------------------------------------------------------ data
 
@@ -273,20 +345,34 @@ class FlashinferPins(Rule):
         local = "+" in ref.version
         new = str(target) + ("+" + ref.version.split("+", 1)[1] if local else "")
         note = " (the local tag is kept: check that your index serves it)" if local else ""
-        reports = []
-        in_step = version in (origin, self.pinned)  # (pinned: a migration in progress)
-        if ref.package == MAIN and not in_step and ref.operator in ("==", "===", ""):
-            reports.append(
+        if ref.version in self._left:
+            # (never a safe fix: which release the code there is written for decides; a
+            # companion at the same version goes with it)
+            said = (
                 f"FlashInfer versions disagree: this {kind} says {ref.version}, the run migrates"
                 f" from {origin}: check which one the code was written for ({where})"
             )
+            if ref.package != MAIN:
+                said = f"{name} {kind}, in step with a flashinfer-python pin here that disagrees"
+            return _Change(
+                ref,
+                new,
+                f"{said}; moved to the target {target} only as a review fix",
+                FixSafety.REVIEW,
+            ), []
         change = _Change(
             ref,
             new,
             f"{name} {kind}: moved to the target {target}{note}",
             FixSafety.REVIEW if local else FixSafety.SAFE,
         )
-        return change, reports
+        return change, []
+
+    def _in_step(self, version: str) -> bool:
+        """Whether a pin at ``version`` names the release the run migrates from (or the one a
+        migration in progress pinned)."""
+        found = _public(version)
+        return found is not None and found in (self.origin, self.pinned)
 
     def _direct_reference(
         self, ref: VersionRef, version: Version

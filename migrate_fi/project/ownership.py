@@ -1,0 +1,173 @@
+"""Whose requirement a FlashInfer pin in a TOML file is: the project's own, or one it only
+overrides, mirrors, or takes from another package.
+
+A project's own requirement of FlashInfer moves with the migration. These do not:
+- **resolver overrides and constraints** (``[tool.uv] override-dependencies`` and
+  ``constraint-dependencies``, ``[tool.pdm.resolution] overrides``): bounds on what every
+  package of the environment may pull in, often written to admit several releases at once;
+- **metadata mirrors** (``[[tool.uv.dependency-metadata]]``): another package's own requirements,
+  copied so that the resolver need not build it; they say what that release of that package
+  requires, which the migration does not change;
+- **a serving engine's extra or group**: an extra (``[project.optional-dependencies]``) or a
+  dependency group (``[dependency-groups]``) that pins a serving engine exactly
+  (``sglang==0.5.11``) next to FlashInfer takes the FlashInfer that engine release requires; the
+  two move together, with the engine.
+
+Read from the text, line by line: the table each line is in and the key of the array it
+belongs to (quoted strings, extras in brackets included, never confuse the count).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from migrate_fi.base import patterns
+from migrate_fi.project.pins import canonical_name
+
+__all__ = ["ENGINES", "Owner", "Place", "owner_of", "toml_places"]
+
+# Serving engines whose releases require a FlashInfer release of their own (their metadata pins
+# it): a pin of FlashInfer next to an exact pin of one of them is that release's requirement.
+ENGINES = frozenset(
+    {"sglang", "vllm", "tensorrt-llm", "lmdeploy", "mlc-llm", "aphrodite-engine", "xinference"}
+)
+
+_OVERRIDES = {
+    ("tool.uv", "override-dependencies"): "[tool.uv] override-dependencies",
+    ("tool.uv", "constraint-dependencies"): "[tool.uv] constraint-dependencies",
+    ("tool.pdm.resolution", "overrides"): "[tool.pdm.resolution] overrides",
+}
+_HEADER = patterns.compile(r"^\s*\[(\[?)\s*([^\[\]]+?)\s*\]\]?\s*(?:#.*)?$")
+_KEY = patterns.compile(r"""^\s*("[^"]*"|'[^']*'|[A-Za-z0-9_.-]+)\s*=\s*(.*)$""")
+_EXACT = patterns.compile(
+    r"""["']\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*==\s*([^"',;\s]+)"""
+)
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a line of a TOML file is: its table (dotted, ``project.optional-dependencies``),
+    and the key of the array or value it belongs to (None between keys)."""
+
+    table: str
+    key: str | None
+    array_of_tables: bool = False  # (the table is one entry of ``[[...]]``)
+
+
+@dataclass(frozen=True)
+class Owner:
+    """Why a pin is not the project's own requirement of FlashInfer."""
+
+    kind: str  # "override", "mirror" or "engine"
+    where: str  # the table or extra, as the user wrote it
+    detail: str = ""  # the mirrored package, or the engine pin
+
+
+def _unquote(key: str) -> str:
+    return key[1:-1] if key[:1] in "\"'" and key[-1:] == key[:1] else key
+
+
+def _depth(text: str) -> int:
+    """``[`` minus ``]`` in ``text`` outside quoted strings and comments."""
+    depth, quote, i = 0, "", 0
+    while i < len(text):
+        c = text[i]
+        if quote:
+            if c == "\\" and quote == '"':
+                i += 1
+            elif c == quote:
+                quote = ""
+        elif c in "\"'":
+            quote = c
+        elif c == "#":
+            break
+        elif c == "[":
+            depth += 1
+        elif c == "]":
+            depth -= 1
+        i += 1
+    return depth
+
+
+def toml_places(lines: list[str]) -> list[Place]:
+    """The `Place` of each line (0-based, as ``lines``)."""
+    out: list[Place] = []
+    table, key, many, depth = "", None, False, 0
+    for line in lines:
+        if depth <= 0:
+            header = _HEADER.match(line)
+            if header is not None:
+                many = bool(header.group(1))
+                table = ".".join(_unquote(p.strip()) for p in header.group(2).split("."))
+                key, depth = None, 0
+                out.append(Place(table, None, many))
+                continue
+            found = _KEY.match(line)
+            if found is not None:
+                key = _unquote(found.group(1))
+                depth = _depth(found.group(2))
+                out.append(Place(table, key, many))
+                if depth <= 0:
+                    key = None if depth == 0 else key
+                continue
+            out.append(Place(table, None, many))
+            continue
+        out.append(Place(table, key, many))
+        depth += _depth(line)
+        if depth <= 0:
+            key = None
+    return out
+
+
+def _array_text(lines: list[str], places: list[Place], index: int) -> str:
+    """The text of the array (or value) line ``index`` belongs to."""
+    place = places[index]
+    start = index
+    while start > 0 and places[start - 1] == place:
+        start -= 1
+    end = index
+    while end + 1 < len(lines) and places[end + 1] == place:
+        end += 1
+    return "\n".join(lines[start : end + 1])
+
+
+def owner_of(
+    lines: list[str], places: list[Place], line: int, family: frozenset[str]
+) -> Owner | None:
+    """Why the pin on ``line`` (1-based) is not the project's own requirement; None when it is.
+    ``family``: the canonical names of FlashInfer's own packages."""
+    place = places[line - 1]
+    said = _OVERRIDES.get((place.table, place.key or ""))
+    if said is None and place.table == "tool.pdm.resolution.overrides":
+        said = "[tool.pdm.resolution.overrides]"
+    if said is not None:
+        return Owner("override", said)
+    if place.table == "tool.uv.dependency-metadata" and place.array_of_tables:
+        name = ""
+        for i in range(line - 1, -1, -1):
+            if places[i].table != place.table or _HEADER.match(lines[i]):
+                break
+            found = re.match(r"""^\s*name\s*=\s*["']([^"']+)["']""", lines[i])
+            if found is not None:
+                name = found.group(1)
+        if not name:  # (the entry's name may come after its requirements)
+            for i in range(line, len(lines)):
+                if places[i].table != place.table or _HEADER.match(lines[i]):
+                    break
+                found = re.match(r"""^\s*name\s*=\s*["']([^"']+)["']""", lines[i])
+                if found is not None:
+                    name = found.group(1)
+                    break
+        return Owner("mirror", "[[tool.uv.dependency-metadata]]", name)
+    grouped = place.key is not None and place.table in (
+        "project.optional-dependencies",
+        "dependency-groups",
+    )
+    if grouped:
+        for name, version in _EXACT.findall(_array_text(lines, places, line - 1)):
+            canonical = canonical_name(name)
+            if canonical in ENGINES and canonical not in family:
+                where = f"the {place.key} extra" if "optional" in place.table else place.key
+                return Owner("engine", str(where), f"{canonical}=={version}")
+    return None
