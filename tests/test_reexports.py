@@ -424,3 +424,36 @@ def test_words_asked_of_a_file_s_imports_are_found_as_one_test_each_would() -> N
         imports = FileImports(b" %s " % b" ".join(words), False)
         for w in (asked, many):
             assert w.one_in(imports) == bool(w.words & set(words)), (w.words, words)
+
+
+def test_a_star_import_of_flashinfer_reexports_its_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`from flashinfer import *` in a project module: a module that imports a FlashInfer name
+    from it calls FlashInfer. Not where the module binds the name itself, nor where it also
+    star-imports another library (the name might come from either)."""
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "__init__.py").write_text("")
+    (tmp_path / "proj" / "fi.py").write_text("from flashinfer import *  # noqa: F403\n")
+    (tmp_path / "proj" / "own.py").write_text(
+        "from flashinfer import *  # noqa: F403\n\n\ndef fp4_quantize(*args):\n    return args\n"
+    )
+    (tmp_path / "proj" / "mixed.py").write_text(
+        "from flashinfer import *  # noqa: F403\nfrom mylib import *  # noqa: F403\n"
+    )
+    call = "fp4_quantize(x, gs, 16, False, True, False, True)"
+    (tmp_path / "proj" / "user.py").write_text(
+        "from proj.fi import fp4_quantize\nfrom proj import fi\n\n\n"
+        f"def f(x, gs):\n    return {call}, fi.{call}\n"
+    )
+    (tmp_path / "proj" / "others.py").write_text(
+        "from proj.own import fp4_quantize\nfrom proj.mixed import fp4_quantize as q\n\n\n"
+        f"def f(x, gs):\n    return {call}, q{call[len('fp4_quantize') :]}\n"
+    )
+    doc, _ = check(tmp_path, monkeypatch)
+    found = sorted(
+        (d["path"], d["line"], d["code"])
+        for d in doc["diagnostics"]  # type: ignore[index]
+        if d["code"] == "FI001"
+    )
+    assert found == [("proj/user.py", 6, "FI001"), ("proj/user.py", 6, "FI001")]

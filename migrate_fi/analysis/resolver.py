@@ -221,16 +221,27 @@ class NameResolver:
     def iter_calls(self) -> Iterator[tuple[ast.Call, Scope]]:
         return iter(self.calls)
 
-    def exports(self) -> dict[str, str]:
+    def exports(self, star_names: Callable[[str], Iterable[str]] | None = None) -> dict[str, str]:
         """Module-level names of this module that are bound to FlashInfer's API, and nothing
         else: ``{"<this module>.<name>": "<qualified name>"}``. Other modules importing them
         resolve through it (`project_aliases`). A def wrapping FlashInfer is not one of them.
         A module of FlashInfer's own tree exports nothing: its names are paths of the API, and
         the release data says where each leads (followed as a re-export, `flashinfer.jit.f`
-        would be reported again at each use, under the path of its definition)."""
+        would be reported again at each use, under the path of its definition).
+
+        ``from flashinfer import *`` exports every name ``star_names`` says that FlashInfer
+        module gives a star import, except those the module binds itself; not where the module
+        also star-imports something else (a name might come from either)."""
         if not self.module_name or in_flashinfer(self.module_name):
             return {}
         out = {}
+        stars = self.module_scope.stars
+        if star_names is not None and stars and all(in_flashinfer(m) for m, _ in stars):
+            own = self.module_scope.bindings
+            for module, _ in stars:
+                for name in star_names(module):
+                    if name not in own:
+                        out[f"{self.module_name}.{name}"] = f"{module}.{name}"
         for name, bindings in self.module_scope.bindings.items():
             if all(b.what in _OWN or (b.qualname is None and b.alias_of is None) for b in bindings):
                 continue  # (its own defs and classes, other values: nothing of FlashInfer's)

@@ -245,9 +245,21 @@ def matching(
                 imports = reaches_flashinfer(data)
             if not imports:
                 continue
-        if p.matches(data) and c.wants(data, path, options):
+        if (p.matches(data) and c.wants(data, path, options)) or (
+            c.reaches_by_import and _star_exporter(data)
+        ):
             out.append(c.id)
     return tuple(out)
+
+
+_STAR_IMPORT = patterns.compile(rb"(?m)^\s*from\s+flashinfer[\w.]*\s+import\s+\*")
+
+
+def _star_exporter(data: bytes) -> bool:
+    """Whether the file star-imports a FlashInfer module: every module that imports a name
+    from it may call FlashInfer through it (`NameResolver.exports`), so its exports are worked
+    out even where it names no API a rule looks for."""
+    return b"import *" in data and _STAR_IMPORT.search(data) is not None
 
 
 def must_see(
@@ -443,7 +455,7 @@ def _process(
         if made is not None and made is not resolver:
             built.append(made)
         if resolver is None and made is not None and text == original:
-            result.exports = made.exports()
+            result.exports = made.exports(_star_names(str(options.from_version)))
         if made is not None:
             asked |= made.asked
         resolver = made  # shared by the next rule while the text is unchanged
@@ -571,3 +583,19 @@ def _check_still_valid(path: str, old: str, new: str, rule: str) -> None:
         load(new)
     except ValueError as exc:
         raise EditError(f"{rule} produced a file that no longer parses ({exc})") from None
+
+
+def _star_names(version: str) -> Callable[[str], list[str]]:
+    """The names ``from <FlashInfer module> import *`` gives on ``version``, as its API data
+    lists them: the module's public names and those of its own star imports."""
+
+    def names(module: str) -> list[str]:
+        from migrate_fi.api.differ import api_for
+
+        api = api_for(version)
+        found = set(api.names(module))
+        for star in api.modules.get(module, {}).get("stars", ()):
+            found.update(api.names(star))
+        return sorted(n for n in found if not n.startswith("_"))
+
+    return names
