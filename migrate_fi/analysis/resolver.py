@@ -159,6 +159,7 @@ class NameResolver:
         # (`migrate_fi.codemods._callers.named_only_in`); None: never certain
         self.only_here: Callable[[str], bool] | None = None
         self._lazy_helpers: dict[int, tuple[int, int]] | None = None  # (`_helpers`)
+        self._defs: dict[int, ast.FunctionDef] | None = None  # (`_top_defs`)
 
     def release(self) -> None:
         """Done with this file: its tree and scopes are freed at once (`ScopeBuilder.release`).
@@ -168,6 +169,7 @@ class NameResolver:
         self.derived.clear()
         self._names.clear()
         self._lazy_helpers = None
+        self._defs = None
         # (the tree and what points into it: a resolver kept a moment longer, by the loop that
         # releases it, must not keep the file's whole tree alive)
         self.tree = ast.Module(body=[], type_ignores=[])
@@ -305,6 +307,9 @@ class NameResolver:
             lazy = self._lazy_import(expr, funcs)
             if lazy is not None:
                 return [Candidate(self._project(lazy), expr.lineno, "lazy import")]
+            made = self._returned(funcs, seen)
+            if made is not None:  # a factory of this module: what it returns
+                return made
             # what a call returns: `X()` stands for "an instance of X" (or X's result)
             return [
                 Candidate(f"{c.qualname}()" if c.qualname else None, c.line, c.what) for c in funcs
@@ -342,6 +347,45 @@ class NameResolver:
         if len(args) == 3:
             out.extend(self._resolve(args[2], scope, seen))
         return out
+
+    def _returned(
+        self, funcs: list[Candidate], seen: frozenset[tuple[int, str]]
+    ) -> list[Candidate] | None:
+        """What a call of a top-level function of this module returns, where every ``return``
+        of it gives something known (``return flashinfer.BatchDecodeWithPagedKVCacheWrapper(
+        ...)``, or a local bound to it); a ``return None`` gives nothing that can be called.
+        None when a return is unknown, or the callee is not such a function."""
+        if len(funcs) != 1 or funcs[0].what != "def":
+            return None
+        fn = self._top_defs().get(funcs[0].line)
+        inner = self.scope_of(fn) if fn is not None else None
+        if fn is None or inner is None:
+            return None
+        key = (id(fn), "<return>")
+        if key in seen:
+            return None
+        out: list[Candidate] = []
+        for node in _own_statements(fn):
+            if not isinstance(node, ast.Return):
+                continue
+            value = node.value
+            if value is None or (isinstance(value, ast.Constant) and value.value is None):
+                continue
+            found = self._resolve(value, inner, seen | {key})
+            if not found or any(c.qualname is None for c in found):
+                return None
+            out.extend(found)
+        return out or None
+
+    def _top_defs(self) -> dict[int, ast.FunctionDef]:
+        """This module's top-level functions, by the line of their ``def``."""
+        if self._defs is None:
+            self._defs = {
+                fn.lineno: fn
+                for fn in self.tree.body
+                if isinstance(fn, ast.FunctionDef) and not fn.decorator_list
+            }
+        return self._defs
 
     def _lazy_import(self, call: ast.Call, funcs: list[Candidate]) -> str | None:
         """``lazy_import("flashinfer.fused_moe", "trtllm_fp8_block_scale_moe")``: a call, with
@@ -774,3 +818,16 @@ def _bound(
                 return None
         return args[index]
     return None
+
+
+def _own_statements(fn: ast.FunctionDef) -> Iterator[ast.AST]:
+    """The nodes of ``fn``'s body, not those of the functions, lambdas and classes in it."""
+    todo: list[ast.AST] = list(fn.body)
+    while todo:
+        node = todo.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(
+                child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+            ):
+                todo.append(child)
