@@ -291,6 +291,13 @@ class NameResolver:
         if isinstance(expr, ast.ListComp):
             inner = self.scopes.comprehensions.get(id(expr), scope)
             return _contained(self._resolve(expr.elt, inner, seen))
+        if isinstance(expr, ast.Dict):  # a dict: what its values are (keys do not matter)
+            if not expr.values or any(k is None for k in expr.keys):  # (`{**other}`: unknown)
+                return [Candidate(None, expr.lineno, "expression")]
+            return _contained(c for v in expr.values for c in self._resolve(v, scope, seen))
+        if isinstance(expr, ast.DictComp):
+            inner = self.scopes.comprehensions.get(id(expr), scope)
+            return _contained(self._resolve(expr.value, inner, seen))
         if isinstance(expr, ast.Subscript):  # an element of a container of known elements
             return _element(self._resolve(expr.value, scope, seen), expr.lineno)
         if isinstance(expr, ast.Call):
@@ -299,6 +306,9 @@ class NameResolver:
             attribute = self._getattr(expr, scope, seen)
             if attribute is not None:
                 return attribute
+            looked_up = self._dict_lookup(expr, scope, seen)
+            if looked_up is not None:
+                return looked_up
             funcs = self._resolve(expr.func, scope, seen)
             names = {c.qualname for c in funcs}
             if names and names <= _IMPORTERS and _is_importer_call(expr):
@@ -316,6 +326,28 @@ class NameResolver:
             ]
         line = getattr(expr, "lineno", 0)
         return [Candidate(None, line, "expression")]
+
+    def _dict_lookup(
+        self, call: ast.Call, scope: Scope, seen: frozenset[tuple[int, str]]
+    ) -> list[Candidate] | None:
+        """``d.values()`` is a container of ``d``'s values; ``d.get(k)`` one of them (or its
+        default), where ``d`` is a container of known values. None otherwise."""
+        func = call.func
+        if not isinstance(func, ast.Attribute) or call.keywords:
+            return None
+        if func.attr == "values" and not call.args:
+            found = self._resolve(func.value, scope, seen)
+            known = all(c.qualname is not None and c.qualname.endswith("[]") for c in found)
+            return found if found and known else None
+        if func.attr == "get" and len(call.args) in (1, 2):
+            found = self._resolve(func.value, scope, seen)
+            if not found or not all(c.qualname and c.qualname.endswith("[]") for c in found):
+                return None
+            out = _element(found, call.lineno)
+            if len(call.args) == 2:
+                out.extend(self._resolve(call.args[1], scope, seen))
+            return out
+        return None
 
     def _getattr(
         self, call: ast.Call, scope: Scope, seen: frozenset[tuple[int, str]]

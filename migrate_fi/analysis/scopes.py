@@ -101,6 +101,7 @@ _ALIASABLE = (
     ast.List,
     ast.Tuple,
     ast.ListComp,
+    ast.DictComp,
     ast.Subscript,
 )
 
