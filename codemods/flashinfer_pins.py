@@ -43,6 +43,7 @@ _PYTHON_SPEC = patterns.compile(
 
 
 _HASH = patterns.compile(r"\s+--hash[= ]\s*\S+")
+_URL_HASHES = ("sha256", "sha384", "sha512", "sha1", "md5")  # `#sha256=...` of a direct URL
 
 
 def _hashed(lines: list[str], number: int) -> int | None:
@@ -383,11 +384,18 @@ class FlashinferPins(Rule):
             return None, []
         url = ref.context.split("@", 1)[1].strip()
         new = url.replace(ref.version, str(self.target))
+        said = ""
+        base, _, fragment = new.partition("#")
+        if fragment and any(fragment.startswith(f"{h}=") for h in _URL_HASHES):
+            # (a hash of the old wheel would make pip refuse the new one)
+            new = base
+            said = f"; its #{fragment.split('=', 1)[0]} was the old wheel's and is dropped"
         return _Change(
             ref,
             new,
             f"{ref.package} is installed from a direct URL of a {ref.version} wheel: the URL now"
-            f" names {self.target}; check that it exists (or pin {ref.package}=={self.target})",
+            f" names {self.target}; check that it exists (or pin {ref.package}=={self.target})"
+            + said,
             FixSafety.REVIEW,
         ), []
 
