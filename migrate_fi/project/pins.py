@@ -15,7 +15,10 @@
   the `v` stays);
 - JSON and YAML keys naming FlashInfer (`"flashinfer": "0.6.12"`);
 - checks in Python: a call with a string naming FlashInfer's distribution and a version string
-  (`assert_pkg_version("flashinfer_python", "0.6.12", ...)`, `check_pkg_version_at_least(...)`);
+  (`assert_pkg_version("flashinfer_python", "0.6.12", ...)`, `check_pkg_version_at_least(...)`),
+  and an equality of such a call's result with a version (`version("flashinfer-python") ==
+  "0.6.12"`; an ordering is a feature gate, and stays);
+- module constants named for FlashInfer's version (`MIN_FLASHINFER = "0.6.12"`);
 - examples: the version being migrated from, in a comment or docstring within a few lines of a
   FlashInfer mention (`min_version: Minimum version required (e.g., "0.6.12")`), or in a comment
   next to a pin of it (`# release version: v0.6.12`).
@@ -790,6 +793,16 @@ def _scan_python(
                 if ref is not None:
                     out.append(ref)
                     taken.add((ref.line, ref.col))
+    if calls:  # `version("flashinfer-python") == "0.6.8"`: the installed release asserted
+        for ref in _asserted_versions(path, lines, tree, calls):
+            if (ref.line, ref.col) not in taken:
+                out.append(ref)
+                taken.add((ref.line, ref.col))
+    if old is not None and old in text:  # `MIN_FLASHINFER = "0.6.8"`: a module constant
+        for ref in _version_constants(path, lines, tree):
+            if (ref.line, ref.col) not in taken:
+                out.append(ref)
+                taken.add((ref.line, ref.col))
     # requirements and examples inside strings and comments (tokenizing is the costly part:
     # skipped where no line holds a requirement or the old version)
     if not _reads_strings(text, old, names):
@@ -853,6 +866,64 @@ def _scan_python(
                     )
                 )
     return out
+
+
+def _asserted_versions(
+    path: str, lines: list[str], tree: ast.Module, calls: Collection[ast.Call]
+) -> Iterator[VersionRef]:
+    """``version("flashinfer-python") == "0.6.8"`` (or ``!=``): a comparison of what a call
+    naming a FlashInfer distribution returns with a version string, for equality only. An
+    ordering (``>= "0.6.4"``) is a gate on a feature, not the pin: it is not moved."""
+    ids = {id(c): c for c in calls}
+    for node in nodes.of_type(tree, ast.Compare):
+        if len(node.ops) != 1 or not isinstance(node.ops[0], (ast.Eq, ast.NotEq)):
+            continue
+        sides = [node.left, node.comparators[0]]
+        called = [s for s in sides if id(s) in ids]
+        if not called:
+            continue
+        call = ids[id(called[0])]
+        package = next((p for p in map(_dist_name, call.args) if p), None)
+        for side in sides:
+            if (
+                package is not None
+                and isinstance(side, ast.Constant)
+                and isinstance(side.value, str)
+                and _VERSION_LIKE.match(side.value)
+                and side.lineno == side.end_lineno
+            ):
+                ref = _string_ref(
+                    path, lines, side, side.value, package, Kind.CHECK, ast.unparse(node)[:60]
+                )
+                if ref is not None:
+                    yield ref
+
+
+_CONSTANT = patterns.compile(r"(?i)^_*(?=\w*flashinfer)(?=\w*(?:version|ver\b|min|required))\w+$")
+
+
+def _version_constants(path: str, lines: list[str], tree: ast.Module) -> Iterator[VersionRef]:
+    """``MIN_FLASHINFER = "0.6.8"``, ``FLASHINFER_VERSION: str = "0.6.8"``: a module-level
+    constant named for FlashInfer's version, holding a version string."""
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            target, value = stmt.targets[0], stmt.value
+        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+            target, value = stmt.target, stmt.value
+        else:
+            continue
+        if not (
+            isinstance(target, ast.Name)
+            and _CONSTANT.match(target.id)
+            and isinstance(value, ast.Constant)
+            and isinstance(value.value, str)
+            and _VERSION_LIKE.match(value.value)
+            and value.lineno == value.end_lineno
+        ):
+            continue
+        ref = _string_ref(path, lines, value, value.value, MAIN, Kind.VARIABLE, target.id)
+        if ref is not None:
+            yield ref
 
 
 def _calls_naming_distributions(text: str, tree: ast.Module) -> list[ast.Call]:
