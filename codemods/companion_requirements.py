@@ -115,6 +115,40 @@ def _lowest(spec: SpecifierSet) -> Version | None:
     return low if spec.contains(low, prereleases=True) else None
 
 
+def _published_floor(
+    name: str, spec: SpecifierSet, group: list[VersionRef], ref: VersionRef, lowest: Version
+) -> Version | str:
+    """The lowest final release of ``name`` the package index serves (the bundled index data,
+    or what `signatures update` read) that ``spec`` accepts and the requirement's other clauses
+    (``group`` but ``ref``) allow; else why the pin is not moved."""
+    from migrate_fi.api.releases import index_versions
+
+    versions, read = index_versions(name)
+    if not versions:
+        return (
+            f"move the pin to {lowest} or a later release (not checked against the package index:"
+            f" no data for {name}; `migrate-fi signatures update` reads it)"
+        )
+    others = _specifier(
+        ",".join(f"{r.operator}{r.version}" for r in group if r is not ref and r.operator)
+    )
+    fitting = []
+    for text in versions:
+        try:
+            v = Version(text)
+        except InvalidVersion:
+            continue
+        if not v.is_prerelease and spec.contains(v) and others.contains(v, prereleases=True):
+            fitting.append(v)
+    if not fitting:
+        bounds = f" and its other bounds ({others})" if str(others) else ""
+        return (
+            f"no release on the package index (read {read}) fits both that{bounds}: change the"
+            " pin by hand"
+        )
+    return min(fitting)
+
+
 _VENDOR_FOLDERS = ("third_party", "third-party", "vendor", "vendored", "_vendor", "external")
 
 
@@ -190,7 +224,10 @@ class CompanionRequirements(Rule):
     the target requires. A lower minimum (`>=4.5.2` where the target needs `>=4.8.0`) allows
     what the target needs, so the installer picks it and nothing is said. With the option
     `move = true`, an exact pin or minimum below what the target accepts moves to the lowest
-    version it accepts (its minimum); an upper bound is only reported.
+    release the package index serves that the target accepts and the pin's other bounds allow
+    (never to an unpublished version, never to an unsatisfiable requirement; the operator
+    stays); without index data for the package, or where no release fits, it is reported. An
+    upper bound is only reported.
 
     The requirements of the extras the project installs count too: `flashinfer-python[cu13]`
     0.7.1 requires `nvidia-cutlass-dsl[cu13]>=4.7.0a0` (`>=4.6.2a0` without it), so a 4.6.2
@@ -280,11 +317,16 @@ class CompanionRequirements(Rule):
                     continue  # newer than the minimum but excluded (an upper bound): below
                 what = f"{name}{ref.operator}{ref.version} here; {needs}"
                 if move and lowest is not None and version < lowest:
-                    ctx.fix(
-                        ref.span,
-                        f"{what}: moved to {lowest}, the lowest version it accepts",
-                        ctx.replace_text(ref.span, str(lowest)),
-                    )
+                    found = _published_floor(name, spec, group, ref, lowest)
+                    if isinstance(found, Version):
+                        ctx.fix(
+                            ref.span,
+                            f"{what}: moved to {found}, the lowest version the package index"
+                            " serves that it accepts",
+                            ctx.replace_text(ref.span, str(found)),
+                        )
+                    else:
+                        ctx.report(ref.span, f"{what}: {found}{_vendored(ctx)}")
                 else:
                     hint = (
                         "" if move else f" (option move = true of {self.code} moves it to {lowest})"

@@ -43,3 +43,32 @@ def test_a_requirement_line_of_any_form(
     finally:
         fi007._required.cache_clear()
         fi007._required_names.cache_clear()
+
+
+def test_a_move_names_only_a_release_the_index_serves() -> None:
+    """The target's minimum may be a version never published (`>=4.7.0a0`): the pin moves to
+    the lowest release served that fits; without index data it is not moved; a requirement
+    whose other bounds exclude every fitting release is not moved either."""
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+
+    from migrate_fi.project.pins import Kind, VersionRef
+
+    def ref(op: str, version: str, package: str) -> VersionRef:
+        return VersionRef("p.txt", 1, 0, 1, version, package, Kind.REQUIREMENT, op)
+
+    floor = ref("==", "4.6.2", "nvidia-cutlass-dsl")
+    found = fi007._published_floor(
+        "nvidia-cutlass-dsl", SpecifierSet(">=4.7.0a0"), [floor], floor, Version("4.7.0a0")
+    )
+    assert found == Version("4.7.0")
+    unknown = ref("==", "1.0", "no-such-package-anywhere")
+    said = fi007._published_floor(
+        "no-such-package-anywhere", SpecifierSet(">=2.0"), [unknown], unknown, Version("2.0")
+    )
+    assert isinstance(said, str) and "not checked against the package index" in said
+    low, high = ref(">=", "0.1.5", "apache-tvm-ffi"), ref("<", "0.1.6", "apache-tvm-ffi")
+    said = fi007._published_floor(
+        "apache-tvm-ffi", SpecifierSet(">=0.1.11,<0.2"), [low, high], low, Version("0.1.11")
+    )
+    assert isinstance(said, str) and "change the pin by hand" in said

@@ -27,6 +27,7 @@ __all__ = [
     "forget",
     "index_versions",
     "read_requires_dist",
+    "required_packages",
     "requirements_of",
     "write_index_data",
     "write_requires",
@@ -100,6 +101,22 @@ def requirements_of(version: str) -> list[str]:
     return []
 
 
+def required_packages() -> list[str]:
+    """Every package a known release requires (canonical names): what FI007 may move a pin of,
+    so what the index data records versions of."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    names: set[str] = set()
+    for reqs in _requires().values():
+        for text in reqs:
+            try:
+                names.add(canonicalize_name(Requirement(text).name))
+            except InvalidRequirement:
+                continue
+    return sorted(names)
+
+
 def _indexes() -> dict[str, Any]:
     return _indexes_in(user_data_dir())
 
@@ -116,4 +133,5 @@ def _indexes_in(user_folder: str) -> dict[str, Any]:
 def index_versions(package: str) -> tuple[tuple[str, ...], str]:
     """(the versions PyPI serves of ``package``, the date that was read)."""
     data = _indexes()
-    return tuple(data.get("packages", {}).get(package, ())), str(data.get("read", "unknown"))
+    read = data.get("read_by_package", {}).get(package) or data.get("read", "unknown")
+    return tuple(data.get("packages", {}).get(package, ())), str(read)

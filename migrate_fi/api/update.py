@@ -193,13 +193,16 @@ def update(
 
 
 def _refresh_companions(pip: _Pip, folder: str, echo: Callable[[str], None]) -> None:
-    """What the user's package index serves of FlashInfer's companion packages (FI007 reads
-    it); kept as it was when the index cannot be asked."""
-    from migrate_fi.api.releases import forget
+    """What the user's package index serves of FlashInfer's companion packages and of every
+    package a release requires (FI006 and FI007 read it); kept as it was when the index cannot
+    be asked."""
+    from migrate_fi.api.releases import forget, required_packages
     from migrate_fi.api.store import write_json
 
     packages: dict[str, list[str]] = {}
-    for package in COMPANIONS:
+    # (the companions, and every package a release requires: FI007 moves pins of those only
+    # to versions the index serves)
+    for package in sorted({*COMPANIONS, *required_packages()}):
         try:
             offered = pip.versions(package, pre=False)
         except UpdateError as exc:
