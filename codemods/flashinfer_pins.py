@@ -122,6 +122,9 @@ class FlashinferPins(Rule):
       another package (`[[tool.uv.dependency-metadata]]`), and an extra or dependency group
       that pins a serving engine exactly (`sglang==0.5.11` next to FlashInfer: that release
       requires its own FlashInfer); it is reported only where it excludes the target, with why;
+    - a version check an `if` or `while` decides on (`if is_flashinfer_version_at_least("0.6.4"):`)
+      is a feature gate, not a pin: the target answers it the same way every time, so it is
+      reported (remove the gate, keep the branch that runs), never raised to the target;
     - other packages' pins and checks are never touched, even on the same line.
 
     `flashinfer-cubin` is published on PyPI only up to 0.6.13 (see the release data): from 0.6.14
@@ -337,6 +340,13 @@ class FlashinferPins(Rule):
             ]
         if version == target:
             return None, []
+        if ref.kind is Kind.CHECK and ref.gate:
+            return None, [
+                f"a gate on FlashInfer {ref.version} ({where}): with the project on {target} it"
+                " answers the same every time, so the branch it guards is dead code or the only"
+                " code: remove the gate and keep the branch that runs on"
+                f" {target}; not moved (a raised threshold would say nothing)"
+            ]
         kind = {
             Kind.REQUIREMENT: f"pin {ref.operator}{ref.version}" if ref.operator else "pin",
             Kind.VARIABLE: "version variable",

@@ -200,6 +200,7 @@ class VersionRef:
     in_comment: bool = False
     marker: bool = False  # the requirement has an environment marker
     prose: bool = False  # an example written in prose, unquoted: it may state a fact
+    gate: bool = False  # a check whose answer an `if` or `while` decides on (a feature gate)
 
     @property
     def span(self) -> tuple[int, int, int, int]:
@@ -775,9 +776,13 @@ def _scan_python(
     # checks: a call with a FlashInfer distribution name and a version string (only the calls
     # that span a line where such a name is quoted are visited)
     calls = _calls_naming_distributions(text, tree) if _reads_calls(text) else ()
-    for node in calls:
+    named = _named_checks(text, tree)
+    gates: set[int] | None = None  # (the calls `if`s decide on: found when a check is met)
+    for node in [*calls, *named]:
         args = [*node.args, *(k.value for k in node.keywords)]
         packages = [p for p in (_dist_name(a) for a in args) if p]
+        if not packages and node in named:
+            packages = [MAIN]  # `is_flashinfer_version_at_least("0.6.4")`
         if not packages:
             continue
         for a in args:
@@ -790,7 +795,11 @@ def _scan_python(
                 ref = _string_ref(
                     path, lines, a, a.value, packages[0], Kind.CHECK, ast.unparse(node.func)
                 )
-                if ref is not None:
+                if ref is not None and (ref.line, ref.col) not in taken:
+                    if gates is None:
+                        gates = _gate_calls(tree)
+                    if id(node) in gates:
+                        ref = dataclasses.replace(ref, gate=True)
                     out.append(ref)
                     taken.add((ref.line, ref.col))
     if calls:  # `version("flashinfer-python") == "0.6.8"`: the installed release asserted
@@ -865,6 +874,43 @@ def _scan_python(
                         prose=prose,
                     )
                 )
+    return out
+
+
+# a function named for checking FlashInfer's version: `is_flashinfer_version_at_least`,
+# `flashinfer_version_ge`, `check_flashinfer_version`
+_CHECK_NAME = patterns.compile(r"(?i)^\w*flashinfer\w*version\w*$|^\w*version\w*flashinfer\w*$")
+
+
+def _named_checks(text: str, tree: ast.Module) -> list[ast.Call]:
+    """Calls of a function named for checking FlashInfer's version with a version string."""
+    lowered = text.lower()
+    if "flashinfer" not in lowered or "version" not in lowered:
+        return []
+    out = []
+    for node in nodes.of_type(tree, ast.Call):
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+        if name and _CHECK_NAME.match(name):
+            out.append(node)
+    return out
+
+
+def _gate_calls(tree: ast.Module) -> set[int]:
+    """The calls an ``if``, ``elif``, ``while`` or conditional expression decides on (through
+    ``not``, ``and``, ``or``): ids."""
+    out: set[int] = set()
+    for node in nodes.walk(tree):
+        if isinstance(node, (ast.If, ast.While, ast.IfExp)):
+            todo = [node.test]
+            while todo:
+                test = todo.pop()
+                if isinstance(test, ast.BoolOp):
+                    todo.extend(test.values)
+                elif isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+                    todo.append(test.operand)
+                elif isinstance(test, ast.Call):
+                    out.add(id(test))
     return out
 
 
