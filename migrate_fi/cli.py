@@ -1533,6 +1533,12 @@ def api_diff(
     help="Write the report to this file (atomically) instead of printing it.",
 )
 @click.option(
+    "--post",
+    is_flag=True,
+    help="In GitHub Actions: post the report on the pull request (editing the comment an"
+    " earlier run posted) and add it to the job summary; needs GITHUB_TOKEN.",
+)
+@click.option(
     "--base",
     metavar="REF",
     default=None,
@@ -1549,6 +1555,7 @@ def report(
     lang: str,
     output_format: str,
     output: str | None,
+    post: bool,
     base: str | None,
 ) -> None:
     """The upgrade's pull-request description, in Markdown: what changed and why, the files,
@@ -1587,14 +1594,31 @@ def report(
         text = json.dumps(reporting_pr.to_json(facts), indent=2, ensure_ascii=False) + "\n"
     else:
         text = reporting_pr.render_markdown(facts, lang)
+    if post:
+        _post(text if output_format != "json" else reporting_pr.render_markdown(facts, lang))
     if output is None:
-        click.echo(text, nl=False)
+        if not post:
+            click.echo(text, nl=False)
         return
     try:
         write_new_file(output, text.encode("utf-8"))
     except OSError as exc:
         raise Fatal(f"{output}: cannot write the report ({exc.strerror})") from None
     click.echo(f"migrate-fi: report written to {output}", err=True)
+
+
+def _post(markdown: str) -> None:
+    """The report on the pull request and in the job summary (`report --post`)."""
+    from migrate_fi.outputs.pullrequest import GitHubError, post_report, write_summary
+
+    try:
+        summary = write_summary(markdown)
+        where = post_report(markdown)
+    except GitHubError as exc:
+        raise Fatal(str(exc)) from None
+    if summary is not None:
+        click.echo("migrate-fi: report added to the job summary", err=True)
+    click.echo(f"migrate-fi: report posted on the pull request: {where}", err=True)
 
 
 @cli.command()
