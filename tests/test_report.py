@@ -90,7 +90,17 @@ def test_the_verify_outcome_is_reported_when_verify_ran() -> None:
         "environment": {"flashinfer": "0.6.15", "gpus": [{"name": "NVIDIA H200"}]},
         "baseline": {"new": [], "fixed": ["tests/test_fp4.py::test_helper"], "already_failing": []},
         "results": [
-            {"test": "tests/test_moe.py::test_graph", "outcome": "skipped", "detail": "needs SM100"}
+            {
+                "test": "tests/test_moe.py::test_graph",
+                "outcome": "skipped",
+                "detail": "needs SM100",
+            },
+            {
+                "test": "tests/test_fp4.py::test_sm90",
+                "outcome": "failed",
+                "detail": "\nRuntimeError: fp4_quantize requires SM100 or newer\n  at line 3",
+                "why": ["FlashInfer 0.7.4 changed fp4_quantize (architecture): SM100 only"],
+            },
         ],
     }
     facts = Report(
@@ -109,6 +119,9 @@ def test_the_verify_outcome_is_reported_when_verify_ran() -> None:
         "- New failures against the tree before the migration: none",
         "- Fixed by the migration: `tests/test_fp4.py::test_helper`",
         "- Skipped: `tests/test_moe.py::test_graph` (needs SM100)",
+        "- Failed: `tests/test_fp4.py::test_sm90` (RuntimeError: fp4_quantize requires SM100 or"
+        " newer; the release notes: FlashInfer 0.7.4 changed fp4_quantize (architecture): SM100"
+        " only)",
     ]
 
 

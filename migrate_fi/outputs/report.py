@@ -92,6 +92,8 @@ _TEXT: dict[str, dict[str, str]] = {
         "verify_new": "New failures against the tree before the migration: {tests}",
         "verify_fixed": "Fixed by the migration: {tests}",
         "verify_skipped": "Skipped: {tests}",
+        "verify_failed": "Failed: {tests}",
+        "verify_why": "the release notes: {why}",
         "none": "none",
     },
     "zh": {
@@ -154,6 +156,8 @@ _TEXT: dict[str, dict[str, str]] = {
         "verify_new": "相对迁移前新增的失败：{tests}",
         "verify_fixed": "迁移修好的测试：{tests}",
         "verify_skipped": "跳过：{tests}",
+        "verify_failed": "失败：{tests}",
+        "verify_why": "发布说明：{why}",
         "none": "无",
     },
 }
@@ -485,6 +489,20 @@ def _verify_section(w: _Writer, report: Report, target: str) -> None:
     ]
     if skipped:
         w.add(f"- {w.say('verify_skipped', tests=', '.join(skipped))}")
+    failed = []
+    for r in doc.get("results") or []:
+        if r.get("outcome") not in ("failed", "error"):
+            continue
+        # (why it failed, as the test said it, and what the release notes say of the API)
+        said = next(
+            (line.strip() for line in str(r.get("detail") or "").splitlines() if line.strip()), ""
+        )
+        said = said if len(said) <= 160 else said[:157] + "..."
+        why = "; ".join(r.get("why") or [])
+        reason = "; ".join(p for p in (said, w.say("verify_why", why=why) if why else "") if p)
+        failed.append(f"`{r['test']}`" + (f" ({reason})" if reason else ""))
+    if failed:
+        w.add(f"- {w.say('verify_failed', tests=', '.join(failed))}")
 
 
 def to_json(report: Report) -> dict[str, object]:
