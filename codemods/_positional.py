@@ -166,8 +166,13 @@ def check_calls(ctx: FileContext, owns: Callable[[str], bool], wording: Wording)
         if id(node) in moved:
             if id(node) not in fixed:
                 fixed.add(id(node))
-                module, said = moved[id(node)]
-                ctx.fix(node, said, ctx.replace(node, "ImportFrom", set_import_module(module)))
+                module, said, safety = moved[id(node)]
+                ctx.fix(
+                    node,
+                    said,
+                    ctx.replace(node, "ImportFrom", set_import_module(module)),
+                    safety=safety,
+                )
             continue
         lines = [] if path in re_pointed else sorted(set(folded[path]))
         if lines:
@@ -291,17 +296,18 @@ def _missing_imports(
 
 def _moved_imports(
     ctx: FileContext, missing: list[tuple[ast.stmt, str, str]], old_api: Api, new_api: Api
-) -> dict[int, tuple[str, str]]:
-    """The ``from m import ...`` statements among ``missing`` whose every name went, as the same
-    code, to one other module: id of the statement -> (that module, the fix's message)."""
-    from migrate_fi.api.differ import moved_to
+) -> dict[int, tuple[str, str, FixSafety]]:
+    """The ``from m import ...`` statements among ``missing`` whose every name went to one
+    other module: id of the statement -> (that module, the fix's message, its safety). The same
+    code there is a safe fix; the same signature with its code changed, a review fix."""
+    from migrate_fi.api.differ import moved_alike, moved_to
 
     by_statement: dict[int, list[tuple[str, str]]] = {}
     nodes_by_id: dict[int, ast.stmt] = {}
     for node, path, message in missing:
         nodes_by_id[id(node)] = node
         by_statement.setdefault(id(node), []).append((path, message))
-    out: dict[int, tuple[str, str]] = {}
+    out: dict[int, tuple[str, str, FixSafety]] = {}
     for key, found in by_statement.items():
         node = nodes_by_id[key]
         if (
@@ -313,6 +319,15 @@ def _moved_imports(
         if len(found) != len(node.names):
             continue  # some names are still there: splitting the import is for a person
         targets = [moved_to(old_api, new_api, path)[0] for path, _ in found]
+        changed = {
+            path.rsplit(".", 1)[-1]
+            for (path, _), target in zip(found, targets, strict=True)
+            if target is None
+        }
+        targets = [
+            target or moved_alike(old_api, new_api, path)
+            for (path, _), target in zip(found, targets, strict=True)
+        ]
         modules = {t.rsplit(".", 1)[0] for t in targets if t is not None}
         names = {path.rsplit(".", 1)[-1] for path, _ in found}
         if None in targets or len(modules) != 1:
@@ -322,11 +337,20 @@ def _moved_imports(
             continue
         old_module = found[0][0].rsplit(".", 1)[0]
         listed = ", ".join(sorted(names))
-        out[key] = (
-            module,
-            f"{listed}: gone from {old_module} in FlashInfer {ctx.options.to_version}, the same"
-            f" code is at {module}: import it from there",
-        )
+        gone = f"{listed}: gone from {old_module} in FlashInfer {ctx.options.to_version}"
+        if changed:
+            out[key] = (
+                module,
+                f"{gone}; {', '.join(sorted(changed))} at {module} takes the same parameters but"
+                " its code changed: compare the two before importing it from there",
+                FixSafety.REVIEW,
+            )
+        else:
+            out[key] = (
+                module,
+                f"{gone}, the same code is at {module}: import it from there",
+                FixSafety.SAFE,
+            )
     return out
 
 

@@ -477,6 +477,23 @@ def moved_to(old: Api, new: Api, path: str) -> tuple[str | None, list[str]]:
     return None, places
 
 
+def moved_alike(old: Api, new: Api, path: str) -> str | None:
+    """Where the function ``path`` (gone from ``new``) went with its code changed but its
+    signature the same: the one function of its name elsewhere that takes the same parameters
+    (names, kinds, defaults). None when `moved_to` finds the same code, for a class, or when
+    there is no such single one."""
+    same, places = moved_to(old, new, path)
+    before = old.callable(path)
+    if same is not None or before is None or old.kind(old.canonical(path) or "") != "f":
+        return None  # (a class is more than its constructor's parameters)
+    alike = [
+        p
+        for p in places
+        if (after := new.callable(p)) is not None and after.params == before.params
+    ]
+    return alike[0] if len(alike) == 1 else None
+
+
 def moved_hint(old: Api, new: Api, path: str, limit: int = 3) -> str:
     """A hint for a ``path`` that ``new`` no longer has: `` (moved to X: the same code)`` when
     `moved_to` finds the same definition, else `` (the same name is defined at X: compare before
