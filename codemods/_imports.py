@@ -4,23 +4,30 @@ from __future__ import annotations
 
 import ast
 
+from migrate_fi.analysis import nodes
 from migrate_fi.analysis.scopes import Scope
 from migrate_fi.api.paths import is_flashinfer
-from migrate_fi.editing.edits import AddImport
+from migrate_fi.editing.edits import AddImport, Edit
 from migrate_fi.framework.rule import FileContext
 
-__all__ = ["flashinfer_name"]
+__all__ = ["flashinfer_name", "import_guards"]
 
 
 def flashinfer_name(
-    ctx: FileContext, scope: Scope, module: str, name: str
-) -> tuple[str, tuple[AddImport, ...], str | None]:
-    """How a fix at ``scope`` writes FlashInfer's ``module.name`` (as the target release has it):
-    ``(written, imports, why_not)``. The name itself when it is bound to it there; else a name
-    the file binds to it (``from flashinfer import RoutingMethodType as Routing``); else through
-    a FlashInfer module the file imports (``flashinfer.ActivationType`` after ``import
-    flashinfer``); else the name, with its import, when nothing else is called that there; else
-    ``why_not`` says what is in the way."""
+    ctx: FileContext, scope: Scope, module: str, name: str, at: ast.AST
+) -> tuple[str, tuple[AddImport, ...], str | None, tuple[Edit, ...]]:
+    """How a fix of ``at`` (in ``scope``) writes FlashInfer's ``module.name`` (as the target
+    release has it): ``(written, imports, why_not, edits)``. The name itself when it is bound
+    to it there; else a name the file binds to it (``from flashinfer import RoutingMethodType
+    as Routing``); else through a FlashInfer module the file imports (``flashinfer.
+    ActivationType`` after ``import flashinfer``); else the name, with its import, when nothing
+    else is called that there; else ``why_not`` says what is in the way.
+
+    The import goes where the file imports FlashInfer: at the top of the module when it does so
+    there unguarded (``imports``); right after the FlashInfer import of the enclosing function
+    when the module imports it only lazily, inside functions or under ``try/except
+    ImportError`` (``edits``: a top-level import would make the module fail to import where
+    FlashInfer is not installed); nowhere, with ``why_not``, when neither is there."""
     from migrate_fi.api.differ import api_for
 
     new_api = api_for(str(ctx.options.to_version))
@@ -37,12 +44,22 @@ def flashinfer_name(
 
     here = ast.Name(id=name, ctx=ast.Load())
     if means(here):
-        return name, (), None
+        return name, (), None, ()
     for written in _spellings(ctx, name):
         if means(ast.parse(written, mode="eval").body):
-            return written, (), None
+            return written, (), None, ()
     if not ctx.resolver.resolve(here, scope).candidates:
-        return name, (AddImport(module, name),), None
+        place = _import_place(ctx, scope, getattr(at, "lineno", 0))
+        if place is True:
+            return name, (AddImport(module, name),), None, ()
+        if isinstance(place, ast.stmt):
+            return name, (), None, (ctx.insert_after(place, f"from {module} import {name}"),)
+        return (
+            name,
+            (),
+            f"this module imports FlashInfer only where it uses it: import {wanted} there",
+            (),
+        )
     return (
         name,
         (),
@@ -50,7 +67,71 @@ def flashinfer_name(
             f"{name} is bound to something else here: import {wanted} under another name and pass"
             " that"
         ),
+        (),
     )
+
+
+def _import_place(ctx: FileContext, scope: Scope, line: int) -> ast.stmt | bool | None:
+    """Where a new FlashInfer import goes (`flashinfer_name`): True at the top of the module;
+    the FlashInfer import statement, before ``line``, of the innermost enclosing function that
+    has one; None when there is neither."""
+    resolver = ctx.resolver
+    found = [n for n in resolver.imports if _imports_flashinfer(ctx, n)]
+    guarded = import_guards(resolver.tree, found) if found else {}
+    for node in found:
+        if id(node) not in guarded and resolver.scope_at(node) is resolver.module_scope:
+            return True
+    s: Scope | None = scope
+    while s is not None and s.kind != "module":
+        if s.kind == "function":
+            mine = [n for n in found if resolver.scope_at(n) is s and n.lineno < line]
+            if mine:
+                return max(mine, key=lambda n: n.lineno)
+        s = s.parent
+    return None
+
+
+def _imports_flashinfer(ctx: FileContext, node: ast.Import | ast.ImportFrom) -> bool:
+    if isinstance(node, ast.ImportFrom):
+        return is_flashinfer(ctx.resolver.absolute_module(node.module, node.level) or "")
+    return any(is_flashinfer(a.name) for a in node.names)
+
+
+_IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+
+
+def import_guards(tree: ast.AST, imports: list[ast.Import | ast.ImportFrom]) -> dict[int, int]:
+    """Import statements inside a ``try`` whose handler catches ImportError (or a base of it):
+    id of the statement -> the handler's line."""
+    out: dict[int, int] = {}
+    for node in nodes.walk(tree):
+        if not isinstance(node, ast.Try | getattr(ast, "TryStar", ast.Try)) or not node.body:
+            continue
+        line = None
+        for handler in node.handlers:
+            caught = handler.type
+            names = (
+                [caught]
+                if caught is None or not isinstance(caught, ast.Tuple)
+                else list(caught.elts)
+            )
+            if any(
+                n is None
+                or (
+                    isinstance(n, ast.Name | ast.Attribute)
+                    and ast.unparse(n).rsplit(".", 1)[-1] in _IMPORT_ERRORS
+                )
+                for n in names
+            ):
+                line = handler.lineno
+                break
+        if line is None:
+            continue
+        first, last = node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno
+        for statement in imports:
+            if first <= statement.lineno <= last:
+                out.setdefault(id(statement), line)
+    return out
 
 
 def _spellings(ctx: FileContext, name: str) -> list[str]:

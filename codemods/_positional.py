@@ -15,7 +15,6 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from migrate_fi.analysis import nodes
 from migrate_fi.analysis.calls import CallArgs, CalleeCall, Via
 from migrate_fi.api.paths import ApiPath, is_flashinfer
 from migrate_fi.base.results import FixSafety
@@ -32,6 +31,7 @@ from migrate_fi.editing.edits import (
 from migrate_fi.framework.rule import FileContext, KeywordStyle
 
 from ._api import api_calls
+from ._imports import import_guards
 
 if TYPE_CHECKING:
     from migrate_fi.analysis.resolver import Candidate
@@ -280,7 +280,7 @@ def _missing_imports(
             if new_api.canonical(path) is None and new_api.surely_missing(path):
                 hint = moved_hint(old_api, new_api, path)
                 if guarded is None:
-                    guarded = _import_guards(resolver.tree, resolver.imports)
+                    guarded = import_guards(resolver.tree, resolver.imports)
                 handler = guarded.get(id(node))
                 fails = (
                     f"this import raises ImportError there, caught at line {handler}: the"
@@ -351,43 +351,6 @@ def _moved_imports(
                 f"{gone}, the same code is at {module}: import it from there",
                 FixSafety.SAFE,
             )
-    return out
-
-
-_IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
-
-
-def _import_guards(tree: ast.AST, imports: list[ast.Import | ast.ImportFrom]) -> dict[int, int]:
-    """Import statements inside a ``try`` whose handler catches ImportError (or a base of it):
-    id of the statement -> the handler's line."""
-    out: dict[int, int] = {}
-    for node in nodes.walk(tree):
-        if not isinstance(node, ast.Try | getattr(ast, "TryStar", ast.Try)) or not node.body:
-            continue
-        line = None
-        for handler in node.handlers:
-            caught = handler.type
-            names = (
-                [caught]
-                if caught is None or not isinstance(caught, ast.Tuple)
-                else list(caught.elts)
-            )
-            if any(
-                n is None
-                or (
-                    isinstance(n, ast.Name | ast.Attribute)
-                    and ast.unparse(n).rsplit(".", 1)[-1] in _IMPORT_ERRORS
-                )
-                for n in names
-            ):
-                line = handler.lineno
-                break
-        if line is None:
-            continue
-        first, last = node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno
-        for statement in imports:
-            if first <= statement.lineno <= last:
-                out.setdefault(id(statement), line)
     return out
 
 

@@ -219,7 +219,9 @@ class EnumValues(Rule):
             return
         told += f": {member} is {change.new[member]} there)"
         module = change.path.rsplit(".", 1)[0]
-        spelled, imports, clash = flashinfer_name(ctx, view.scope, module, change.name)
+        spelled, imports, clash, placed = flashinfer_name(
+            ctx, view.scope, module, change.name, view.node
+        )
         written = f"{spelled}.{member}" + (".value" if parameter.value else "")
         if clash or view.via is not Via.DIRECT:
             why = clash or "a partial: pass it where the partial is made and called"
@@ -238,6 +240,7 @@ class EnumValues(Rule):
             value,
             f"{told}: pass {written}, which means the same on both",
             edit,
+            *placed,
             imports=imports,
             safety=FixSafety.SAFE if parameter.by_default else FixSafety.REVIEW,
         )

@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING, ClassVar
 
 from migrate_fi.api.paths import ApiPath
 from migrate_fi.base.results import FixSafety
-from migrate_fi.editing.edits import AddImport, TextEdit, change_keyword
+from migrate_fi.editing.edits import AddImport, Edit, TextEdit, change_keyword
 from migrate_fi.framework.rule import FileContext, Rule, RuleSetupError, RunOptions
 
 from ._api import flashinfer_calls, path_words
 from ._imports import flashinfer_name
-from ._layout import overflows
+from ._layout import overflows, quote_like
 
 if TYPE_CHECKING:
     from packaging.version import Version
@@ -39,8 +39,11 @@ class ValueMigrations(Rule):
     the old enum member (`GatedActType.SwiGlu`, `.value` or not), is rewritten: the new keyword
     with the new value (`activation_type=ActivationType.Swiglu`), and the import the value
     needs (`from flashinfer import ActivationType`) when the name is not bound to it already.
-    Only reported: a value the file does not map or that is not written in the call (a variable,
-    an attribute: the message gives the map), a keyword passed through a `**` mapping, a call
+    A value read at run time (a variable, an attribute, a subscript, a call) gets a review fix
+    that maps it where it is read, with the file's table (`activation_type={"silu":
+    ActivationType.Swiglu, ...}[act]`: any other value raises KeyError, as the new release
+    would reject it). Only reported: a literal the file does not map, a keyword passed through
+    a `**` mapping, a call
     that passes both names, and a file where the name the new value needs is bound to something
     else. Left alone: calls that leave the keyword out (the new default is the same activation),
     and releases the target undid the change in. While this rule runs, FI002 leaves these
@@ -150,7 +153,8 @@ class ValueMigrations(Rule):
             return
         source = ast.get_source_segment(ctx.text, keyword.value) or ast.unparse(keyword.value)
         mapped = self._mapped(ctx, view, change, keyword.value, old_api)
-        if mapped is None:
+        computed = mapped is None and _computed(keyword.value) and "\n" not in source
+        if mapped is None and not computed:
             ctx.report(
                 view.node,
                 f"{name}: {old}= is {new}= {since}; {old}={source} is not in the map ({table}):"
@@ -158,23 +162,49 @@ class ValueMigrations(Rule):
             )
             return
         imports: tuple[AddImport, ...] = ()
-        clash = None
-        value = mapped.new
+        placed: tuple[Edit, ...] = ()  # (an import put where the file imports FlashInfer)
+        clash: str | None = None
+        written: str | None = None
         if change.import_module and change.import_name:
-            written, imports, clash = flashinfer_name(
-                ctx, view.scope, change.import_module, change.import_name
+            written, imports, clash, placed = flashinfer_name(
+                ctx, view.scope, change.import_module, change.import_name, view.node
             )
-            head, dot, rest = value.partition(".")
-            if head == change.import_name and written != head:  # (the file's own spelling)
-                value = f"{written}{dot}{rest}"
-        told = f"{name}: {old}={source} is {new}={value} {since}"
+
+        def spell(text: str) -> str:
+            """``text`` with the enum named as this file names it."""
+            head, dot, rest = text.partition(".")
+            if written is not None and head == change.import_name and written != head:
+                return f"{written}{dot}{rest}"
+            return text
+
+        if mapped is not None:
+            value = spell(mapped.new)
+            told = f"{name}: {old}={source} is {new}={value} {since}"
+            safety = FixSafety.SAFE
+        else:
+            # a value read at run time: mapped where it is read, with the table (a value
+            # outside it raises KeyError there, as the new release would reject it)
+            entries = [f"{quote_like(m.old, ctx.text)}: {spell(m.new)}," for m in change.values]
+            # (lines of a value inside brackets are indented from the statement's own indent:
+            # one step for the argument, one more for the entries)
+            step = "    "
+            value = "{\n" + "".join(f"{step}    {e}\n" for e in entries) + f"{step}}}[{source}]"
+            told = (
+                f"{name}: {old}= is {new}= {since}; {source} is read at run time: mapped with the"
+                f" table ({table}; any other value raises KeyError): check that it only ever"
+                " holds those"
+            )
+            safety = FixSafety.REVIEW
         if clash:
             ctx.report(view.node, f"{told}; {clash}")
             return
         # (a call on one line that the longer keyword pushes past the line length is laid out
         # one argument per line, as the formatters would)
         growth = len(new) + len(value) - len(old) - len(source)
-        wrap = growth > 0 and overflows(ctx.lines, view.node, " " * growth, ctx.path)
+        one_line = view.node.lineno == view.node.end_lineno
+        wrap = ("\n" in value and one_line) or (
+            growth > 0 and overflows(ctx.lines, view.node, " " * growth, ctx.path)
+        )
         ctx.fix(
             view.node,
             told,
@@ -182,9 +212,11 @@ class ValueMigrations(Rule):
                 view.node,
                 "Call",
                 change_keyword(old, new, value, one_per_line=wrap),
-                None if wrap else _as_text(ctx, keyword, new, value),
+                None if wrap or "\n" in value else _as_text(ctx, keyword, new, value),
             ),
+            *placed,
             imports=imports,
+            safety=safety,
         )
 
     @staticmethod
@@ -211,6 +243,11 @@ class ValueMigrations(Rule):
             if entry.old_member is not None and _same_member(old_api, path, entry.old_member):
                 return entry
         return None
+
+
+def _computed(value: ast.expr) -> bool:
+    """A value read at run time (a name, an attribute, a subscript, a call), not a literal."""
+    return isinstance(value, (ast.Name, ast.Attribute, ast.Subscript, ast.Call))
 
 
 def _same_member(api: Api, path: str, member: str) -> bool:
