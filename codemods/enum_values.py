@@ -138,8 +138,10 @@ class EnumValues(Rule):
             for alias in statement.names
             if alias.asname and alias.name in names
         }
+        if not any(f"{name}(" in ctx.text for name in names):
+            return  # (no call of one in the text: most files that name an enum use members)
         old_v, new_v = ctx.options.from_version, ctx.options.to_version
-        for node in nodes.of_type(resolver.tree, ast.Call):
+        for node, _ in resolver.iter_calls():  # (every call, as the one pass collected them)
             func = node.func
             spelled = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
             if spelled not in names or node.keywords or len(node.args) != 1:

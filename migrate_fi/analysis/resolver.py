@@ -160,6 +160,7 @@ class NameResolver:
         self.only_here: Callable[[str], bool] | None = None
         self._lazy_helpers: dict[int, tuple[int, int]] | None = None  # (`_helpers`)
         self._defs: dict[int, ast.FunctionDef] | None = None  # (`_top_defs`)
+        self._returns: dict[int, list[Candidate] | None] = {}  # (`_returned`, by function)
 
     def release(self) -> None:
         """Done with this file: its tree and scopes are freed at once (`ScopeBuilder.release`).
@@ -170,6 +171,7 @@ class NameResolver:
         self._names.clear()
         self._lazy_helpers = None
         self._defs = None
+        self._returns.clear()
         # (the tree and what points into it: a resolver kept a moment longer, by the loop that
         # releases it, must not keep the file's whole tree alive)
         self.tree = ast.Module(body=[], type_ignores=[])
@@ -396,6 +398,16 @@ class NameResolver:
         key = (id(fn), "<return>")
         if key in seen:
             return None
+        if id(fn) in self._returns:  # (every call of the function asks the same)
+            return self._returns[id(fn)]
+        # (kept whatever led here: a return cut short by a cycle makes it None, unknown, which
+        # only ever leaves a call alone)
+        found_all = self._returns[id(fn)] = self._returns_of(fn, inner, seen | {key})
+        return found_all
+
+    def _returns_of(
+        self, fn: ast.FunctionDef, inner: Scope, seen: frozenset[tuple[int, str]]
+    ) -> list[Candidate] | None:
         out: list[Candidate] = []
         for node in _own_statements(fn):
             if not isinstance(node, ast.Return):
@@ -403,7 +415,7 @@ class NameResolver:
             value = node.value
             if value is None or (isinstance(value, ast.Constant) and value.value is None):
                 continue
-            found = self._resolve(value, inner, seen | {key})
+            found = self._resolve(value, inner, seen)
             if not found or any(c.qualname is None for c in found):
                 return None
             out.extend(found)
