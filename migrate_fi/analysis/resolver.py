@@ -279,9 +279,10 @@ class NameResolver:
             for cand in self._resolve(expr.value, scope, seen):
                 if cand.qualname is None:
                     out.append(cand)
-                else:
-                    qual = self._project(f"{cand.qualname}.{expr.attr}")
-                    out.append(Candidate(qual, cand.line, cand.what))
+                    continue
+                inherited = self._inherited(cand, expr.attr, seen)
+                qual = inherited or self._project(f"{cand.qualname}.{expr.attr}")
+                out.append(Candidate(qual, cand.line, cand.what))
             return out
         if isinstance(expr, ast.IfExp):  # `x if c else None`: None is no other implementation
             return [c for arm in _arms(expr) for c in self._resolve(arm, scope, seen)]
@@ -420,6 +421,40 @@ class NameResolver:
                 return None
             out.extend(found)
         return out or None
+
+    def _inherited(
+        self, instance: Candidate, attr: str, seen: frozenset[tuple[int, str]]
+    ) -> str | None:
+        """``w.end_forward`` where ``w`` is an instance of a class of this module that does not
+        define ``end_forward`` and has one base, a FlashInfer class: that class's method
+        (``flashinfer.X().end_forward``). None otherwise."""
+        qual = instance.qualname
+        if instance.what != "class" or not qual or not qual.endswith("()") or not self.module_name:
+            return None
+        owner, _, name = qual[:-2].rpartition(".")
+        if owner != self.module_name:
+            return None
+        cls = next(
+            (n for n in self.tree.body if isinstance(n, ast.ClassDef) and n.name == name), None
+        )
+        if cls is None or len(cls.bases) != 1 or cls.keywords:
+            return None
+        own = {
+            t.id
+            for stmt in cls.body
+            for t in (
+                [ast.Name(id=stmt.name)]
+                if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                else getattr(stmt, "targets", [getattr(stmt, "target", None)])
+            )
+            if isinstance(t, ast.Name)
+        }
+        if attr in own:
+            return None
+        bases = self._resolve(cls.bases[0], self.module_scope, seen)
+        if len(bases) != 1 or not bases[0].qualname or not in_flashinfer(bases[0].qualname):
+            return None
+        return f"{bases[0].qualname}().{attr}"
 
     def _top_defs(self) -> dict[int, ast.FunctionDef]:
         """This module's top-level functions, by the line of their ``def``."""
