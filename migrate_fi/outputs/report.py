@@ -46,7 +46,12 @@ _TEXT: dict[str, dict[str, str]] = {
         "fixed": "fixed",
         "for_person": "for a person",
         "files": "Key files",
-        "file_head": "| File | Role | Rules | Sites |",
+        "file_head": "| File | Module | Category | Type | Rules | Sites |",
+        "type_core": "core-logic",
+        "type_test": "test-coverage",
+        "type_config": "configuration",
+        "type_infra": "infrastructure",
+        "type_docs": "documentation",
         "symbols": "Key symbols",
         "why_apis": "FlashInfer APIs this project uses that changed in the range, and in which"
         " releases:",
@@ -112,7 +117,12 @@ _TEXT: dict[str, dict[str, str]] = {
         "fixed": "已修改",
         "for_person": "需人工",
         "files": "关键文件",
-        "file_head": "| 文件 | 类别 | 规则 | 位置数 |",
+        "file_head": "| 文件 | 模块 | 类别 | 类型 | 规则 | 位置数 |",
+        "type_core": "core-logic",
+        "type_test": "test-coverage",
+        "type_config": "configuration",
+        "type_infra": "infrastructure",
+        "type_docs": "documentation",
         "symbols": "关键符号",
         "why_apis": "本项目使用的、在此范围内有变更的 FlashInfer API 及其变更版本：",
         "changed_in": "变更于 {releases}",
@@ -182,6 +192,33 @@ class Report:
     # since it besides the migration's fixes (by hand, or by pins moved)
     base: str | None = None
     changed_besides: list[str] = field(default_factory=list)
+
+
+def _type(role: str, sites: list[Diagnostic]) -> str:
+    """What a file's change is, as the reference write-ups classify it: a version example in
+    a comment or docstring is documentation; otherwise by the file's role."""
+    if role == "role_source" and all(
+        "comment or docstring" in d.message or "in a comment" in d.message for d in sites
+    ):
+        return "type_docs"
+    return {
+        "role_source": "type_core",
+        "role_test": "type_test",
+        "role_config": "type_config",
+    }.get(role, "type_infra")
+
+
+def _module_of(path: str) -> str | None:
+    """The dotted module a Python file is imported as (from its path, as shown)."""
+    from migrate_fi.base.modules import module_identity
+
+    if not path.endswith(".py"):
+        return None
+    try:
+        name = module_identity(path)[0]
+    except (OSError, ValueError):
+        return None
+    return f"`{name}`" if name else None
 
 
 def _role(path: str) -> str:
@@ -309,11 +346,16 @@ def render_markdown(report: Report, lang: str = "en") -> str:
             w.add(f"- {w.say('more', n=len(symbols) - _LISTED)}")
 
     w.heading("files")
-    w.add(w.say("file_head"), "| --- | --- | --- | ---: |")
+    w.add(w.say("file_head"), "| --- | --- | --- | --- | --- | ---: |")
     for path in sorted({d.path for d in result.diagnostics}):
         here = [d for d in result.diagnostics if d.path == path]
         rules = ", ".join(sorted({d.code for d in here}))
-        w.add(f"| `{path}` | {w.say(_role(path))} | {rules} | {len(here)} |")
+        role = _role(path)
+        module = _module_of(path) or "-"
+        w.add(
+            f"| `{path}` | {module} | {w.say(role)} | {w.say(_type(role, here))} | {rules} |"
+            f" {len(here)} |"
+        )
 
     w.heading("person")
     if manual:
