@@ -147,11 +147,8 @@ class EnumValues(Rule):
             if spelled not in names or node.keywords or len(node.args) != 1:
                 continue
             (value,) = node.args
-            if not (
-                isinstance(value, ast.Constant)
-                and isinstance(value.value, int)
-                and not isinstance(value.value, bool)
-            ):
+            number = _int_literal(value)
+            if number is None:
                 continue
             found = resolver.resolve(func, resolver.scope_at(node))
             if len(found.candidates) != 1 or found.candidates[0].qualname is None:
@@ -160,11 +157,10 @@ class EnumValues(Rule):
             change = enums.get(key) if key is not None else None
             if change is None:
                 continue
-            number = value.value
-            member = change.member_of(number, change.old)
-            if member is None or change.new.get(member) == number:
+            meant = _renumbered(change, number)
+            if meant is None:
                 continue  # no member (a ValueError on both), or the same member on both
-            now = change.member_of(number, change.new)
+            member, now = meant
             means = f"{change.name}.{now}" if now else "no member (a ValueError)"
             told = (
                 f"{change.name}({number}) is {change.name}.{member} on FlashInfer {old_v} but"
@@ -198,19 +194,13 @@ class EnumValues(Rule):
             index = view.node_index(parameter.index)
             if index is not None and index < len(view.node.args):
                 value = view.node.args[index]
-        if not (
-            isinstance(value, ast.Constant)
-            and isinstance(value.value, int)
-            and not isinstance(value.value, bool)
-        ):
-            return
-        number = value.value
-        member = change.member_of(number, change.old)
-        if member is None or change.new.get(member) == number:
-            return  # no member, or the same member on both releases
+        number = _int_literal(value)
+        meant = None if number is None else _renumbered(change, number)
+        if meant is None or value is None or number is None:
+            return  # not a number, no member, or the same member on both releases
+        member, now = meant
         old_v, new_v = ctx.options.from_version, ctx.options.to_version
         name = ApiPath(key).display()
-        now = change.member_of(number, change.new)
         means = f"{change.name}.{now}" if now else "no member"
         told = (
             f"{name}: {parameter.name}={number} is {change.name}.{member} on FlashInfer {old_v}"
@@ -246,3 +236,23 @@ class EnumValues(Rule):
             imports=imports,
             safety=FixSafety.SAFE if parameter.by_default else FixSafety.REVIEW,
         )
+
+
+def _int_literal(value: ast.expr | None) -> int | None:
+    """The number a literal integer argument writes (not a bool); None for anything else."""
+    if (
+        isinstance(value, ast.Constant)
+        and isinstance(value.value, int)
+        and not isinstance(value.value, bool)
+    ):
+        return value.value
+    return None
+
+
+def _renumbered(change: EnumChange, number: int) -> tuple[str, str | None] | None:
+    """The member ``number`` named on the old release and the one it names on the new (None:
+    none), where they differ; None when it named no member or names the same one."""
+    member = change.member_of(number, change.old)
+    if member is None or change.new.get(member) == number:
+        return None
+    return member, change.member_of(number, change.new)

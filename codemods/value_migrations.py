@@ -43,9 +43,8 @@ class ValueMigrations(Rule):
     that maps it where it is read, with the file's table (`activation_type={"silu":
     ActivationType.Swiglu, ...}[act]`: any other value raises KeyError, as the new release
     would reject it). Only reported: a literal the file does not map, a keyword passed through
-    a `**` mapping, a call
-    that passes both names, and a file where the name the new value needs is bound to something
-    else. Left alone: calls that leave the keyword out (the new default is the same activation),
+    a `**` mapping, a call that passes both names, and a file where the name the new value needs
+    is bound to something else. Left alone: calls that leave the keyword out (the new default is the same activation),
     and releases the target undid the change in. While this rule runs, FI002 leaves these
     keywords to it (it would say only that the old keyword no longer exists).
     """

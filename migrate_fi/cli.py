@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from migrate_fi.outputs.report import Report
     from migrate_fi.project.current import PinSearch
     from migrate_fi.project.migration import MigrationRange
-    from migrate_fi.project.record import LeftSite
+    from migrate_fi.project.record import ApplyRecord, LeftSite
 
 INTERRUPTED = 130
 
@@ -698,19 +698,19 @@ def _stop_on_errors(result: RunResult) -> None:
         sys.exit(2)
 
 
-def _recorded_base(paths: tuple[str, ...]) -> str | None:
-    """The commit the recorded migration started from, if a record says one."""
+def _migration_record(paths: tuple[str, ...]) -> ApplyRecord | None:
+    """The record of the migration of the project ``paths`` are in; None when there is none
+    (or it cannot be read: the run itself says so)."""
     from migrate_fi.project.current import project_root
     from migrate_fi.project.record import RecordError, read_record
 
     try:
-        record = read_record(project_root(paths[0]))
+        return read_record(project_root(paths[0]))
     except RecordError:
         return None
-    return record.base if record is not None else None
 
 
-def _facts_from(base: str, common: _Common) -> Report:
+def _facts_from(base: str, common: _Common, record: ApplyRecord | None) -> Report:
     """The report's facts for the migration from commit ``base`` to the tree as it is: the run
     over ``base``'s files (what the migration found and fixed there, as `upgrade` reported it
     before writing), with the range of the record (or of the pins: ``base``'s, and the
@@ -721,9 +721,7 @@ def _facts_from(base: str, common: _Common) -> Report:
     from migrate_fi.project.current import (
         ProjectVersionError,
         detect_current_version,
-        project_root,
     )
-    from migrate_fi.project.record import RecordError, read_record
     from migrate_fi.project.vcs import VcsError, changed_since, export_tree, repository_root
 
     paths = common.paths or (".",)
@@ -734,10 +732,6 @@ def _facts_from(base: str, common: _Common) -> Report:
     inside = [os.path.relpath(os.path.realpath(p), repo) for p in paths]
     if any(p == ".." or p.startswith(".." + os.sep) for p in inside):
         raise Fatal("report --base: every path must lie in the repository of the current folder")
-    try:
-        record = read_record(project_root(paths[0]))
-    except RecordError:
-        record = None
     origin = common.from_version or (record.from_version if record is not None else None)
     target = common.to_version or (record.to_version if record is not None else None)
     folder = tempfile.mkdtemp(prefix="migrate-fi-base-")
@@ -1583,9 +1577,10 @@ def report(
         None,
         None,
     )
-    started = base or _recorded_base(paths or (".",))
+    record = _migration_record(paths or (".",))
+    started = base or (record.base if record is not None else None)
     if started is not None:
-        facts = _facts_from(started, common)
+        facts = _facts_from(started, common, record)
     else:
         result, settled, span = _execute(common, "diff")  # (the new text, for the excerpts)
         _stop_on_errors(result)

@@ -160,6 +160,7 @@ class NameResolver:
         self.only_here: Callable[[str], bool] | None = None
         self._lazy_helpers: dict[int, tuple[int, int]] | None = None  # (`_helpers`)
         self._defs: dict[int, ast.FunctionDef] | None = None  # (`_top_defs`)
+        self._classes: dict[str, ast.ClassDef] | None = None  # (`_inherited`)
         self._returns: dict[int, list[Candidate] | None] = {}  # (`_returned`, by function)
 
     def release(self) -> None:
@@ -171,6 +172,7 @@ class NameResolver:
         self._names.clear()
         self._lazy_helpers = None
         self._defs = None
+        self._classes = None
         self._returns.clear()
         # (the tree and what points into it: a resolver kept a moment longer, by the loop that
         # releases it, must not keep the file's whole tree alive)
@@ -434,9 +436,9 @@ class NameResolver:
         owner, _, name = qual[:-2].rpartition(".")
         if owner != self.module_name:
             return None
-        cls = next(
-            (n for n in self.tree.body if isinstance(n, ast.ClassDef) and n.name == name), None
-        )
+        if self._classes is None:
+            self._classes = {n.name: n for n in self.tree.body if isinstance(n, ast.ClassDef)}
+        cls = self._classes.get(name)
         if cls is None or len(cls.bases) != 1 or cls.keywords:
             return None
         own = {
@@ -492,8 +494,8 @@ class NameResolver:
         if self._lazy_helpers is not None:
             return self._lazy_helpers
         self._lazy_helpers = {}
-        for fn in self.tree.body:
-            if not isinstance(fn, ast.FunctionDef) or fn.args.vararg or fn.decorator_list:
+        for fn in self._top_defs().values():
+            if fn.args.vararg:
                 continue
             params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
             body = fn.body[1:] if ast.get_docstring(fn) is not None else fn.body

@@ -19,7 +19,6 @@ belongs to (quoted strings, extras in brackets included, never confuse the count
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from migrate_fi.base import patterns
@@ -40,6 +39,7 @@ _OVERRIDES = {
 }
 _HEADER = patterns.compile(r"^\s*\[(\[?)\s*([^\[\]]+?)\s*\]\]?\s*(?:#.*)?$")
 _KEY = patterns.compile(r"""^\s*("[^"]*"|'[^']*'|[A-Za-z0-9_.-]+)\s*=\s*(.*)$""")
+_NAME = patterns.compile(r"""^\s*name\s*=\s*["']([^"']+)["']""")
 _EXACT = patterns.compile(
     r"""["']\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*==\s*([^"',;\s]+)"""
 )
@@ -144,21 +144,11 @@ def owner_of(
     if said is not None:
         return Owner("override", said)
     if place.table == "tool.uv.dependency-metadata" and place.array_of_tables:
-        name = ""
-        for i in range(line - 1, -1, -1):
-            if places[i].table != place.table or _HEADER.match(lines[i]):
-                break
-            found = re.match(r"""^\s*name\s*=\s*["']([^"']+)["']""", lines[i])
-            if found is not None:
-                name = found.group(1)
-        if not name:  # (the entry's name may come after its requirements)
-            for i in range(line, len(lines)):
-                if places[i].table != place.table or _HEADER.match(lines[i]):
-                    break
-                found = re.match(r"""^\s*name\s*=\s*["']([^"']+)["']""", lines[i])
-                if found is not None:
-                    name = found.group(1)
-                    break
+        # (the entry's lines: from its `[[...]]` header to the next header; its name anywhere)
+        start = next((i for i in range(line - 1, -1, -1) if _HEADER.match(lines[i])), 0)
+        end = next((i for i in range(line, len(lines)) if _HEADER.match(lines[i])), len(lines))
+        named = (_NAME.match(lines[i]) for i in range(start, end))
+        name = next((m.group(1) for m in named if m is not None), "")
         return Owner("mirror", "[[tool.uv.dependency-metadata]]", name)
     grouped = place.key is not None and place.table in (
         "project.optional-dependencies",

@@ -777,11 +777,12 @@ def _scan_python(
     # that span a line where such a name is quoted are visited)
     calls = _calls_naming_distributions(text, tree) if _reads_calls(text) else ()
     named = _named_checks(text, tree)
+    named_ids = {id(n) for n in named}
     gates: set[int] | None = None  # (the calls `if`s decide on: found when a check is met)
     for node in [*calls, *named]:
         args = [*node.args, *(k.value for k in node.keywords)]
         packages = [p for p in (_dist_name(a) for a in args) if p]
-        if not packages and node in named:
+        if not packages and id(node) in named_ids:
             packages = [MAIN]  # `is_flashinfer_version_at_least("0.6.4")`
         if not packages:
             continue
@@ -880,12 +881,12 @@ def _scan_python(
 # a function named for checking FlashInfer's version: `is_flashinfer_version_at_least`,
 # `flashinfer_version_ge`, `check_flashinfer_version`
 _CHECK_NAME = patterns.compile(r"(?i)^\w*flashinfer\w*version\w*$|^\w*version\w*flashinfer\w*$")
+_CHECK_WORD = patterns.compile(r"(?i)flashinfer\w*version\w*\s*\(|version\w*flashinfer\w*\s*\(")
 
 
 def _named_checks(text: str, tree: ast.Module) -> list[ast.Call]:
     """Calls of a function named for checking FlashInfer's version with a version string."""
-    lowered = text.lower()
-    if "flashinfer" not in lowered or "version" not in lowered:
+    if _CHECK_WORD.search(text) is None:  # (a name of the kind, in the text: no walk)
         return []
     out = []
     for node in nodes.of_type(tree, ast.Call):

@@ -236,6 +236,7 @@ def matching(
             return ()
     pairs = tests.pairs
     imports: bool | None = own_tree or None  # (asked once, of the first rule that needs it)
+    star: bool | None = None  # (does it star-import FlashInfer: `_star_exporter`)
     out = []
     for c, p in (pairs[i] for i in readers):
         # (the import first: most files that name FlashInfer outside an import, in a string
@@ -245,10 +246,13 @@ def matching(
                 imports = reaches_flashinfer(data)
             if not imports:
                 continue
-        if (p.matches(data) and c.wants(data, path, options)) or (
-            c.reaches_by_import and _star_exporter(data)
-        ):
+        if p.matches(data) and c.wants(data, path, options):
             out.append(c.id)
+        elif c.reaches_by_import:
+            if star is None:
+                star = _star_exporter(data)  # (asked once, of the first rule left out)
+            if star:
+                out.append(c.id)
     return tuple(out)
 
 
