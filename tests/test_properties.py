@@ -116,8 +116,9 @@ VALUES = st.sampled_from(
 
 
 @st.composite
-def calls(draw, target: Target, nested: str | None = None) -> str:
-    """A call of ``target`` in source form, valid for its old signature (or with *args)."""
+def calls(draw, target: Target, nested: str | None = None, callee: str | None = None) -> str:
+    """A call of ``target`` (through ``callee``, its name by default) in source form, valid
+    for its old signature (or with *args)."""
     sig = api_for(target.old).callable(target.path)
     assert sig is not None
     positional = sig.positional
@@ -141,7 +142,7 @@ def calls(draw, target: Target, nested: str | None = None) -> str:
                 draw(st.sampled_from([" ", "\n        ", "  # note, (\n        ", " \\\n        "]))
             )
     trailing = draw(st.sampled_from(["", ",\n    "])) if pieces else ""
-    return f"{target.name}({''.join(out)}{trailing})"
+    return f"{callee or target.name}({''.join(out)}{trailing})"
 
 
 def run(target: Target, source: str, mode: Mode = Mode.APPLY, splice_text: bool = True):
@@ -151,13 +152,13 @@ def run(target: Target, source: str, mode: Mode = Mode.APPLY, splice_text: bool 
     return process_source(source.encode(), "t.py", selection.rules, options, mode)
 
 
-def calls_of(source: str, name: str) -> list[ast.Call]:
-    """The calls of ``name``, in source order (a rewrite only inserts `name=`: the order of
-    calls, and of the arguments in each, stays)."""
+def calls_of(source: str, callee: str) -> list[ast.Call]:
+    """The calls of ``callee`` (as `ast.unparse` writes it), in source order (a rewrite only
+    inserts `name=`: the order of calls, and of the arguments in each, stays)."""
     found = [
         n
         for n in ast.walk(ast.parse(source))
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name
+        if isinstance(n, ast.Call) and ast.unparse(n.func) == callee
     ]
     return sorted(found, key=lambda c: (c.lineno, c.col_offset))
 
@@ -173,21 +174,57 @@ def mapping(sig: inspect.Signature, call: ast.Call) -> dict[str, int]:
     return dict(sig.bind(*args, **kwargs).arguments)
 
 
-def module(target: Target, call: str) -> str:
-    return (
-        f"from {target.path.rsplit('.', 1)[0]} import {target.name}\n\n\n"
-        f"def t(x, y_1, a, b, rest):\n    return {call}\n"
-    )
+# How the code reaches the function: each a module with ``{call}`` in it, and the callee as
+# the call names it. Every form is one the resolution is certain of: the call is rewritten.
+FORMS = {
+    "imported name": (
+        "from {module} import {name}\n\n\ndef t(x, y_1, a, b, rest):\n    return {call}\n",
+        "{name}",
+    ),
+    "dict of functions": (
+        "from {module} import {name}\n\nOPS = {{'k': {name}}}\n\n\n"
+        "def t(x, y_1, a, b, rest):\n    return {call}\n",
+        "OPS['k']",
+    ),
+    "staticmethod class attribute": (
+        "import {module} as m\n\n\nclass K:\n    fn = staticmethod(m.{name})\n\n"
+        "    def t(self, x, y_1, a, b, rest):\n        return {call}\n",
+        "self.fn",
+    ),
+    "parameter default": (
+        "from {module} import {name}\n\n\ndef outer(x, y_1, a, b, rest):\n"
+        "    def t(x, y_1, a, b, rest, fn={name}):\n        return {call}\n\n"
+        "    return t(x, y_1, a, b, rest)\n",
+        "fn",
+    ),
+    "parameter passed the function": (
+        "import {module}\n\n\ndef outer(x, y_1, a, b, rest):\n"
+        "    def t(fn, x, y_1, a, b, rest):\n        return {call}\n\n"
+        "    return t({path}, x, y_1, a, b, rest)\n",
+        "fn",
+    ),
+}
 
 
-def check_property(target: Target, call: str) -> None:
-    source = module(target, call)
+def callee(target: Target, form: str) -> str:
+    return FORMS[form][1].format(name=target.name)
+
+
+def module(target: Target, call: str, form: str = "imported name") -> str:
+    template = FORMS[form][0]
+    mod = target.path.rsplit(".", 1)[0]
+    return template.format(module=mod, name=target.name, call=call, path=target.path)
+
+
+def check_property(target: Target, call: str, form: str = "imported name") -> None:
+    source = module(target, call, form)
     result = run(target, source)
     assert result.error is None, (result.error, source)
     new = result.new_text if result.status is Status.CHANGED else source
     ast.parse(new)
     old_sig, new_sig = target.signature(target.old), target.signature(target.new)
-    old_calls, new_calls = calls_of(source, target.name), calls_of(new, target.name)
+    name = callee(target, form)
+    old_calls, new_calls = calls_of(source, name), calls_of(new, name)
     assert len(old_calls) == len(new_calls)
     for old_call, new_call in zip(old_calls, new_calls, strict=True):
         if any(isinstance(a, ast.Starred) for a in old_call.args):
@@ -216,12 +253,14 @@ PROPERTY = settings(
 @PROPERTY
 @given(data=st.data())
 def test_fp4_quantize_calls_keep_their_binding(data: st.DataObject) -> None:
-    inner = data.draw(calls(FP4))
-    check_property(FP4, data.draw(calls(FP4, nested=inner)))
+    form = data.draw(st.sampled_from(sorted(FORMS)))
+    inner = data.draw(calls(FP4, callee=callee(FP4, form)))
+    check_property(FP4, data.draw(calls(FP4, nested=inner, callee=callee(FP4, form))), form)
 
 
 @PROPERTY
 @given(data=st.data())
 def test_data_driven_calls_keep_their_binding(data: st.DataObject) -> None:
     target = fi002_target()
-    check_property(target, data.draw(calls(target)))
+    form = data.draw(st.sampled_from(sorted(FORMS)))
+    check_property(target, data.draw(calls(target, callee=callee(target, form))), form)

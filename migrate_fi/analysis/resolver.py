@@ -277,10 +277,17 @@ class NameResolver:
             attribute = self._self_attribute(expr, scope, seen)
             if attribute is not None:
                 return attribute
+            held = self._class_attribute(expr, scope, seen)
+            if held is not None:
+                return held
             out = []
             for cand in self._resolve(expr.value, scope, seen):
                 if cand.qualname is None:
                     out.append(cand)
+                    continue
+                held = self._held_by_own_class(cand, expr.attr, seen)
+                if held is not None:
+                    out.extend(held)
                     continue
                 inherited = self._inherited(cand, expr.attr, seen)
                 qual = inherited or self._project(f"{cand.qualname}.{expr.attr}")
@@ -423,6 +430,82 @@ class NameResolver:
                 return None
             out.extend(found)
         return out or None
+
+    def _class_attribute(
+        self, expr: ast.Attribute, scope: Scope, seen: frozenset[tuple[int, str]]
+    ) -> list[Candidate] | None:
+        """``Holder.kind`` where ``Holder`` is bound only to a class of this module whose body
+        binds ``kind`` to FlashInfer's (`_class_body_value`)."""
+        if not isinstance(expr.value, ast.Name):
+            return None
+        found = self.lookup(expr.value.id, scope)
+        if found is None or len(found[1]) != 1 or found[1][0].what != "class":
+            return None
+        cls = self._class_scope(expr.value.id, found[0])
+        return None if cls is None else self._class_body_value(cls, expr.attr, False, seen)
+
+    def _held_by_own_class(
+        self, cand: Candidate, attr: str, seen: frozenset[tuple[int, str]]
+    ) -> list[Candidate] | None:
+        """``Holder().kind`` (or ``h.kind``, ``h = Holder()``) where ``Holder`` is a top-level
+        class of this module whose body binds ``kind`` to FlashInfer's (`_class_body_value`),
+        and whose methods never set it on the instance."""
+        qual = cand.qualname
+        if cand.what != "class" or not qual or not qual.endswith("()") or not self.module_name:
+            return None
+        owner, _, name = qual[:-2].rpartition(".")
+        if owner != self.module_name:
+            return None
+        cls = self._class_scope(name, self.module_scope)
+        if cls is None or attr in cls.attributes:
+            return None
+        return self._class_body_value(cls, attr, True, seen)
+
+    def _class_body_value(
+        self, cls: Scope, attr: str, through_instance: bool, seen: frozenset[tuple[int, str]]
+    ) -> list[Candidate] | None:
+        """What ``attr``, bound once in the body of the class ``cls`` (``kind = Wrapper``,
+        ``quant = staticmethod(flashinfer.fp4_quantize)``), holds where all of it is
+        FlashInfer's; None otherwise. Read through an instance, a function that is not a
+        ``staticmethod`` becomes a method bound to it (its first argument the instance): an
+        opaque candidate, unless its name is a class's (``CamelCase``: a class read through
+        an instance is the class)."""
+        bindings = cls.bindings.get(attr)
+        if not bindings or len(bindings) != 1:
+            return None
+        (b,) = bindings
+        value, where = b.value, b.scope
+        if value is None or where is None or b.what in _OWN:
+            return None
+        static = False
+        if (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Name)
+            and value.func.id in ("staticmethod", "classmethod")
+            and len(value.args) == 1
+            and not value.keywords
+            and self.lookup(value.func.id, where) is None
+        ):
+            if value.func.id == "classmethod":
+                return None
+            value, static = value.args[0], True
+        key = (id(cls), "class." + attr)
+        if key in seen:
+            return None
+        found = self._resolve(value, where, seen | {key})
+        if not found or any(c.qualname is None or not in_flashinfer(c.qualname) for c in found):
+            return None
+        out = []
+        for c in found:
+            q = c.qualname
+            assert q is not None
+            last = q.rstrip("()[]").rpartition(".")[2]
+            bound = through_instance and not static and not q.endswith(("()", "[]"))
+            if bound and not last[:1].isupper():
+                out.append(Candidate(None, b.line, "function bound to the instance"))
+                continue
+            out.append(Candidate(q, b.line, "class attribute"))
+        return out
 
     def _inherited(
         self, instance: Candidate, attr: str, seen: frozenset[tuple[int, str]]
@@ -601,6 +684,9 @@ class NameResolver:
         if not bindings:
             for cls in self._own_classes(owner.owner_class):
                 if expr.attr in cls.bindings or expr.attr in cls.attributes:
+                    held = self._class_body_value(cls, expr.attr, True, seen)
+                    if held is not None:
+                        return held
                     line = cls.node.lineno  # type: ignore[attr-defined]
                     return [Candidate(None, line, "attribute of the project's class")]
             return None
@@ -631,7 +717,20 @@ class NameResolver:
             return self._annotated(b.annotation, b.scope, b.line, seen) or opaque
         if owner.owner_class is not None and owner.self_name == name:
             return self._instances_of(owner.owner_class, b.line, seen) or opaque
-        return self._passed(name, owner, b, seen) or opaque
+        passed = self._passed(name, owner, b, seen)
+        if passed:
+            return passed
+        if b.default is not None and b.scope is not None:
+            # (``cls=Wrapper``, ``quant=flashinfer.fp4_quantize``: what a call that leaves it
+            # out gets; a caller out of sight may pass something else)
+            found = [
+                Candidate(c.qualname, b.line, "parameter default")
+                for c in self._resolve(b.default, b.scope, seen)
+                if c.qualname is not None and in_flashinfer(c.qualname)
+            ]
+            if found:
+                return [*found, Candidate(None, b.line, "parameter given other values")]
+        return opaque
 
     def _annotated(
         self, annotation: ast.expr, scope: Scope, line: int, seen: frozenset[tuple[int, str]]
@@ -771,7 +870,7 @@ class NameResolver:
         if isinstance(cached, list):
             return cached
         self.derived[memo] = []  # (a recursive call passes the parameter on: neutral)
-        values, complete = self._values_passed(node, outer, name, b.index)
+        values, complete = self._values_passed(node, outer, name, b.index, b.default)
         found: list[Candidate] = []
         for value, scope in values:
             if isinstance(value, ast.Name) and value.id == name:
@@ -780,7 +879,7 @@ class NameResolver:
                     continue  # passed on to itself
             for c in self._resolve(value, scope, seen):
                 q = c.qualname
-                if q is not None and q.endswith("()") and in_flashinfer(q):
+                if q is not None and in_flashinfer(q):  # (an instance, a class, a function)
                     found.append(Candidate(q, b.line, "parameter"))
                 else:
                     complete = False
@@ -799,10 +898,12 @@ class NameResolver:
         outer: Scope,
         name: str,
         index: int | None,
+        default: ast.expr | None = None,
     ) -> tuple[list[tuple[ast.expr, Scope]], bool]:
-        """The value each use of ``node`` in this module passes for its parameter ``name``, and
-        whether those are all of its uses (a use that is not a call binding it, or that leaves
-        it out or hides it in ``*args``, makes them not all)."""
+        """The value each use of ``node`` in this module passes for its parameter ``name`` (a
+        call that leaves it out: its ``default``, in ``outer``), and whether those are all of
+        its uses (a use that is not a call binding it, or that leaves it out with no default or
+        hides it in ``*args``, makes them not all)."""
         refs = self.scopes.loads.get(node.name, [])
         uses = [
             (ref, scope)
@@ -830,6 +931,9 @@ class NameResolver:
             value: ast.expr | None = None
             if how == "callee":
                 value = _bound(node, call.args, call.keywords, name, index)
+                if value is None and default is not None and _left_out(call, name, index):
+                    out.append((default, outer))
+                    continue
             elif how == "bound":
                 kind = {c.qualname for c in self._resolve(call.func, scope, frozenset())}
                 if kind and kind <= _BINDERS:
@@ -899,6 +1003,16 @@ def _bound(
                 return None
         return args[index]
     return None
+
+
+def _left_out(call: ast.Call, name: str, index: int | None) -> bool:
+    """Whether ``call`` surely leaves the parameter ``name`` (at ``index``) to its default:
+    neither passed nor possibly hidden in ``*args`` or ``**kwargs``."""
+    if any(isinstance(a, ast.Starred) for a in call.args):
+        return False
+    if any(kw.arg is None or kw.arg == name for kw in call.keywords):
+        return False
+    return index is None or index >= len(call.args)
 
 
 def _own_statements(fn: ast.FunctionDef) -> Iterator[ast.AST]:

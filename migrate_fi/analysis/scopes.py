@@ -116,6 +116,7 @@ class Binding:
     annotation: ast.expr | None = None  # a parameter's annotation
     index: int | None = None  # a positional parameter's place (``self`` is 0)
     element_of: ast.expr | None = None  # ``for x in <expr>``: what it iterates (in ``scope``)
+    default: ast.expr | None = None  # a parameter's default value (evaluated in ``scope``)
 
     @property
     def alias_of(self) -> ast.expr | None:
@@ -326,10 +327,22 @@ class ScopeBuilder(ast.NodeVisitor):
             self._scope.owner_class = outer
             self._scope.self_name = first[0].arg
         positional = [*args.posonlyargs, *args.args]
+        with_default = positional[len(positional) - len(args.defaults) :]
+        defaults: dict[int, ast.expr] = {
+            id(a): d for a, d in zip(with_default, args.defaults, strict=True)
+        }
+        defaults.update(
+            (id(a), d)
+            for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True)
+            if d is not None
+        )
         for a in [*positional, *args.kwonlyargs, args.vararg, args.kwarg]:
             if a is not None:
                 index = next((i for i, p in enumerate(positional) if p is a), None)
-                binding = Binding("parameter", a.lineno, None, None, outer, a.annotation, index)
+                binding = Binding(
+                    "parameter", a.lineno, None, None, outer, a.annotation, index,
+                    default=defaults.get(id(a)),
+                )  # fmt: skip
                 self._bind(a.arg, binding)
         if isinstance(node, ast.Lambda):
             self.visit(node.body)
