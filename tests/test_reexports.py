@@ -457,3 +457,37 @@ def test_a_star_import_of_flashinfer_reexports_its_names(
         if d["code"] == "FI001"
     )
     assert found == [("proj/user.py", 6, "FI001"), ("proj/user.py", 6, "FI001")]
+
+
+def test_a_factory_of_another_module_gives_what_it_returns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`w = make_wrapper(buf)` where `make_wrapper`, in another module of the project, returns
+    a FlashInfer wrapper: `w.plan(...)` is the wrapper's, found and fixed (also where the file
+    never names FlashInfer, in a class attribute). A factory that returns another library's
+    object of the same name, or something else on one of its paths, is not FlashInfer's."""
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "__init__.py").write_text("")
+    (tmp_path / "proj" / "attn.py").write_text(
+        "from flashinfer import BatchDecodeWithPagedKVCacheWrapper\n\n\n"
+        "def make_wrapper(buf):\n    return BatchDecodeWithPagedKVCacheWrapper(buf, 'NHD')\n\n\n"
+        "def maybe(buf, other):\n    if other:\n        return other\n"
+        "    return BatchDecodeWithPagedKVCacheWrapper(buf, 'NHD')\n"
+    )
+    (tmp_path / "proj" / "other.py").write_text(
+        "import mylib\n\n\ndef make_wrapper(buf):\n"
+        "    return mylib.BatchDecodeWithPagedKVCacheWrapper(buf)\n"
+    )
+    args = ", ".join(f"a[{i}]" for i in range(13))
+    (tmp_path / "proj" / "user.py").write_text(
+        "from proj.attn import make_wrapper, maybe\nfrom proj.other import make_wrapper as theirs\n"
+        "\n\nclass Runner:\n    def __init__(self, buf):\n        self.w = make_wrapper(buf)\n"
+        "        self.t = theirs(buf)\n        self.m = maybe(buf, None)\n\n"
+        f"    def go(self, a):\n        self.w.plan({args})\n        self.t.plan({args})\n"
+        f"        self.m.plan({args})\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    args_ = ["check", "--from", "0.5.3", "--to", "0.6.1", "--no-cache", "--select", "FI002"]
+    r = CliRunner().invoke(cli, [*args_, "--output-format", "json", "."], catch_exceptions=False)
+    found = [(d["path"], d["line"]) for d in json.loads(r.stdout)["diagnostics"]]
+    assert found == [("proj/user.py", 12)], r.output

@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 from migrate_fi.analysis.prefilter import TO_SPACES, identifiers, names_one_of
 from migrate_fi.base import patterns
-from migrate_fi.base.modules import module_identity
+from migrate_fi.base.modules import export_parts, module_identity
 
 __all__ = [
     "AliasImports",
@@ -241,7 +241,7 @@ class AliasImports:
         self.modules_of: dict[bytes, set[bytes]] = {}  # name -> last parts of its modules
         self.names_of: dict[bytes, set[bytes]] = {}  # last part of a module -> its names
         for key in keys:
-            module, _, name = key.rpartition(".")
+            module, name = export_parts(key)
             last = module.rsplit(".", 1)[-1].encode()
             self.modules_of.setdefault(name.encode(), set()).add(last)
             self.names_of.setdefault(last, set()).add(name.encode())

@@ -249,6 +249,15 @@ class NameResolver:
                     if name not in own:
                         out[f"{self.module_name}.{name}"] = f"{module}.{name}"
         for name, bindings in self.module_scope.bindings.items():
+            if len(bindings) == 1 and bindings[0].what == "def":
+                # a factory: ``<this module>.<name>()`` is what a call of it returns
+                made = self._returned([Candidate(None, bindings[0].line, "def")], frozenset())
+                targets = {c.qualname for c in made or ()}
+                if len(targets) == 1:
+                    (target,) = targets
+                    if target and _an_instance(target):
+                        out[f"{self.module_name}.{name}()"] = target
+                continue
             if all(b.what in _OWN or (b.qualname is None and b.alias_of is None) for b in bindings):
                 continue  # (its own defs and classes, other values: nothing of FlashInfer's)
             quals = self._resolve_name(name, self.module_scope, frozenset())
@@ -328,13 +337,18 @@ class NameResolver:
                 return [Candidate(expr.args[0].value, expr.lineno, "import")]  # type: ignore[attr-defined]
             lazy = self._lazy_import(expr, funcs)
             if lazy is not None:
-                return [Candidate(self._project(lazy), expr.lineno, "lazy import")]
+                found = [Candidate(self._project(lazy), expr.lineno, "lazy import")]
+                if len(expr.args) > 2 or expr.keywords:  # (what else it gives it: a fallback)
+                    found.append(Candidate(None, expr.lineno, "the helper's other arguments"))
+                return found
             made = self._returned(funcs, seen)
             if made is not None:  # a factory of this module: what it returns
                 return made
-            # what a call returns: `X()` stands for "an instance of X" (or X's result)
+            # what a call returns: `X()` stands for "an instance of X" (or X's result; a
+            # factory of another module of the project: what it returns, `exports`)
             return [
-                Candidate(f"{c.qualname}()" if c.qualname else None, c.line, c.what) for c in funcs
+                Candidate(self._project(f"{c.qualname}()") if c.qualname else None, c.line, c.what)
+                for c in funcs
             ]
         line = getattr(expr, "lineno", 0)
         return [Candidate(None, line, "expression")]
@@ -556,71 +570,141 @@ class NameResolver:
         literal strings, of a function of this module whose body is ``return
         getattr(importlib.import_module(module), name)`` (or the module first bound to a local):
         the dotted name it returns."""
-        if len(funcs) != 1 or funcs[0].what != "def" or call.keywords:
-            return None
-        if not all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in call.args):
+        if len(funcs) != 1 or funcs[0].what != "def":
             return None
         found = self._helpers().get(funcs[0].line)
-        if found is None:
+        if found is None or any(a for a in call.args if isinstance(a, ast.Starred)):
             return None
         module_at, name_at = found
-        if max(module_at, name_at) >= len(call.args):
+        if max(module_at, name_at) >= len(call.args) or any(k.arg is None for k in call.keywords):
+            return None  # (the two given by position: a keyword for a later parameter is fine)
+        module_arg, name_arg = call.args[module_at], call.args[name_at]
+        if not all(
+            isinstance(a, ast.Constant) and isinstance(a.value, str) for a in (module_arg, name_arg)
+        ):
             return None
-        module, name = call.args[module_at].value, call.args[name_at].value  # type: ignore[attr-defined]
+        module, name = module_arg.value, name_arg.value  # type: ignore[attr-defined]
         if not name.isidentifier() or not all(p.isidentifier() for p in module.split(".")):
             return None
         return f"{module}.{name}"
 
     def _helpers(self) -> dict[int, tuple[int, int]]:
         """This module's top-level lazy-import helpers: the line of each def -> the places of
-        its module and name parameters."""
+        its module and name parameters (`_helper_places`)."""
         if self._lazy_helpers is not None:
             return self._lazy_helpers
         self._lazy_helpers = {}
         for fn in self._top_defs().values():
             if fn.args.vararg:
                 continue
-            params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
-            body = fn.body[1:] if ast.get_docstring(fn) is not None else fn.body
-            inner = self.scope_of(fn)
-            if inner is None or not 1 <= len(body) <= 2 or not isinstance(body[-1], ast.Return):
-                continue
-            got = body[-1].value
-            if not (
-                isinstance(got, ast.Call)
-                and isinstance(got.func, ast.Name)
-                and got.func.id == "getattr"
-                and len(got.args) == 2
-                and not got.keywords
-                and isinstance(got.args[1], ast.Name)
-                and got.args[1].id in params
-            ):
-                continue
-            imported = got.args[0]
-            if len(body) == 2:  # `m = import_module(module)` then `getattr(m, name)`
-                first = body[0]
-                if not (
-                    isinstance(first, ast.Assign)
-                    and len(first.targets) == 1
-                    and isinstance(first.targets[0], ast.Name)
-                    and isinstance(imported, ast.Name)
-                    and imported.id == first.targets[0].id
-                ):
-                    continue
-                imported = first.value
-            if not (
-                isinstance(imported, ast.Call)
-                and len(imported.args) == 1
-                and not imported.keywords
-                and isinstance(imported.args[0], ast.Name)
-                and imported.args[0].id in params
-                and {c.qualname for c in self._resolve(imported.func, inner, frozenset())}
-                == {"importlib.import_module"}
-            ):
-                continue
-            module_at = params.index(imported.args[0].id)
-            self._lazy_helpers[fn.lineno] = (module_at, params.index(got.args[1].id))
+            places = self._helper_places(fn)
+            if places is not None:
+                self._lazy_helpers[fn.lineno] = places
         return self._lazy_helpers
+
+    def _helper_places(self, fn: ast.FunctionDef) -> tuple[int, int] | None:
+        """The places of the module and name parameters of ``fn`` where it is a lazy-import
+        helper: it returns ``getattr(<module>, name)`` (``getattr(importlib.import_module(
+        module), name)``, the module first bound to a local, a fallback value, a conditional),
+        or a function of ``*args, **kwargs`` whose every return passes them on unchanged, to
+        what such a ``getattr`` gives (vLLM's `_lazy_import_wrapper`: a fallback when FlashInfer
+        is missing); ``<module>`` is ``importlib.import_module(module)`` or a call of a function
+        of this module that returns that (`_module_importers`)."""
+        inner = self.scope_of(fn)
+        body = fn.body[1:] if ast.get_docstring(fn) is not None else fn.body
+        if inner is None or not body or not isinstance(body[-1], ast.Return):
+            return None
+        params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+        got = body[-1].value
+        where: ast.AST | None = got
+        if isinstance(got, ast.Name):  # a function of *args, **kwargs made here
+            made = [s for s in body if isinstance(s, ast.FunctionDef) and s.name == got.id]
+            found = self.lookup(got.id, inner)
+            if len(made) != 1 or found is None or len(found[1]) != 1 or not _forwards(made[0]):
+                return None
+            where = fn
+        elif got is None or not all(_is_getattr(arm) for arm in _arms(got) or [got]):
+            return None  # (what it returns must be the attribute itself, or None)
+        places = set()
+        for node in ast.walk(where) if where is not None else ():
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "getattr"
+                and 2 <= len(node.args) <= 3
+                and not node.keywords
+            ):
+                found_places = self._getattr_places(node, inner, params)
+                if found_places is None:
+                    return None
+                places.add(found_places)
+        return places.pop() if len(places) == 1 else None
+
+    def _getattr_places(
+        self, node: ast.Call, inner: Scope, params: list[str]
+    ) -> tuple[int, int] | None:
+        """For ``getattr(<module>, name)`` in the helper whose scope is ``inner``: the places
+        of its module and name parameters; None when either is anything else."""
+        scope = self.scope_at(node)
+        module_expr, name_expr = node.args[0], node.args[1]
+
+        def param(expr: ast.expr, at: Scope) -> int | None:
+            if not isinstance(expr, ast.Name) or expr.id not in params:
+                return None
+            found = self.lookup(expr.id, at)
+            if found is None or found[0] is not inner:
+                return None
+            return params.index(expr.id)
+
+        name_at = param(name_expr, scope)
+        if name_at is None:
+            return None
+        value, value_scope = module_expr, scope
+        if isinstance(module_expr, ast.Name):  # `m = import_module(module)` first
+            found = self.lookup(module_expr.id, scope)
+            if found is None or len(found[1]) != 1 or found[1][0].value is None:
+                return None
+            value, value_scope = found[1][0].value, found[1][0].scope or scope
+        if not (isinstance(value, ast.Call) and len(value.args) == 1 and not value.keywords):
+            return None
+        importer = {c.qualname for c in self._resolve(value.func, value_scope, frozenset())}
+        own = isinstance(value.func, ast.Name) and value.func.id in self._module_importers()
+        if importer != {"importlib.import_module"} and not own:
+            return None
+        module_at = param(value.args[0], value_scope)
+        return None if module_at is None else (module_at, name_at)
+
+    def _module_importers(self) -> frozenset[str]:
+        """This module's top-level functions of one parameter whose returns are
+        ``importlib.import_module(<the parameter>)`` and None (in a ``try``, say)."""
+        found = self.derived.get(("module importers",))
+        if isinstance(found, frozenset):
+            return found
+        out = set()
+        for fn in self._top_defs().values():
+            params = [a.arg for a in fn.args.args]
+            inner = self.scope_of(fn)
+            if len(params) != 1 or fn.args.vararg or fn.args.kwarg or inner is None:
+                continue
+            returns = [n.value for n in _own_statements(fn) if isinstance(n, ast.Return)]
+            imports = [
+                r
+                for r in returns
+                if isinstance(r, ast.Call)
+                and len(r.args) == 1
+                and isinstance(r.args[0], ast.Name)
+                and r.args[0].id == params[0]
+                and {c.qualname for c in self._resolve(r.func, inner, frozenset())}
+                == {"importlib.import_module"}
+            ]
+            nones = [
+                r for r in returns if r is None or (isinstance(r, ast.Constant) and r.value is None)
+            ]
+            if imports and len(imports) + len(nones) == len(returns):
+                out.add(fn.name)
+        frozen = frozenset(out)
+        self.derived[("module importers",)] = frozen
+        return frozen
 
     def _resolve_name(
         self, name: str, scope: Scope, seen: frozenset[tuple[int, str]]
@@ -947,6 +1031,14 @@ class NameResolver:
         return out, complete
 
 
+def _an_instance(qualname: str) -> bool:
+    """Whether ``qualname`` is an instance of a FlashInfer class (``flashinfer.X()``, ``X`` a
+    class by its ``CamelCase`` name), not what one of its functions returns."""
+    if not qualname.endswith("()") or qualname.count("()") != 1 or not in_flashinfer(qualname):
+        return False
+    return qualname[:-2].rpartition(".")[2][:1].isupper()
+
+
 def _distinct(candidates: list[Candidate]) -> tuple[Candidate, ...]:
     """``candidates`` with one of each qualified name (a name imported in every one of 2,000
     blocks of a file is one candidate, not 2,000); opaque ones kept."""
@@ -1013,6 +1105,34 @@ def _left_out(call: ast.Call, name: str, index: int | None) -> bool:
     if any(kw.arg is None or kw.arg == name for kw in call.keywords):
         return False
     return index is None or index >= len(call.args)
+
+
+def _is_getattr(expr: ast.expr) -> bool:
+    return (
+        isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "getattr"
+    )
+
+
+def _forwards(fn: ast.FunctionDef) -> bool:
+    """Whether ``fn`` is ``def f(*args, **kwargs)`` whose every return is a call given
+    ``(*args, **kwargs)`` unchanged."""
+    a = fn.args
+    if a.posonlyargs or a.args or a.kwonlyargs or a.vararg is None or a.kwarg is None:
+        return False
+    returns = [n.value for n in _own_statements(fn) if isinstance(n, ast.Return)]
+    star, double = a.vararg.arg, a.kwarg.arg
+    return bool(returns) and all(
+        isinstance(r, ast.Call)
+        and len(r.args) == 1
+        and isinstance(r.args[0], ast.Starred)
+        and isinstance(r.args[0].value, ast.Name)
+        and r.args[0].value.id == star
+        and len(r.keywords) == 1
+        and r.keywords[0].arg is None
+        and isinstance(r.keywords[0].value, ast.Name)
+        and r.keywords[0].value.id == double
+        for r in returns
+    )
 
 
 def _own_statements(fn: ast.FunctionDef) -> Iterator[ast.AST]:

@@ -13,6 +13,7 @@ __all__ = [
     "display_path",
     "display_paths",
     "enclosing_packages",
+    "export_parts",
     "in_flashinfer",
     "is_python_path",
     "module_identity",
@@ -157,6 +158,14 @@ def module_identity(path: str) -> tuple[str | None, bool]:
     """``(module name, is a package)`` of a file, counted from its outermost package."""
     folder, name = os.path.split(os.path.abspath(path))
     return module_name_for_path((*_package_parts(folder), name))
+
+
+def export_parts(key: str) -> tuple[str, str]:
+    """The module and the name of a project re-export's key (``pkg.quant.q``), as the name is
+    written where it is imported: a factory's key (``pkg.attn.make_wrapper()``, what a call of
+    it returns) gives the function's name."""
+    module, _, name = key.rpartition(".")
+    return module, name.removesuffix("()")
 
 
 def in_flashinfer(module: str | None) -> bool:

@@ -28,7 +28,7 @@ from migrate_fi.analysis.resolver import NameResolver
 from migrate_fi.analysis.suppression import Suppressions
 from migrate_fi.api.store import DataError
 from migrate_fi.base import patterns
-from migrate_fi.base.modules import in_flashinfer, is_python_path, module_identity
+from migrate_fi.base.modules import export_parts, in_flashinfer, is_python_path, module_identity
 from migrate_fi.base.results import (
     FileError,
     FileResult,
@@ -428,7 +428,7 @@ def _process(
     result = FileResult(path, Status.UNCHANGED, parsed=True)
     original = text
     resolver: NameResolver | None = None
-    alias_names = {key.rsplit(".", 1)[-1] for key in aliases}
+    alias_names = {export_parts(key)[1] for key in aliases}
     imports_alias = is_python and any(name in text for name in alias_names)
     suppressions = Suppressions.of(text, is_python)
     asked: set[str] = set()  # what the resolvers looked up among the project's re-exports

@@ -18,7 +18,7 @@ from migrate_fi.analysis.importwords import (
 )
 from migrate_fi.analysis.resolver import ProjectAliases
 from migrate_fi.base import depends
-from migrate_fi.base.modules import is_python_path, module_identity
+from migrate_fi.base.modules import export_parts, is_python_path, module_identity
 from migrate_fi.base.results import (
     FileResult,
 )
@@ -90,7 +90,7 @@ def unaffected(
                 reachable += by_module[module]
         statements = None  # (read the first time a name is found in the file)
         for key in reachable:
-            home, _, name = key.rpartition(".")
+            home, name = export_parts(key)
             if name.isascii() and name.encode() not in data:
                 continue  # (not in the file: it runs no rule)
             if path is not None and imports is not None and not imports.dynamic:
@@ -99,7 +99,7 @@ def unaffected(
                     continue  # (no import statement of the file binds it)
             # (where it leads, and its own target: a chain `follow` cannot end leads to both)
             reached = {
-                t.rpartition(".")[2].encode() for t in (after.follow(key), after.aliases[key])
+                _word(t) for t in (after.follow(key), after.aliases[key])
             }
             for rule in lookups.skipped:
                 names = looked_for.get(rule) if looked_for is not None else None
@@ -123,8 +123,12 @@ def _added(
 
 def _relevant_alias(target: str, names: set[bytes]) -> bool:
     """Only re-exports that can matter are followed: of a migrated API (its name is a trigger)."""
-    last = target.rsplit(".", 1)[-1]
-    return last.encode() in names
+    return _word(target) in names
+
+
+def _word(target: str) -> bytes:
+    """The name a re-export's target leads to (``flashinfer.X()``, an instance: ``X``)."""
+    return target.rsplit(".", 1)[-1].removesuffix("()").encode()
 
 
 def imported_modules(
