@@ -77,8 +77,15 @@ def test_fp4_quantize_binding_after_migration() -> None:
     assert migrated_bound["enable_pdl"] is True  # what the 0.6.10 code meant
     assert "is_global_scale_inversed" not in migrated_bound
 
-    # and the migrated call runs (on SM90 the values are not meaningful: compare shapes only)
-    exec(compile(migrated, "snippet.py", "exec"), ns)
+    # and the migrated call runs (on SM90 the values are not meaningful: compare shapes only;
+    # from 0.7.4 the release refuses GPUs below SM100: the binding above is then the proof)
+    major, _minor = torch.cuda.get_device_capability()
+    try:
+        exec(compile(migrated, "snippet.py", "exec"), ns)
+    except RuntimeError as exc:
+        if major < 10 and "requires SM100" in str(exc):
+            pytest.skip(f"the binding is as meant; FlashInfer {INSTALLED} refuses this GPU: {exc}")
+        raise
     x_fp4, _x_sf = ns["out"]
     assert x_fp4.shape == (128, 128)
     assert x_fp4.dtype == torch.uint8
