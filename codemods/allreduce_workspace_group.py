@@ -108,6 +108,7 @@ class AllreduceWorkspaceGroup(Rule):
 
     code = "FI004"
     summary = "create_allreduce_fusion_workspace: pass group= (the WORLD fallback hangs sub-groups since 0.6.10.post1)"
+    summary_zh = "create_allreduce_fusion_workspace：传入 group=（自 0.6.10.post1 起缺省回退到 WORLD，会使子组挂起）"
     introduced_in = "0.6.10.post1"
     fix_safety = FixSafety.SAFE
     triggers = tuple(("flashinfer", path.rsplit(".", 1)[-1]) for path in TARGETS)

@@ -42,6 +42,7 @@ class BehaviourNotes(Rule):
     summary = (
         "Calls of APIs whose behaviour a release changed without a signature change (release notes)"
     )
+    summary_zh = "某个版本在签名不变的情况下改变了行为的 API 调用（依据发布说明）"
     introduced_in = "*"
     data_driven: ClassVar[bool] = True
     fix_availability = FixAvailability.NONE  # (a person judges each: nothing is rewritten)

@@ -48,6 +48,7 @@ class ChangedDefaults(Rule):
 
     code = "FI008"
     summary = "Calls that leave out an argument whose default changed: pass the old value (from the API data)"
+    summary_zh = "省略了默认值已变更的参数的调用：显式传入旧值（依据 API 数据）"
     introduced_in = "*"
     data_driven: ClassVar[bool] = True
     fix_safety = FixSafety.SAFE

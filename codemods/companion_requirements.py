@@ -238,6 +238,9 @@ class CompanionRequirements(Rule):
 
     code = "FI007"
     summary = "Pins of FlashInfer's own requirements (nvidia-cutlass-dsl, apache-tvm-ffi...) checked against the target"
+    summary_zh = (
+        "FlashInfer 自身依赖（nvidia-cutlass-dsl、apache-tvm-ffi 等）的版本声明，按目标版本核对"
+    )
     introduced_in = "*"
     data_driven: ClassVar[bool] = True
     fix_safety = FixSafety.SAFE

@@ -52,6 +52,7 @@ class EnumValues(Rule):
 
     code = "FI011"
     summary = "Numbers passed for a FlashInfer enum that was renumbered: name the member (from the API data)"
+    summary_zh = "为已重新编号的 FlashInfer 枚举传入的数字：改为枚举成员名（依据 API 数据）"
     introduced_in = "*"
     data_driven: ClassVar[bool] = True
     fix_safety = FixSafety.SAFE

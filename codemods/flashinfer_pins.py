@@ -137,6 +137,9 @@ class FlashinferPins(Rule):
 
     code = "FI006"
     summary = "FlashInfer pins, install lines, variables and version checks moved to the target (cubin, jit-cache in step)"
+    summary_zh = (
+        "FlashInfer 的版本声明、安装命令、版本变量与版本检查随目标版本更新（cubin、jit-cache 同步）"
+    )
     introduced_in = "*"
     data_driven: ClassVar[bool] = True
     fix_safety = FixSafety.SAFE

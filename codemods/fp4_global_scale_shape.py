@@ -599,6 +599,7 @@ class Fp4GlobalScaleShape(Rule):
 
     code = "FI003"
     summary = "fp4_quantize: a global_scale with more than one element means per-row scales since 0.6.11 (review)"
+    summary_zh = "fp4_quantize：自 0.6.11 起，多于一个元素的 global_scale 表示逐行缩放（需审阅）"
     introduced_in = "0.6.11"
     fix_availability = FixAvailability.NONE
     triggers = (("flashinfer", "fp4_quantize"), ("flashinfer", "nvfp4_quantize"))

@@ -86,6 +86,7 @@ class Fp4QuantizeKeywords(Rule):
 
     code = "FI001"
     summary = "fp4_quantize: 7+ positional arguments bind differently since 0.6.11; name them"
+    summary_zh = "fp4_quantize：自 0.6.11 起，7 个及以上位置参数的绑定方式改变；改为关键字参数"
     introduced_in = "0.6.11"
     fix_safety = FixSafety.SAFE
     # a call to FlashInfer's fp4_quantize names flashinfer somewhere in the file (an import), or

@@ -92,6 +92,9 @@ class GraphCaptureTests(Rule):
 
     code = "FI005"
     summary = "CuteDslMoEWrapper graph tests: capture and replay a CUDA graph explicitly (0.6.14 stopped preallocating)"
+    summary_zh = (
+        "CuteDslMoEWrapper 的 CUDA graph 测试：显式 capture 并 replay（0.6.14 起不再预分配缓冲区）"
+    )
     introduced_in = _SINCE
     fix_safety = FixSafety.SAFE
     triggers = (("flashinfer", "CuteDslMoEWrapper"),)

@@ -65,6 +65,7 @@ class PositionalBinding(Rule):
 
     code = "FI002"
     summary = "Any FlashInfer call whose positional arguments bind differently: name them (from the API data)"
+    summary_zh = "位置参数绑定方式改变的 FlashInfer 调用：改为关键字参数（依据 API 数据）"
     introduced_in = "*"
     fix_safety = FixSafety.SAFE
     triggers = ("flashinfer",)

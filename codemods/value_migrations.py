@@ -51,6 +51,7 @@ class ValueMigrations(Rule):
 
     code = "FI010"
     summary = "Keywords whose values a release re-coded (activation='silu' -> activation_type=ActivationType.Swiglu): map them"
+    summary_zh = "取值被某个版本重新编码的关键字参数（activation='silu' -> activation_type=ActivationType.Swiglu）：映射取值"
     introduced_in = "*"
     data_driven: ClassVar[bool] = True
     fix_safety = FixSafety.SAFE

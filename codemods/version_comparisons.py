@@ -60,6 +60,7 @@ class VersionComparisons(Rule):
 
     code = "FI009"
     summary = "FlashInfer's version compared as a string (0.6.10 < 0.6.4): compare Version objects"
+    summary_zh = "以字符串比较 FlashInfer 版本（0.6.10 < 0.6.4）：改为比较 Version 对象"
     introduced_in = "*"
     data_driven: ClassVar[bool] = True  # (runs for every range: the releases decide)
     fix_safety = FixSafety.SAFE

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -37,25 +38,74 @@ def test_report_snapshots(monkeypatch: pytest.MonkeyPatch, snapshot: str, args: 
 
 
 def test_report_reads_like_the_reference_upgrade(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every section of the reference write-ups, with content, in both languages."""
     monkeypatch.chdir(PROJECTS)
     out = _report("demo")[1]
     for heading in (
         "## Summary",
-        "## Recommended action",
         "## Why: the FlashInfer changes this project meets",
-        "## What changed, rule by rule",
+        "## Implementation, by area",
         "## Key files",
+        "## Key symbols",
+        "## Key changes",
+        "## Reviewer checklist",
         "## Left for a person",
         "## FlashInfer APIs used",
         "## Risks and impact",
+        "## Related changes",
     ):
-        assert heading in out
+        assert f"{heading}\n\n" in out and f"{heading}\n\n## " not in out, heading
+    assert "- **In one sentence**: upgrade FlashInfer 0.6.8.post1 -> 0.7.4: " in out
+    assert "- **Recommended action**: " in out
+    # numbered by area, each naming its files and symbols
+    assert "1. **Dependencies**: 2 changes in `demo/pyproject.toml`" in out
+    assert "(`AllReduceFusionWorkspace.initialize`)" in out
+    # the test conversion is the first excerpt, before API rewrites and pins
+    hunks = out.split("## Key changes", 1)[1]
+    assert hunks.index("demo/tests/test_moe_graph.py") < hunks.index("demo/src/")
     # every site left for a person, with file:line
     assert "- `demo/src/demo_server/layers/moe.py:21` FI001" in out
     assert "**install flow**" in out and "**behaviour**" in out
+    assert "- **Users**: " in out and "- **Systems**: " in out and "- **Team**: " in out
+    assert "**Risk tags**: dependency upgrade, API binding, install flow" in out
+    assert (
+        "https://github.com/flashinfer-ai/flashinfer/pull/3247"
+        in out.split("## Related changes")[1]
+    )
     zh = _report("--lang", "zh", "demo")[1]
-    assert "## 执行摘要" in zh and "## 风险与影响" in zh
+    for heading in (
+        "执行摘要",
+        "实现拆解",
+        "关键文件",
+        "关键源码片段",
+        "评审清单",
+        "风险与影响",
+        "关联脉络",
+    ):
+        assert f"## {heading}\n" in zh
     assert "demo/src/demo_server/layers/moe.py:21" in zh  # facts unchanged
+
+
+@pytest.mark.parametrize("project", ["demo", "sglang_like"])
+def test_the_chinese_report_has_no_english_sentence(
+    monkeypatch: pytest.MonkeyPatch, project: str
+) -> None:
+    """Outside code, paths and links, no run of three English words: the rules' lines are
+    given in Chinese (`summary_zh`), the messages' prose only in the English report."""
+    monkeypatch.chdir(PROJECTS)
+    text = _report("--lang", "zh", project)[1]
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    text = re.sub(r"`[^`]*`", "", text)
+    text = re.sub(r"https?://\S+", "", text)
+    english = re.findall(r"[A-Za-z][A-Za-z'-]*(?:[ ,]+[A-Za-z][A-Za-z'-]*){2,}", text)
+    assert english == []
+
+
+def test_every_rule_has_its_line_in_chinese() -> None:
+    from migrate_fi.run.registry import all_rules
+
+    for rule in all_rules():
+        assert re.search(r"[\u4e00-\u9fff]", rule.summary_zh), rule.code
 
 
 def test_report_to_a_file_and_as_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

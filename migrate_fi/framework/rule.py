@@ -379,6 +379,7 @@ class Rule:
     id: ClassVar[str] = ""  # set by the registry from the module name
     code: ClassVar[str]  # stable short code, e.g. "FI001"
     summary: ClassVar[str]  # one line
+    summary_zh: ClassVar[str] = ""  # the same line in Chinese (`report --lang zh`)
     # The FlashInfer release whose change this migrates ("*" for a data-driven rule, which runs
     # for any --from < --to and reads what changed from the bundled API data).
     introduced_in: ClassVar[str]

@@ -11,6 +11,7 @@ same facts with Chinese headings and sentences (the rules' own messages stay as 
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,7 +43,7 @@ _TEXT: dict[str, dict[str, str]] = {
         "action_clean": "Review the diff, then run the tests on a GPU with the target FlashInfer"
         " installed: `{verify}`.",
         "why": "Why: the FlashInfer changes this project meets",
-        "how": "What changed, rule by rule",
+        "how": "Every site, rule by rule",
         "fixed": "fixed",
         "for_person": "for a person",
         "files": "Key files",
@@ -100,6 +101,74 @@ _TEXT: dict[str, dict[str, str]] = {
         "verify_failed": "Failed: {tests}",
         "verify_why": "the release notes: {why}",
         "none": "none",
+        "oneline": "In one sentence",
+        "oneline_text": "upgrade FlashInfer {origin} -> {target}: {parts}.",
+        "part_pins": "{n} pin or version check moved",
+        "part_pins_plural": "{n} pins and version checks moved",
+        "part_api": "{n} FlashInfer call migrated",
+        "part_api_plural": "{n} FlashInfer calls migrated",
+        "part_tests": "{n} test converted",
+        "part_tests_plural": "{n} tests converted",
+        "part_manual": "{n} site left for a person",
+        "part_manual_plural": "{n} sites left for a person",
+        "part_nothing": "nothing to change",
+        "breakdown": "Implementation, by area",
+        "area_item": "**{title}**: {done} in {files}{symbols}; {what}",
+        "area_left": ", {n} left for a person",
+        "area_symbols": " ({names})",
+        "area_deps": "Dependencies",
+        "area_checks": "Version checks",
+        "area_api": "API calls",
+        "area_allreduce": "All-reduce",
+        "area_fp4": "FP4 quantization",
+        "area_behaviour": "Behaviour changes",
+        "area_tests": "Tests",
+        "area_docker_ci": "Docker and CI",
+        "why_file": "Why",
+        "reason_deps": "dependency pins moved to {target}",
+        "reason_checks": "the version it checks or cites moved to {target}",
+        "reason_api": "FlashInfer calls that bind differently or changed, migrated",
+        "reason_allreduce": "the all-reduce workspace gets its process group",
+        "reason_fp4": "fp4_quantize calls named or their global scales checked",
+        "reason_behaviour": "calls whose behaviour a release changed, to check",
+        "reason_tests": "tests adapted to the new FlashInfer",
+        "reason_docker_ci": "install steps and image versions moved to {target}",
+        "excerpt_note": "{what}",
+        "checklist": "Reviewer checklist",
+        "check_site": "[ ] `{where}` {code}: {what}",
+        "check_verify": "[ ] The tests pass on a GPU with FlashInfer {target} installed: `{verify}`",
+        "check_install": "[ ] CI and the images install FlashInfer {target} ({files}); where the cubin comes from FlashInfer's wheel index, that index is reachable from them",
+        "check_untested": "[ ] The runtime paths that call {apis} run with FlashInfer {target} (no test of the project calls {them})",
+        "check_behaviour": "[ ] The behaviour changes listed ({codes}) hold for this project's GPUs and inputs",
+        "check_group": "[ ] Every all-reduce workspace gets the process group of the ranks that share it",
+        "impact": "Impact",
+        "impact_users": "**Users**: {what}",
+        "impact_systems": "**Systems**: {what}",
+        "impact_team": "**Team**: {what}",
+        "users_pins": "an install needs FlashInfer {target}",
+        "users_check": "; the version check in {files} stops an older install at start-up",
+        "users_cubin": "; a source install gets flashinfer-cubin from FlashInfer's wheel index",
+        "users_none": "no change to what users install",
+        "systems_infra": "CI and images install FlashInfer {target} ({files})",
+        "systems_behaviour": "calls whose behaviour changed run on the GPUs the project serves ({codes})",
+        "systems_none": "no change to CI or images",
+        "team_text": "{manual} to resolve; the GPU tests of the changed APIs to run with FlashInfer {target}",
+        "tags": "Risk tags",
+        "tag_upgrade": "dependency upgrade",
+        "tag_binding": "API binding",
+        "tag_install": "install flow",
+        "tag_behaviour": "behaviour change",
+        "tag_coverage": "test coverage",
+        "tag_multi_gpu": "multi-GPU",
+        "tag_tests": "test adaptation",
+        "related": "Related changes",
+        "related_none": "None cited by the rules of this range.",
+        "beh_FI003": "global scales",
+        "beh_FI004": "`group=`",
+        "beh_FI008": "defaults passed explicitly",
+        "colon": ": ",
+        "notes_english": "",
+        "verify_noted": "",
     },
     "zh": {
         "title": "升级 FlashInfer {origin} -> {target}",
@@ -113,7 +182,7 @@ _TEXT: dict[str, dict[str, str]] = {
         "测试：`{verify}`。",
         "action_clean": "审阅 diff，然后在装有目标版本 FlashInfer 的 GPU 机器上运行测试：`{verify}`。",
         "why": "功能与动机：本项目遇到的 FlashInfer 变更",
-        "how": "实现拆解（按规则）",
+        "how": "逐条位置（按规则）",
         "fixed": "已修改",
         "for_person": "需人工",
         "files": "关键文件",
@@ -169,10 +238,78 @@ _TEXT: dict[str, dict[str, str]] = {
         "verify_failed": "失败：{tests}",
         "verify_why": "发布说明：{why}",
         "none": "无",
+        "oneline": "一句话",
+        "oneline_text": "FlashInfer {origin} 升级至 {target}：{parts}。",
+        "part_pins": "更新 {n} 处版本声明或版本检查",
+        "part_pins_plural": "更新 {n} 处版本声明或版本检查",
+        "part_api": "迁移 {n} 处 FlashInfer 调用",
+        "part_api_plural": "迁移 {n} 处 FlashInfer 调用",
+        "part_tests": "改造 {n} 处测试",
+        "part_tests_plural": "改造 {n} 处测试",
+        "part_manual": "{n} 处需人工处理",
+        "part_manual_plural": "{n} 处需人工处理",
+        "part_nothing": "无需修改",
+        "breakdown": "实现拆解",
+        "area_item": "**{title}**：在 {files}{symbols} 中做了 {done}；{what}",
+        "area_left": "，另有 {n} 处需人工处理",
+        "area_symbols": "（{names}）",
+        "area_deps": "依赖声明",
+        "area_checks": "版本检查",
+        "area_api": "API 调用",
+        "area_allreduce": "allreduce",
+        "area_fp4": "FP4 量化",
+        "area_behaviour": "行为变化",
+        "area_tests": "测试",
+        "area_docker_ci": "Docker 与 CI",
+        "why_file": "原因",
+        "reason_deps": "依赖版本更新至 {target}",
+        "reason_checks": "检查或引用的版本更新至 {target}",
+        "reason_api": "绑定方式改变或有变更的 FlashInfer 调用已迁移",
+        "reason_allreduce": "allreduce workspace 传入其进程组",
+        "reason_fp4": "fp4_quantize 调用改为关键字参数，或需核对其 global scale",
+        "reason_behaviour": "某版本改变了行为的调用，需核对",
+        "reason_tests": "测试适配新版 FlashInfer",
+        "reason_docker_ci": "安装步骤与镜像版本更新至 {target}",
+        "excerpt_note": "{what}",
+        "checklist": "评审清单",
+        "check_site": "[ ] `{where}` {code}：{what}",
+        "check_verify": "[ ] 在装有 FlashInfer {target} 的 GPU 机器上测试通过：`{verify}`",
+        "check_install": "[ ] CI 与镜像安装 FlashInfer {target}（{files}）；若 cubin 来自 FlashInfer 的 wheel 索引，确认该索引可访问",
+        "check_untested": "[ ] 调用 {apis} 的运行时路径在 FlashInfer {target} 下运行正常（项目中没有测试直接调用{them}）",
+        "check_behaviour": "[ ] 所列行为变化（{codes}）在本项目的 GPU 与输入上成立",
+        "check_group": "[ ] 每个 allreduce workspace 都传入共享它的各 rank 的进程组",
+        "impact": "影响",
+        "impact_users": "**用户影响**：{what}",
+        "impact_systems": "**系统影响**：{what}",
+        "impact_team": "**团队影响**：{what}",
+        "users_pins": "安装时需要 FlashInfer {target}",
+        "users_check": "；{files} 中的版本检查会在启动时拦截旧版本",
+        "users_cubin": "；从源码安装时需从 FlashInfer 的 wheel 索引安装 flashinfer-cubin",
+        "users_none": "用户安装的内容不变",
+        "systems_infra": "CI 与镜像安装 FlashInfer {target}（{files}）",
+        "systems_behaviour": "行为有变化的调用会在项目所用的 GPU 上运行（{codes}）",
+        "systems_none": "CI 与镜像不变",
+        "team_text": "需处理 {manual}；需在 FlashInfer {target} 下运行涉及变更 API 的 GPU 测试",
+        "tags": "风险标记",
+        "tag_upgrade": "依赖升级",
+        "tag_binding": "API 参数绑定",
+        "tag_install": "安装流程变更",
+        "tag_behaviour": "行为变化",
+        "tag_coverage": "测试覆盖不足",
+        "tag_multi_gpu": "多 GPU",
+        "tag_tests": "测试适配",
+        "related": "关联脉络",
+        "related_none": "本范围的规则未引用相关变更。",
+        "beh_FI003": "global scale 的元素个数",
+        "beh_FI004": "`group=`",
+        "beh_FI008": "显式传入的默认值",
+        "colon": "：",
+        "notes_english": "工具另有 {n} 条提示（仅英文），见 `migrate-fi check` 的输出。",
+        "verify_noted": "发布说明记载了该 API 的变化",
     },
 }
 _LISTED = 20  # sites listed per section before "... and N more"
-_BEHAVIOUR = {"FI004": "group=", "FI008": "defaults passed explicitly", "FI003": "global scales"}
+_BEHAVIOUR = ("FI003", "FI004", "FI008")  # rules whose sites may change results (`beh_<code>`)
 _CONFIG = (".toml", ".cfg", ".txt", ".lock", ".json", ".yaml", ".yml", ".hcl")
 
 
@@ -228,13 +365,14 @@ def _role(path: str) -> str:
         return "role_test"
     if name.endswith(".py"):
         return "role_source"
-    if name.startswith("Dockerfile") or name.endswith((".sh", ".hcl")) or "ci" in parts:
+    if name.startswith("Dockerfile") or name.endswith((".sh", ".hcl")) or parts & {"ci", "docker"}:
         return "role_infra"
     return "role_config" if name.endswith(_CONFIG) or "requirements" in name else "role_infra"
 
 
 class _Writer:
     def __init__(self, lang: str) -> None:
+        self.lang = lang
         self.t = _TEXT[lang]
         self.lines: list[str] = []
 
@@ -251,9 +389,102 @@ class _Writer:
         self.add("", f"## {self.say(key)}", "")
 
 
-def _site(d: Diagnostic) -> str:
-    message = d.message.replace("|", "\\|")
-    return f"- `{d.path}:{d.line}` {d.code}: {message}"
+def _site(d: Diagnostic, w: _Writer, rule: type[Rule] | None) -> str:
+    return f"- `{d.path}:{d.line}` {d.code}: {_what(d, w, rule)}"
+
+
+_LEADING_API = re.compile(r"^(?:this )?`?([A-Za-z_][\w.]*(?:\(\))?)`?:")
+
+
+def _what(d: Diagnostic, w: _Writer, rule: type[Rule] | None) -> str:
+    """What a site says: the rule's message in English; in Chinese, the rule's line in Chinese
+    after the API the message names (the message's prose is English only)."""
+    if w.lang == "en" or rule is None:
+        return d.message.replace("|", "\\|")
+    found = _LEADING_API.match(d.message)
+    summary = _summary(rule, w)
+    api = f"`{found.group(1)}`：" if found and not summary.startswith(found.group(1)) else ""
+    kind = w.say("fixed") if d.applies else w.say("for_person")
+    return f"{api}{summary}（{kind}）"
+
+
+def _brief(d: Diagnostic, w: _Writer, by_code: dict[str, type[Rule]]) -> str:
+    """A site in a line: the API its message names and its rule's line (the message itself is
+    under "Left for a person")."""
+    rule = by_code.get(d.code)
+    found = _LEADING_API.match(d.message)
+    what = _summary(rule, w) if rule is not None else d.code
+    if found is None or what.startswith(found.group(1)):
+        return what
+    return f"`{found.group(1)}`" + ("：" if w.lang == "zh" else ": ") + what
+
+
+def _quoted(text: str, w: _Writer) -> str:
+    """A test's own words: as they are in English, as code in another language."""
+    return text if w.lang == "en" else f"`{text.replace('`', chr(39))}`"
+
+
+def _summary(rule: type[Rule], w: _Writer) -> str:
+    return (rule.summary_zh or rule.summary) if w.lang == "zh" else rule.summary
+
+
+def _urls(text: str) -> list[str]:
+    return re.findall(r"https?://\S+[^\s).,;]", text)
+
+
+# the areas of the implementation breakdown, in the order of the reference write-ups
+_AREAS = (
+    "area_deps",
+    "area_checks",
+    "area_api",
+    "area_allreduce",
+    "area_fp4",
+    "area_behaviour",
+    "area_tests",
+    "area_docker_ci",
+)
+# how much a reviewer needs to see a file's change first (`_excerpts`): test conversions and
+# API rewrites before checks and pins
+_IMPORTANCE = {"FI005": 0, "FI006": 3, "FI007": 3, "FI008": 2, "FI009": 2, "FI012": 2}
+
+
+def _area(d: Diagnostic) -> str:
+    """The part of the upgrade a site belongs to, as the reference write-ups break it down."""
+    role = _role(d.path)
+    if role == "role_test" or d.code == "FI005":
+        return "area_tests"
+    if d.code in ("FI006", "FI007", "FI009"):
+        if role == "role_source":
+            return "area_checks"
+        return "area_docker_ci" if role == "role_infra" else "area_deps"
+    return {"FI004": "area_allreduce", "FI001": "area_fp4", "FI003": "area_fp4"}.get(
+        d.code, "area_behaviour" if d.code == "FI012" else "area_api"
+    )
+
+
+def _listed(w: _Writer, items: list[str], limit: int = 4) -> str:
+    shown = ", ".join(items[:limit])
+    return shown + (f" {w.say('more', n=len(items) - limit)}" if len(items) > limit else "")
+
+
+def _one_sentence(w: _Writer, result: RunResult) -> str:
+    fixed = result.fixable
+    areas = Counter(_area(d) for d in fixed)
+    pins = areas["area_deps"] + areas["area_checks"] + areas["area_docker_ci"]
+    tests = areas["area_tests"]
+    api = len(fixed) - pins - tests
+    parts = [
+        w.count(key, n)
+        for key, n in (
+            ("part_pins", pins),
+            ("part_api", api),
+            ("part_tests", tests),
+            ("part_manual", len(result.manual)),
+        )
+        if n
+    ]
+    joined = ("，" if w.lang == "zh" else ", ").join(parts) or w.say("part_nothing")
+    return w.say("oneline_text", origin=result.from_version, target=result.to_version, parts=joined)
 
 
 def render_markdown(report: Report, lang: str = "en") -> str:
@@ -261,15 +492,21 @@ def render_markdown(report: Report, lang: str = "en") -> str:
     fixed, manual = result.fixable, result.manual
     files = sorted({d.path for d in fixed})
     by_code = {c.code: c for c in report.rules}
-    w.add(f"# {w.say('title', origin=result.from_version, target=result.to_version)}")
+    target = result.to_version
+    w.add(f"# {w.say('title', origin=result.from_version, target=target)}")
     w.heading("summary")
+    key = "action_manual" if manual else "action_clean"
     w.add(
+        f"- **{w.say('oneline')}**{w.say('colon')}{_one_sentence(w, result)}",
+        f"- **{w.say('action')}**{w.say('colon')}"
+        + w.say(key, manual=w.count("sites", len(manual)), verify=report.verify),
+        "",
         w.say(
             "summary_line",
             fixes=w.count("fixes", len(fixed)),
             files=w.count("in_files", len(files)),
             manual=w.count("sites", len(manual)),
-        )
+        ),
     )
     if report.base is not None:
         w.add("", w.say("base_line", base=report.base))
@@ -292,78 +529,109 @@ def render_markdown(report: Report, lang: str = "en") -> str:
         )
         w.add("", w.say("applied_line", files=w.count("in_files", len(report.applied))))
         w.add("", shown + more)
-    w.heading("action")
-    key = "action_manual" if manual else "action_clean"
-    w.add(w.say(key, manual=w.count("sites", len(manual)), verify=report.verify))
 
     codes = Counter(d.code for d in result.diagnostics)
+    ordered = sorted(codes, key=lambda c: list(by_code).index(c) if c in by_code else 99)
+    lo, hi = parse_version(result.from_version), parse_version(result.to_version)
     w.heading("why")
-    for code in sorted(codes, key=lambda c: list(by_code).index(c) if c in by_code else 99):
+    for code in ordered:
         rule = by_code.get(code)
         if rule is None:
             continue
         when = w.say("every") if rule.data_driven else w.say("since", release=rule.introduced_in)
-        w.add(f"- **{code}** ({rule.id}, {when}): {rule.summary}")
-        lo, hi = parse_version(result.from_version), parse_version(result.to_version)
-        w.add(*(f"  - {ref}" for ref in rule.references(lo, hi)))
+        w.add(f"- **{code}** ({rule.id}, {when}): {_summary(rule, w)}")
+        for ref in rule.references(lo, hi):
+            shown = ref if lang == "en" else " ".join(_urls(ref))
+            if shown:
+                w.add(f"  - {shown}")
     released = [a for a in report.inventory.changed if a.releases]
     if released:
         w.add("", w.say("why_apis"), "")
         for a in released[:_LISTED]:
-            kinds = ", ".join(dict.fromkeys(k for k, _ in a.changes))
+            kinds = ", ".join(f"`{k}`" for k in dict.fromkeys(k for k, _ in a.changes))
             w.add(f"- `{a.api}`: {w.say('changed_in', releases=', '.join(a.releases))} ({kinds})")
         if len(released) > _LISTED:
             w.add(f"- {w.say('more', n=len(released) - _LISTED)}")
 
-    w.heading("how")
-    for code in sorted(codes, key=lambda c: list(by_code).index(c) if c in by_code else 99):
-        sites = [d for d in result.diagnostics if d.code == code]
-        done = sum(1 for d in sites if d.applies)
-        w.add(
-            f"### {code}: {done} {w.say('fixed')}, {len(sites) - done} {w.say('for_person')}",
-            "",
-        )
-        w.add(*(_site(d) for d in sites[:_LISTED]))
-        if len(sites) > _LISTED:
-            w.add(f"- {w.say('more', n=len(sites) - _LISTED)}")
-        w.add("")
-    if w.lines[-1] == "":
-        w.lines.pop()
-
-    excerpts = _excerpts(result)
-    if excerpts:
-        w.heading("hunks")
-        for path, hunk in excerpts:
-            w.add(f"`{path}`", "", "```diff", *hunk, "```", "")
-        w.lines.pop()
-
     symbols = _key_symbols(result)
-    if symbols:
-        w.heading("symbols")
-        for path, where in symbols[:_LISTED]:
-            w.add(f"- `{path}`: " + ", ".join(f"`{n}` ({codes})" for n, codes in where))
-        if len(symbols) > _LISTED:
-            w.add(f"- {w.say('more', n=len(symbols) - _LISTED)}")
+    names_in = {path: [n for n, _ in where] for path, where in symbols}
+    _breakdown(w, result, by_code, names_in)
 
     w.heading("files")
-    w.add(w.say("file_head"), "| --- | --- | --- | --- | --- | ---: |")
+    w.add(
+        w.say("file_head") + f" {w.say('why_file')} |",
+        "| --- | --- | --- | --- | --- | ---: | --- |",
+    )
     for path in sorted({d.path for d in result.diagnostics}):
         here = [d for d in result.diagnostics if d.path == path]
         rules = ", ".join(sorted({d.code for d in here}))
         role = _role(path)
         module = _module_of(path) or "-"
+        areas = sorted({_area(d) for d in here}, key=_AREAS.index)
+        why = "; ".join(w.say(a.replace("area_", "reason_"), target=target) for a in areas)
         w.add(
             f"| `{path}` | {module} | {w.say(role)} | {w.say(_type(role, here))} | {rules} |"
-            f" {len(here)} |"
+            f" {len(here)} | {why} |"
         )
+
+    if symbols:
+        w.heading("symbols")
+        for path, where in symbols[:_LISTED]:
+            w.add(f"- `{path}`: " + ", ".join(f"`{n}` ({codes_})" for n, codes_ in where))
+        if len(symbols) > _LISTED:
+            w.add(f"- {w.say('more', n=len(symbols) - _LISTED)}")
+
+    excerpts = _excerpts(result)
+    if excerpts:
+        w.heading("hunks")
+        for path, d, hunk in excerpts:
+            note = w.say("excerpt_note", what=_what(d, w, by_code.get(d.code)))
+            w.add(f"`{path}`", "", note, "", "```diff", *hunk, "```", "")
+        w.lines.pop()
+
+    inv = report.inventory
+    untested = [a.api for a in inv.changed if a.sites and a.tests == 0]
+    install = sorted({d.path for d in result.diagnostics if d.code in ("FI006", "FI007")})
+    infra = [p for p in install if _role(p) == "role_infra"]
+    w.heading("checklist")
+    checks = [
+        w.say(
+            "check_site",
+            where=f"{d.path}:{d.line}",
+            code=d.code,
+            what=_brief(d, w, by_code),
+        )
+        for d in manual[:_LISTED]
+    ]
+    if len(manual) > _LISTED:
+        checks.append(f"[ ] {w.say('more', n=len(manual) - _LISTED)}")
+    if codes.get("FI004"):
+        checks.append(w.say("check_group"))
+    behaviour = [c for c in ("FI003", "FI008", "FI012") if c in codes]
+    if behaviour:
+        checks.append(w.say("check_behaviour", codes=", ".join(behaviour)))
+    if infra:
+        checks.append(
+            w.say("check_install", target=target, files=_listed(w, [f"`{p}`" for p in infra]))
+        )
+    if untested:
+        checks.append(
+            w.say(
+                "check_untested",
+                apis=_listed(w, [f"`{a}`" for a in untested]),
+                target=target,
+                them=w.say("it" if len(untested) == 1 else "them"),
+            )
+        )
+    checks.append(w.say("check_verify", target=target, verify=report.verify))
+    w.add(*(f"- {c}" for c in checks))
 
     w.heading("person")
     if manual:
-        w.add(*(_site(d) for d in manual))
+        w.add(*(_site(d, w, by_code.get(d.code)) for d in manual))
     else:
         w.add(w.say("person_none"))
 
-    inv = report.inventory
     w.heading("apis")
     w.add(
         w.say(
@@ -377,7 +645,7 @@ def render_markdown(report: Report, lang: str = "en") -> str:
     if inv.changed:
         w.add("", f"{w.say('changed')}:", "")
         for a in inv.changed:
-            kinds = ", ".join(dict.fromkeys(k for k, _ in a.changes))
+            kinds = ", ".join(f"`{k}`" for k in dict.fromkeys(k for k, _ in a.changes))
             w.add(f"- `{a.api}` ({w.count('sites', len(a.sites))}): {kinds}")
     if inv.unchanged:
         names = ", ".join(f"`{a.api}`" for a in inv.unchanged[:_LISTED])
@@ -390,13 +658,11 @@ def render_markdown(report: Report, lang: str = "en") -> str:
 
     w.heading("risks")
     risks = []
-    behaviour = [f"{c} ({_BEHAVIOUR[c]})" for c in sorted(codes) if c in _BEHAVIOUR]
-    if behaviour:
-        risks.append(w.say("risk_behaviour", what=", ".join(behaviour)))
-    install = sorted({d.path for d in result.diagnostics if d.code in ("FI006", "FI007")})
+    behaviour_risks = [f"{c} ({w.say('beh_' + c)})" for c in sorted(codes) if c in _BEHAVIOUR]
+    if behaviour_risks:
+        risks.append(w.say("risk_behaviour", what=", ".join(behaviour_risks)))
     if install:
         risks.append(w.say("risk_install", files=", ".join(f"`{p}`" for p in install)))
-    untested = [a.api for a in inv.changed if a.sites and a.tests == 0]
     if untested:
         risks.append(
             w.say(
@@ -409,16 +675,143 @@ def render_markdown(report: Report, lang: str = "en") -> str:
     if not_run and result.rules:
         risks.append(w.say("risk_not_run", rules=", ".join(not_run)))
     w.add(*(f"- {r}" for r in risks) if risks else (w.say("risk_none"),))
+    _impact(w, result, report, install, behaviour)
+    tags = _tags(result, codes, install, untested)
+    w.add("", f"**{w.say('tags')}**{w.say('colon')}" + ", ".join(w.say(t) for t in tags))
 
     w.heading("verify")
     _verify_section(w, report, result.to_version)
 
     w.heading("pins")
     w.add(*(f"- `{p}`" for p in report.pins) if report.pins else (w.say("pins_none"),))
+
+    w.heading("how")
+    for code in ordered:
+        sites = [d for d in result.diagnostics if d.code == code]
+        done = sum(1 for d in sites if d.applies)
+        w.add(
+            f"### {code}: {done} {w.say('fixed')}, {len(sites) - done} {w.say('for_person')}",
+            "",
+        )
+        w.add(*(_site(d, w, by_code.get(code)) for d in sites[:_LISTED]))
+        if len(sites) > _LISTED:
+            w.add(f"- {w.say('more', n=len(sites) - _LISTED)}")
+        w.add("")
+    if w.lines[-1] == "":
+        w.lines.pop()
+
+    w.heading("related")
+    related = list(
+        dict.fromkeys(
+            u
+            for c in ordered
+            if c in by_code
+            for r in by_code[c].references(lo, hi)
+            for u in _urls(r)
+        )
+    )
+    w.add(*(f"- {u}" for u in related) if related else (w.say("related_none"),))
     if result.notices:
         w.heading("notes")
-        w.add(*(f"- {n}" for n in result.notices))
+        if lang == "en":
+            w.add(*(f"- {n}" for n in result.notices))
+        else:  # (the tool's notices are in English only)
+            w.add(w.say("notes_english", n=len(result.notices)))
     return "\n".join(w.lines) + "\n"
+
+
+def _breakdown(
+    w: _Writer,
+    result: RunResult,
+    by_code: dict[str, type[Rule]],
+    names_in: dict[str, list[str]],
+) -> None:
+    """The implementation breakdown: one numbered item per area the sites fall in, naming its
+    files and symbols, what was done and what is left, and what the rules do there."""
+    w.heading("breakdown")
+    by_area: dict[str, list[Diagnostic]] = {}
+    for d in result.diagnostics:
+        by_area.setdefault(_area(d), []).append(d)
+    number = 0
+    for area in _AREAS:
+        sites = by_area.get(area)
+        if not sites:
+            continue
+        number += 1
+        paths = list(dict.fromkeys(d.path for d in sites))
+        names = list(
+            dict.fromkeys(n for p in paths for n in names_in.get(p, []) if n != "(module)")
+        )
+        done = sum(1 for d in sites if d.applies)
+        left = len(sites) - done
+        rules = [by_code[c] for c in dict.fromkeys(d.code for d in sites) if c in by_code]
+        what = "; ".join(_summary(r, w) for r in rules)
+        item = w.say(
+            "area_item",
+            title=w.say(area),
+            done=w.count("fixes", done) + (w.say("area_left", n=left) if left else ""),
+            files=_listed(w, [f"`{p}`" for p in paths]),
+            symbols=w.say("area_symbols", names=_listed(w, [f"`{n}`" for n in names]))
+            if names
+            else "",
+            what=what,
+        )
+        w.add(f"{number}. {item}")
+
+
+def _impact(
+    w: _Writer, result: RunResult, report: Report, install: list[str], behaviour: list[str]
+) -> None:
+    target = result.to_version
+    checks = sorted({d.path for d in result.diagnostics if _area(d) == "area_checks"})
+    infra = [p for p in install if _role(p) == "role_infra"]
+    cubin = any(
+        "flashinfer-cubin" in d.message and "index" in d.message for d in result.diagnostics
+    )
+    if install or checks:
+        users = w.say("users_pins", target=target)
+        if checks:
+            users += w.say("users_check", files=_listed(w, [f"`{p}`" for p in checks]))
+        if cubin:
+            users += w.say("users_cubin")
+    else:
+        users = w.say("users_none")
+    systems = []
+    if infra:
+        systems.append(
+            w.say("systems_infra", target=target, files=_listed(w, [f"`{p}`" for p in infra]))
+        )
+    if behaviour:
+        systems.append(w.say("systems_behaviour", codes=", ".join(behaviour)))
+    team = w.say("team_text", manual=w.count("sites", len(result.manual)), target=target)
+    sep = "；" if w.lang == "zh" else "; "
+    w.add(
+        "",
+        f"**{w.say('impact')}**{w.say('colon').rstrip()}",
+        "",
+        f"- {w.say('impact_users', what=users)}",
+        f"- {w.say('impact_systems', what=sep.join(systems) or w.say('systems_none'))}",
+        f"- {w.say('impact_team', what=team)}",
+    )
+
+
+def _tags(
+    result: RunResult, codes: Counter[str], install: list[str], untested: list[str]
+) -> list[str]:
+    tags = ["tag_upgrade"]
+    if any(c in codes for c in ("FI001", "FI002", "FI010", "FI011")):
+        tags.append("tag_binding")
+    if install:
+        tags.append("tag_install")
+    if any(c in codes for c in ("FI003", "FI008", "FI012")):
+        tags.append("tag_behaviour")
+    if "FI004" in codes:
+        tags.append("tag_multi_gpu")
+    if any(_area(d) == "area_tests" for d in result.diagnostics):
+        tags.append("tag_tests")
+    if untested:
+        tags.append("tag_coverage")
+    return tags
 
 
 def _key_symbols(result: RunResult) -> list[tuple[str, list[tuple[str, str]]]]:
@@ -470,32 +863,56 @@ def _definitions(tree: Any) -> list[tuple[int, int, str]]:
 
 
 _EXCERPTS = 3  # files shown
-_HUNK_LINES = 14  # lines of each file's first hunk
+_HUNK_LINES = 14  # lines of each file's hunk
 
 
-def _excerpts(result: RunResult) -> list[tuple[str, list[str]]]:
-    """The first hunk of the changed Python files with the most fixes, bounded: what a reviewer
-    reads first. (Only when the run computed the new text: `diff`, `apply`, `upgrade`.)"""
+def _excerpts(result: RunResult) -> list[tuple[str, Diagnostic, list[str]]]:
+    """The changes a reviewer reads first, by importance (test conversions and API rewrites
+    before version checks and pins; then the files with most fixes): of each file, the hunk of
+    its most important fix, bounded, with that fix. (Only when the run computed the new text:
+    `diff`, `apply`, `upgrade`.)"""
     import difflib
 
+    def importance(d: Diagnostic) -> int:
+        return 0 if _area(d) == "area_tests" else _IMPORTANCE.get(d.code, 1)
+
     changed = [f for f in result.changed if f.old_text is not None and f.new_text is not None]
-    changed = [f for f in changed if f.path.endswith(".py")]
-    ranked = sorted(changed, key=lambda f: (-sum(d.applies for d in f.diagnostics), f.path))
+    firsts = {
+        f.path: min((d for d in f.diagnostics if d.applies), key=lambda d: (importance(d), d.line))
+        for f in changed
+        if any(d.applies for d in f.diagnostics)
+    }
+    ranked = sorted(
+        (f for f in changed if f.path in firsts),
+        key=lambda f: (importance(firsts[f.path]), -sum(d.applies for d in f.diagnostics), f.path),
+    )
     out = []
     for f in ranked[:_EXCERPTS]:
         assert f.old_text is not None and f.new_text is not None
+        first = firsts[f.path]
         lines = list(
             difflib.unified_diff(f.old_text.splitlines(), f.new_text.splitlines(), n=1, lineterm="")
         )[2:]
-        hunk: list[str] = []
+        hunks: list[list[str]] = []
         for line in lines:
-            if line.startswith("@@") and hunk:
-                break
-            hunk.append(line)
+            if line.startswith("@@"):
+                hunks.append([])
+            if hunks:
+                hunks[-1].append(line)
+        hunk = next((h for h in hunks if _covers(h[0], first.line)), hunks[0] if hunks else [])
         if len(hunk) > _HUNK_LINES:
             hunk = [*hunk[:_HUNK_LINES], "..."]
-        out.append((f.path, hunk))
+        out.append((f.path, first, hunk))
     return out
+
+
+def _covers(header: str, line: int) -> bool:
+    """Whether the hunk of ``header`` (``@@ -a,b +c,d @@``) holds the old text's ``line``."""
+    found = re.match(r"@@ -(\d+)(?:,(\d+))?", header)
+    if found is None:
+        return False
+    start, length = int(found.group(1)), int(found.group(2) or 1)
+    return start <= line < start + max(length, 1)
 
 
 def _verify_section(w: _Writer, report: Report, target: str) -> None:
@@ -525,7 +942,8 @@ def _verify_section(w: _Writer, report: Report, target: str) -> None:
         w.add("", f"- {w.say('verify_new', tests=tests(baseline.get('new') or []))}")
         w.add(f"- {w.say('verify_fixed', tests=tests(baseline.get('fixed') or []))}")
     skipped = [
-        f"`{r['test']}` ({r.get('detail') or '?'})"  # (the reason is prose, not code)
+        # (the reason is the test's prose: as code in another language than English)
+        f"`{r['test']}` ({_quoted(r.get('detail') or '?', w)})"
         for r in doc.get("results") or []
         if r.get("outcome") == "skipped"
     ]
@@ -541,7 +959,12 @@ def _verify_section(w: _Writer, report: Report, target: str) -> None:
         )
         said = said if len(said) <= 160 else said[:157] + "..."
         why = "; ".join(r.get("why") or [])
-        reason = "; ".join(p for p in (said, w.say("verify_why", why=why) if why else "") if p)
+        if w.lang != "en":  # (the test's words as code; the notes are in English only)
+            said = _quoted(said, w) if said else ""
+            why = w.say("verify_noted") if why else ""
+            reason = "; ".join(p for p in (said, why) if p)
+        else:
+            reason = "; ".join(p for p in (said, w.say("verify_why", why=why) if why else "") if p)
         failed.append(f"`{r['test']}`" + (f" ({reason})" if reason else ""))
     if failed:
         w.add(f"- {w.say('verify_failed', tests=', '.join(failed))}")

@@ -98,9 +98,7 @@ def unaffected(
                 if not statements.binds(home.rpartition(".")[2].encode(), name.encode()):
                     continue  # (no import statement of the file binds it)
             # (where it leads, and its own target: a chain `follow` cannot end leads to both)
-            reached = {
-                _word(t) for t in (after.follow(key), after.aliases[key])
-            }
+            reached = {_word(t) for t in (after.follow(key), after.aliases[key])}
             for rule in lookups.skipped:
                 names = looked_for.get(rule) if looked_for is not None else None
                 if names is None or not reached.isdisjoint(names):
