@@ -355,6 +355,7 @@ class FlashinferPins(Rule):
             Kind.VARIABLE: "version variable",
             Kind.CHECK: "version check",
             Kind.SOURCE: "source checkout (git tag)",
+            Kind.NOTICE: "version in the third-party notices",
         }[ref.kind]
         local = "+" in ref.version
         new = str(target) + ("+" + ref.version.split("+", 1)[1] if local else "")
