@@ -515,3 +515,29 @@ def test_the_files_whose_stat_changed_are_each_found() -> None:
                 now[i * RECORD + rng.randrange(RECORD)] ^= 1 + rng.randrange(255)
             assert changed_files(files, before, bytes(now)) == [files[i] for i in picked]
     assert changed_files(["a.py"], b"\0" * RECORD, b"\0" * (2 * RECORD)) is None
+
+
+def test_the_fingerprint_covers_every_rule_and_the_bundled_data(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A cached result depends on the rules and the release data: editing either (a rule, a
+    notes file) must change the fingerprint, in an installed package as in an editable install
+    of the source tree (where the rules live beside the package)."""
+    import migrate_fi.codemods
+    import migrate_fi.run.warm as warm
+
+    stamped: list[str] = []
+    stamp = warm._stamp
+
+    def recording(path: str, st: os.stat_result) -> str:
+        stamped.append(os.path.realpath(path))
+        return stamp(path, st)
+
+    monkeypatch.setattr(warm, "_stamp", recording)
+    monkeypatch.setattr(warm, "_fingerprint", None)
+    warm.fingerprint()
+    rules = os.path.realpath(os.path.dirname(migrate_fi.codemods.__file__))
+    package = os.path.realpath(os.path.dirname(migrate_fi.__file__))
+    assert os.path.join(rules, "fp4_quantize_keywords.py") in stamped
+    assert os.path.join(package, "data", "notes", "0.7.4.toml") in stamped
+    assert os.path.join(package, "cli.py") in stamped

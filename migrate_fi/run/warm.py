@@ -80,16 +80,32 @@ Walk = tuple[list[str], tuple[str, ...], list[str], bool, list[tuple[str, list[s
 _fingerprint: bytes | None = None
 
 
+def own_folders() -> tuple[str, ...]:
+    """The folders of migrate-fi's code and bundled data: the package, and its rules (inside
+    it once installed; an editable install of the source tree finds them beside it)."""
+    import importlib.util
+
+    import migrate_fi
+
+    package = os.path.dirname(os.path.abspath(migrate_fi.__file__))
+    out = [package]
+    spec = importlib.util.find_spec("migrate_fi.codemods")
+    for location in (spec.submodule_search_locations or []) if spec is not None else []:
+        folder = os.path.abspath(location)
+        if not folder.startswith(os.path.join(package, "")):
+            out.append(folder)
+    return tuple(out)
+
+
 def fingerprint() -> bytes:
     """migrate-fi's own code and bundled data, the user's API data and value-change files, and
     the libraries a result depends on: what every result depends on (a stat of each file,
     `_stamp`; an edited rule, a new release or an upgraded library changes it)."""
     global _fingerprint
     if _fingerprint is None:
-        package = os.path.dirname(os.path.abspath(__file__))
         data = user_folder("data", "MIGRATE_FI_DATA_DIR", "api")  # (`api.store.user_data_dir`)
         h = blake2b(f"{_FORMAT}:{__version__}:{sys.version}".encode(), digest_size=20)
-        for top in (package, data):
+        for top in (*own_folders(), data):
             for folder, dirs, files in os.walk(top):
                 dirs[:] = sorted(d for d in dirs if d != "__pycache__")
                 for name in sorted(files):
@@ -359,8 +375,7 @@ class Recording:
         self._started = time.time_ns()
         # never recorded: the cache's own files (they change with every run), migrate-fi's
         # (the fingerprint stands for them) and the system's
-        package = os.path.dirname(os.path.abspath(__file__))
-        skipped = (os.path.dirname(os.path.dirname(command.entry())), package)
+        skipped = (os.path.dirname(os.path.dirname(command.entry())), *own_folders())
         self._ignored = tuple(os.path.join(p, "") for p in (*skipped, "/dev", "/proc", "/sys"))
         # what the run read besides its walk's files, as it first found it: a file's stat
         # (None: not there), a folder's listing (`_listing`); `_UNKNOWN` where it cannot say
