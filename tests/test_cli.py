@@ -597,7 +597,7 @@ def test_the_process_ends_without_the_interpreter_s_teardown_but_keeps_what_it_o
         [sys.executable, "-c", script, str(demo)], capture_output=True, text=True, env=env
     )
     assert r.returncode == 1, r.stderr  # (sites found)
-    assert len(json.loads(r.stdout)["diagnostics"]) == 17
+    assert len(json.loads(r.stdout)["diagnostics"]) == 14
     assert r.stderr.strip().endswith("handler ran")
     r = subprocess.run(
         [sys.executable, "-c", "from migrate_fi.cli import _exit\nprint('out')\n_exit('gone')"],

@@ -154,7 +154,7 @@ def test_report_to_a_file_and_as_json(tmp_path: Path, monkeypatch: pytest.Monkey
     assert not [p for p in os.listdir(tmp_path) if p != "pr.md"]  # no temporary file left
     doc = json.loads(_report("--output-format", "json", "demo")[1])
     assert (doc["from"], doc["to"]) == ("0.6.8.post1", "0.7.4")
-    assert len(doc["for_a_person"]) == 6 and len(doc["fixed"]) == 11
+    assert len(doc["for_a_person"]) == 3 and len(doc["fixed"]) == 11
 
 
 def test_report_to_a_folder_that_does_not_exist_is_one_line(
