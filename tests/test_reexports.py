@@ -491,3 +491,33 @@ def test_a_factory_of_another_module_gives_what_it_returns(
     r = CliRunner().invoke(cli, [*args_, "--output-format", "json", "."], catch_exceptions=False)
     found = [(d["path"], d["line"]) for d in json.loads(r.stdout)["diagnostics"]]
     assert found == [("proj/user.py", 12)], r.output
+
+
+def test_a_file_that_imports_a_reexport_runs_the_rules_its_target_concerns() -> None:
+    """Not every rule: those that would see the file if it named the re-export's target (the
+    others are recorded as skipped, for a later round to run them if another re-export
+    reaches a name they look for)."""
+    from migrate_fi.base.versions import parse_version
+    from migrate_fi.framework.rule import RunOptions
+    from migrate_fi.run.pipeline import Mode, process_source
+    from migrate_fi.run.registry import select
+
+    lo, hi = parse_version("0.6.10"), parse_version("0.6.11")
+    selection = select(lo, hi)
+    options = RunOptions(lo, hi, rules=selection.settings())
+    source = b"from proj.ops import q\n\n\ndef f(x, gs):\n    return q(x, gs, 16, False, True, False, True)\n"
+    aliases = {"proj.ops.q": "flashinfer.fp4_quantize"}
+    result = process_source(
+        source,
+        "proj/user.py",
+        selection.rules,
+        options,
+        Mode.CHECK,
+        ("proj.user", False),
+        aliases,
+        (),
+    )
+    assert [d.code for d in result.diagnostics] == ["FI001", "FI003"]  # (fp4_quantize's)
+    assert result.lookups is not None
+    assert "allreduce_workspace_group" in result.lookups.skipped  # (FI004: not its API)
+    assert "fp4_quantize_keywords" not in result.lookups.skipped

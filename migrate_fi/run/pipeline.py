@@ -428,14 +428,21 @@ def _process(
     result = FileResult(path, Status.UNCHANGED, parsed=True)
     original = text
     resolver: NameResolver | None = None
-    alias_names = {export_parts(key)[1] for key in aliases}
-    imports_alias = is_python and any(name in text for name in alias_names)
+    named = [t for k, t in aliases.items() if export_parts(k)[1] in text] if is_python else []
+    if named:
+        # (a file that may import a re-export is seen by the rules that would see it if it
+        # named the re-export's target itself: its import and the words of its path)
+        stand_in = "\nimport flashinfer\n" + "\n".join(
+            t.replace("()", "").replace("[]", "").replace(".", " ") for t in named
+        )
+        seen = must_see(rule_tests(rules, options), data + stand_in.encode(), path, options)
+        wanted += [c for c in rules if c not in wanted and c.id in (seen or ())]
     suppressions = Suppressions.of(text, is_python)
     asked: set[str] = set()  # what the resolvers looked up among the project's re-exports
 
     unparsed: str | None = None  # the rule whose fixes made the text not parsed yet
     for cls in rules:
-        if not (imports_alias or cls in wanted):
+        if cls not in wanted:
             continue
         if unparsed is not None:
             tree, unparsed = _parse_fixed(text, path, unparsed), None
@@ -487,7 +494,7 @@ def _process(
     if unparsed is not None:
         _check_parses(text, path, unparsed)
     if is_python:
-        skipped = () if imports_alias else (c.id for c in rules if c not in wanted)
+        skipped = (c.id for c in rules if c not in wanted)
         result.lookups = Lookups(frozenset(asked), frozenset(skipped))
     if text == original and options.unused_suppressions:
         # Lines have not moved, and every rule that reads the file had its say (a rule the
