@@ -35,7 +35,7 @@ from ._imports import import_guards
 
 if TYPE_CHECKING:
     from migrate_fi.analysis.resolver import Candidate
-    from migrate_fi.api.differ import Api, CallableDiff
+    from migrate_fi.api.differ import Api, CallableDiff, CallSignature
 
 __all__ = ["Site", "Wording", "check_calls", "ordinal"]
 
@@ -628,6 +628,18 @@ def _missing_required(site: Site, positional: int) -> list[str]:
     return missing
 
 
+def _binds(sig: CallSignature, positional: int, keywords: Collection[str]) -> bool:
+    """Whether ``positional`` arguments and ``keywords`` bind to ``sig`` without a TypeError
+    (too many positions, a parameter given twice, a keyword nothing takes)."""
+    params = sig.positional
+    if positional > len(params) and sig.varargs is None:
+        return False
+    by_position = {p.name for p in params[:positional] if p.kind != "P"}
+    if by_position & set(keywords):
+        return False
+    return all(sig.may_accept_keyword(k) for k in keywords)
+
+
 def _required(ctx: FileContext, site: Site, positional: int) -> list[str]:
     missing = _missing_required(site, positional)
     for req in missing:
@@ -645,6 +657,8 @@ def _positional(ctx: FileContext, site: Site, wording: Wording, renames: Renames
     start = site.start
     n = len(args.positional)
     old_pos = d.old.positional
+    if _binds(d.new, n, args.keyword_names()) and not _binds(d.old, n, args.keyword_names()):
+        return  # a call that binds only on the target: written for it already
     if n > len(old_pos):
         ctx.report(call, wording.too_many(site, n))
         _required(ctx, site, n)

@@ -101,6 +101,10 @@ class AllreduceWorkspaceGroup(Rule):
     sub-group is the whole TP group), re-creates the WORLD fallback, and each such line is
     reported. Keywords the new release no longer takes are FI002's to report.
 
+    A call whose `world_size=` and `rank=` are WORLD's (`torch.distributed.get_world_size()` and
+    `get_rank()` with no group, as a benchmark over every rank has them) means WORLD: nothing is
+    said when no group is in scope.
+
     A `functools.partial` of the factory is where it is named, so `group=` goes into the
     partial (its keywords reach every call of it), unless every call of the partial in sight
     passes the group already.
@@ -232,6 +236,8 @@ class _Site:
         chosen, safety, note = self._choose()
         if chosen is not None and chosen.world:
             return  # the group in sight is WORLD: group= would change nothing
+        if chosen is None and self._world_sized():
+            return  # its ranks are WORLD's (a benchmark over all ranks): WORLD is meant
         problem = (
             f"{self.name} without group=: since {self.since} its workspace rendezvouses on WORLD,"
             " so a TP/EP/CP sub-group hangs in CUDA-graph warm-up or addresses the wrong peers"
@@ -288,6 +294,29 @@ class _Site:
                                 _Candidate(text, "the group its comm_backend is built with", world),
                             )
         return list(found.values())
+
+    def _world_sized(self) -> bool:
+        """Whether the call's ``world_size=`` (and ``rank=``, where passed) are WORLD's:
+        ``torch.distributed.get_world_size()`` / ``get_rank()`` with no group, in the call or
+        in a local bound once to it. Then the ranks that share the workspace are WORLD's, and
+        the WORLD fallback is what the call means."""
+        size, rank = self._keyword("world_size"), self._keyword("rank")
+        return (
+            size is not None
+            and self._world_query(size, "get_world_size")
+            and (rank is None or self._world_query(rank, "get_rank"))
+        )
+
+    def _world_query(self, value: ast.expr, function: str, depth: int = 0) -> bool:
+        if isinstance(value, ast.Name) and depth < 3:
+            found = self.resolver.lookup(value.id, self.scope)
+            if found is None or len(found[1]) != 1 or found[1][0].value is None:
+                return False
+            binding = found[1][0]
+            scope = binding.scope or self.scope
+            assert binding.value is not None
+            return _world_call(self.resolver, binding.value, scope, function)
+        return _world_call(self.resolver, value, self.scope, function)
 
     def _keyword(self, name: str) -> ast.expr | None:
         return next((v for k, v in self._keyword_values() if k == name), None)
@@ -566,3 +595,14 @@ def _function_scope(scope: Scope) -> Scope:
     while s.kind == "comprehension" and s.parent is not None:
         s = s.parent
     return s
+
+
+def _world_call(resolver: NameResolver, value: ast.expr, scope: Scope, function: str) -> bool:
+    """``torch.distributed.<function>()`` with no group: WORLD's rank or size."""
+    if not isinstance(value, ast.Call) or value.args or value.keywords:
+        return False
+    names = resolver.resolve(value.func, scope).qualnames
+    return bool(names) and names <= {
+        f"torch.distributed.{function}",
+        f"torch.distributed.distributed_c10d.{function}",
+    }

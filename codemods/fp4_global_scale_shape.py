@@ -126,6 +126,11 @@ class _Shape:
         if isinstance(expr, ast.IfExp):
             return self.one(expr.body, scope, depth + 1) and self.one(expr.orelse, scope, depth + 1)
         if isinstance(expr, ast.Subscript):
+            if _key(expr) is not None:  # `scales["input"]`: a dict's value, not an index
+                values = self._dict_values(expr, scope)
+                return values is not None and all(
+                    self.one(v, where, depth + 1) for v, where in values
+                )
             if _one_element_subscript(expr.slice):
                 return True
             # one index into a 1-D tensor: a 0-d tensor
@@ -429,6 +434,13 @@ class _Shape:
             return "its size cannot be read here"
         if isinstance(expr, ast.Attribute):
             return "an attribute, set elsewhere"
+        if isinstance(expr, ast.Subscript) and (key := _key(expr)) is not None:
+            values = self._dict_values(expr, scope)
+            if values:
+                for v, where in values:
+                    if not self.one(v, where, depth + 1):
+                        return self.why(v, where, depth + 1)
+            return f"the value at {key!r} of a dict whose values cannot all be read here"
         if isinstance(expr, ast.Subscript):
             rank = self.rank(expr.value, scope)
             if rank is not None and rank > 1 and _single_index(expr.slice):
@@ -444,6 +456,51 @@ class _Shape:
                     return f"what `{defined.name}` (line {defined.lineno}) returns"
             return f"the result of `{_short(expr.func)}(...)`"
         return "its size cannot be read here"
+
+    def _dict_values(
+        self, expr: ast.Subscript, scope: Scope
+    ) -> list[tuple[ast.expr, Scope]] | None:
+        """What ``d["k"]`` may be, where ``d`` is a local bound once to a dict built in sight
+        (``{"k": v}``, ``dict(k=v)``, or ``{}``) and given keys by ``d["k"] = v`` or
+        ``d.update(k=v)``: the values given for ``"k"``; None where any write cannot be read
+        or none gives ``"k"``."""
+        key = _key(expr)
+        if key is None or not isinstance(expr.value, ast.Name):
+            return None
+        found = self.resolver.lookup(expr.value.id, scope)
+        if found is None or len(found[1]) != 1:
+            return None
+        owner, (binding,) = found
+        made, where = binding.value, binding.scope
+        if made is None or where is None:
+            return None
+        values: list[tuple[ast.expr, Scope]] = []
+        if isinstance(made, ast.Dict):
+            if any(k is None for k in made.keys):
+                return None  # (`{**other}`)
+            values += [
+                (v, where)
+                for k, v in zip(made.keys, made.values, strict=True)
+                if isinstance(k, ast.Constant) and k.value == key
+            ]
+        elif (
+            isinstance(made, ast.Call)
+            and isinstance(made.func, ast.Name)
+            and made.func.id == "dict"
+            and not made.args
+            and self.resolver.lookup("dict", where) is None
+        ):
+            if any(k.arg is None for k in made.keywords):
+                return None
+            values += [(k.value, where) for k in made.keywords if k.arg == key]
+        else:
+            return None
+        for write in self.resolver.dict_writes(expr.value.id, owner):
+            if write.key is None or write.value is None:
+                return None  # (a key that cannot be read: it may be "k")
+            if write.key == key:
+                values.append((write.value, write.scope))
+        return values or None
 
     def _why_parameter(self, name: str, scope: Scope, owner: Scope, depth: int) -> str:
         where = getattr(owner.node, "name", None)
@@ -521,6 +578,12 @@ def _default(
     return None
 
 
+def _key(expr: ast.Subscript) -> str | None:
+    """The string key of ``d["k"]``: a dict's value, never a tensor's element."""
+    key = expr.slice
+    return key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
+
+
 def _single_index(s: ast.expr) -> bool:
     """``x[i]``: one index (not a slice, a tuple of indices, ``None`` or ``...``)."""
     if isinstance(s, (ast.Slice, ast.Tuple, ast.List, ast.Starred)):
@@ -592,7 +655,10 @@ class Fp4GlobalScaleShape(Rule):
     - any of these through `.to(...)`, `.float()`, `.cuda()`, `.contiguous()`, `.clone()` and
       other size-keeping methods, arithmetic of one-element operands (`1.0 / scale[:1]`), a
       variable assigned only such values, in any scope, and a call of a function of the same
-      file (undecorated, bound once) whose every `return` gives such a value.
+      file (undecorated, bound once) whose every `return` gives such a value;
+    - a dict's value (`scales["input"]`, a key, never a tensor's index) where the dict is built
+      in sight (`{...}`, `dict(...)`, keys written after) and each value given for the key is
+      one of these; a dict whose value for the key cannot be read is reported as such.
 
     A line a person has checked can be marked `# migrate-fi: ignore[FI003]`.
     """

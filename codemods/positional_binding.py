@@ -61,6 +61,10 @@ class PositionalBinding(Rule):
     to fall back silently, since it raises nothing anyone sees. An API that another rule selected for the same run owns
     (`fp4_quantize`, FI001) is left to that rule; when that rule is not selected, this one checks
     it too. With `--keywords all` every positional argument of an affected call is named.
+
+    Left alone: a call that fails on `--from` (too many positional arguments, a parameter given
+    by position and by keyword) and binds on `--to` is written for the target already; there is
+    no old meaning to keep.
     """
 
     code = "FI002"
