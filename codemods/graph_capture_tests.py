@@ -77,8 +77,10 @@ class GraphCaptureTests(Rule):
     upgrade did), since two replays need not be bit-identical. `max_num_tokens=` is dropped from
     the graph wrapper where the target release ignores it. `import torch` is added if missing.
 
-    Left alone: runtime code (a serving layer that captures its own graphs), and tests that
-    already capture explicitly. Reported: reads of the wrapper's removed buffers (`_moe_output`,
+    Left alone: runtime code (a serving layer that captures its own graphs), tests that
+    already capture explicitly, and tests that check no output's values, only its identity or
+    layout (a wrapper's lifetime, two wrappers' buffers that must not alias: `.data_ptr()`,
+    `is`, `.shape`). Reported: reads of the wrapper's removed buffers (`_moe_output`,
     `_moe_sort_buffers`, `_gemm1_output`, `_gemm1_output_scale`; taken from the API data), and
     test shapes too unusual to rewrite (runs in different blocks, outputs assigned twice, runs
     that are not plain assignments), each by test name with what to change. A rewrite that had to
@@ -356,7 +358,7 @@ class _Rewrite:
                 checked = node
             else:
                 continue
-            if any(isinstance(n, ast.Name) and n.id in outputs for n in ast.walk(checked)):
+            if _reads_values(checked, outputs):
                 return True
         return False
 
@@ -603,3 +605,35 @@ def _inside(node: ast.expr, statement: ast.stmt) -> bool:
         node.end_lineno or node.lineno,
         node.end_col_offset or node.col_offset,
     ) <= (statement.end_lineno or statement.lineno, statement.end_col_offset or 0)
+
+
+# what a test reads of a tensor when it checks its identity or layout, not its values: a test
+# of buffers or lifetime (`out_a.data_ptr() != out_b.data_ptr()`), no parity test
+_NOT_VALUES = frozenset(
+    {"data_ptr", "shape", "dtype", "device", "size", "stride", "storage", "untyped_storage",
+     "is_contiguous", "numel", "dim", "ndim", "requires_grad", "is_cuda"}
+)  # fmt: skip
+
+
+def _reads_values(checked: ast.AST, outputs: set[str]) -> bool:
+    """Whether a check reads the values of one of ``outputs``: not only their identity (``is``,
+    ``id(...)``) or layout (``.data_ptr()``, ``.shape``...)."""
+    parents = {id(c): p for p in ast.walk(checked) for c in ast.iter_child_nodes(p)}
+    for node in ast.walk(checked):
+        if not (isinstance(node, ast.Name) and node.id in outputs):
+            continue
+        parent = parents.get(id(node))
+        if isinstance(parent, ast.Attribute) and parent.attr in _NOT_VALUES:
+            continue
+        if (
+            isinstance(parent, ast.Call)
+            and isinstance(parent.func, ast.Name)
+            and parent.func.id == "id"
+        ):
+            continue
+        if isinstance(parent, ast.Compare) and all(
+            isinstance(op, (ast.Is, ast.IsNot)) for op in parent.ops
+        ):
+            continue
+        return True
+    return False
