@@ -152,6 +152,8 @@ class Api:
         self.version = version
         self.defs: Mapping[str, Any] = record["defs"]
         self.exports: Mapping[str, str] = record["exports"]
+        # names a module imports but leaves out of `__all__`: reached, never suggested
+        self.attrs: Mapping[str, str] = record.get("attrs") or {}
         self.modules: Mapping[str, Any] = record["modules"]
         self._names: dict[str, frozenset[str]] = {}
         self._asked: dict[str, list[str]] = {}  # (`_named`: the names asked, then the index)
@@ -165,6 +167,8 @@ class Api:
             return path
         if path in self.exports:
             return self.exports[path]
+        if path in self.attrs:
+            return self.attrs[path]
         return path if path in self.modules else None
 
     def kind(self, key: str) -> str | None:

@@ -25,6 +25,9 @@ What is recorded, per release (format 3):
   ``@deprecated_aliases(old="new")`` decorator records the keywords still taken under an old name.
 - ``h`` of every function and class: a hash of its code (`body_hash`), so that "moved" means
   the same definition found at another path, never another one that shares the name.
+- ``attrs``: the names a public module imports from FlashInfer but leaves out of its
+  ``__all__`` (``flashinfer.norm.gemma_rmsnorm_trace``): attributes a caller still reaches,
+  never suggested as where something moved (format 3 records without them say nothing).
 - ``exports``: every public path bound to a FlashInfer definition or module defined elsewhere:
   re-exports through ``__init__`` files (conditional ones and ``try`` imports included),
   aliases, ``from x import *`` (honouring ``__all__``), names served by a module ``__getattr__``
@@ -657,6 +660,7 @@ class _Release:
         modules: dict[str, Any] = {}
         defs: dict[str, Any] = {}
         exports: dict[str, str] = {}
+        attrs: dict[str, str] = {}
         for name in self.modules:
             m = self.modules.get(name)
             if m is None:
@@ -681,13 +685,21 @@ class _Release:
                 if not cname.startswith("_"):
                     defs[f"{name}.{cname}"] = self.class_record(m, cls)
             served = list(m.served.names) if m.served is not None else []
-            for public in dict.fromkeys([*self.public_names(name), *served]):
+            listed = dict.fromkeys([*self.public_names(name), *served])
+            for public in listed:
                 path = f"{name}.{public}"
                 if public in m.functions or public in m.classes:
                     continue
                 target = self.canonical(path)
                 if target and target != path and target.startswith("flashinfer"):
                     exports[path] = target
+            for imported in m.bindings:  # (imported but left out of `__all__`: `attrs`)
+                if imported in listed or imported.startswith("_"):
+                    continue
+                path = f"{name}.{imported}"
+                target = self.canonical(path)
+                if target and target != path and target.startswith("flashinfer"):
+                    attrs[path] = target
         # re-exported private definitions and the bases of kept classes
         pending = [t for t in exports.values() if t not in defs] + [
             b for d in defs.values() for b in d.get("bases", [])
@@ -703,7 +715,8 @@ class _Release:
                 pending.extend(defs[path]["bases"])
             elif name in m.functions:
                 defs[path] = self._function_record(m, m.functions[name])
-        return {"modules": modules, "defs": defs, "exports": exports}
+        attrs = {k: v for k, v in attrs.items() if k not in exports}
+        return {"modules": modules, "defs": defs, "exports": exports, "attrs": attrs}
 
     def _function_record(
         self, m: _Module, fn: ast.FunctionDef | ast.AsyncFunctionDef

@@ -48,7 +48,7 @@ INDEX_FILE = os.path.join(DATA_DIR, "changes.json")
 _NAME = "changes.json"
 # what the pairs are computed with: an index written by another version of this code (a user
 # folder's, after an upgrade of migrate-fi) is computed again
-LOGIC = 3  # 2: renamed parameters count as changes; 3: defaults and enums
+LOGIC = 4  # 2: renamed parameters count as changes; 3: defaults and enums; 4: `attrs` paths
 _PER_PAIR = ("pairs", "defaults", "enums")
 
 
@@ -115,8 +115,12 @@ def _public_by_target(version: str) -> dict[str, list[str]]:
     from migrate_fi.api.differ import api_for
 
     by_target: dict[str, list[str]] = {}
-    for p, t in api_for(version).public_paths().items():
-        by_target.setdefault(t, []).append(p)
+    api = api_for(version)
+    # (a name a module imports but leaves out of its `__all__` is reached as its attribute too:
+    # a call through it is prefiltered as one through a public path)
+    for p, t in [*api.public_paths().items(), *api.attrs.items()]:
+        if t in api.defs:
+            by_target.setdefault(t, []).append(p)
     return by_target
 
 
