@@ -73,7 +73,23 @@ def test_report_reads_like_the_reference_upgrade(monkeypatch: pytest.MonkeyPatch
         in out.split("## Related changes")[1]
     )
     zh = _report("--lang", "zh", "demo")[1]
-    for heading in (
+    for heading in SECTIONS["zh"]:
+        assert f"## {heading}\n" in zh
+    assert "demo/src/demo_server/layers/moe.py:21" in zh  # facts unchanged
+
+
+# the sections of the reference write-ups, by language
+SECTIONS = {
+    "en": (
+        "Summary",
+        "Implementation, by area",
+        "Key files",
+        "Key changes",
+        "Reviewer checklist",
+        "Risks and impact",
+        "Related changes",
+    ),
+    "zh": (
         "执行摘要",
         "实现拆解",
         "关键文件",
@@ -81,9 +97,8 @@ def test_report_reads_like_the_reference_upgrade(monkeypatch: pytest.MonkeyPatch
         "评审清单",
         "风险与影响",
         "关联脉络",
-    ):
-        assert f"## {heading}\n" in zh
-    assert "demo/src/demo_server/layers/moe.py:21" in zh  # facts unchanged
+    ),
+}
 
 
 @pytest.mark.parametrize(("project", "to"), [("demo", "0.7.4"), ("sglang_like", "0.6.14")])
@@ -91,32 +106,7 @@ def test_both_reference_shapes_fill_every_section(
     monkeypatch: pytest.MonkeyPatch, project: str, to: str
 ) -> None:
     monkeypatch.chdir(PROJECTS)
-    for lang, headings in (
-        (
-            "en",
-            (
-                "Summary",
-                "Implementation, by area",
-                "Key files",
-                "Key changes",
-                "Reviewer checklist",
-                "Risks and impact",
-                "Related changes",
-            ),
-        ),
-        (
-            "zh",
-            (
-                "执行摘要",
-                "实现拆解",
-                "关键文件",
-                "关键源码片段",
-                "评审清单",
-                "风险与影响",
-                "关联脉络",
-            ),
-        ),
-    ):
+    for lang, headings in SECTIONS.items():
         text = _report("--lang", lang, "--to", to, project)[1]
         for heading in headings:
             body = text.split(f"## {heading}\n\n", 1)[1].split("\n## ", 1)[0]
