@@ -169,6 +169,7 @@ _TEXT: dict[str, dict[str, str]] = {
         "colon": ": ",
         "notes_english": "",
         "verify_noted": "",
+        "code_in": "",
     },
     "zh": {
         "title": "升级 FlashInfer {origin} -> {target}",
@@ -306,6 +307,7 @@ _TEXT: dict[str, dict[str, str]] = {
         "colon": "：",
         "notes_english": "工具另有 {n} 条提示（仅英文），见 `migrate-fi check` 的输出。",
         "verify_noted": "发布说明记载了该 API 的变化",
+        "code_in": "；涉及 {code}",
     },
 }
 _LISTED = 20  # sites listed per section before "... and N more"
@@ -405,7 +407,24 @@ def _what(d: Diagnostic, w: _Writer, rule: type[Rule] | None) -> str:
     summary = _summary(rule, w)
     api = f"`{found.group(1)}`：" if found and not summary.startswith(found.group(1)) else ""
     kind = w.say("fixed") if d.applies else w.say("for_person")
-    return f"{api}{summary}（{kind}）"
+    code = _code_in(d.message, found.group(1) if found else "")
+    shown = w.say("code_in", code="、".join(f"`{c}`" for c in code)) if code else ""
+    return f"{api}{summary}（{kind}{shown}）"
+
+
+_CODE_SPAN = re.compile(r"`([^`]+)`|\b([A-Za-z_]\w*=[^\s,;:()`]*)")
+
+
+def _code_in(message: str, api: str, most: int = 4) -> list[str]:
+    """The code a message names (its backquoted spans, its ``name=value`` arguments), in order
+    and once each, but the API it starts with: what a site's line in another language keeps of
+    the message's specifics."""
+    out: list[str] = []
+    for m in _CODE_SPAN.finditer(message):
+        code = (m.group(1) or m.group(2)).replace("`", "'")
+        if code and code != api and code not in out:
+            out.append(code)
+    return out[:most]
 
 
 def _brief(d: Diagnostic, w: _Writer, by_code: dict[str, type[Rule]]) -> str:
