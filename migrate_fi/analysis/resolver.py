@@ -433,9 +433,7 @@ class NameResolver:
         self, fn: ast.FunctionDef, inner: Scope, seen: frozenset[tuple[int, str]]
     ) -> list[Candidate] | None:
         out: list[Candidate] = []
-        for node in _own_statements(fn):
-            if not isinstance(node, ast.Return):
-                continue
+        for node in inner.returns:  # (its own, as the scopes' walk found them)
             value = node.value
             if value is None or (isinstance(value, ast.Constant) and value.value is None):
                 continue

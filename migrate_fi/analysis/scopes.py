@@ -68,6 +68,7 @@ class Scope:
         "node",
         "owner_class",
         "parent",
+        "returns",
         "self_name",
         "stars",
     )
@@ -85,6 +86,8 @@ class Scope:
         self.self_name: str | None = None
         # A class's scope: `self.<attr> = ...` assignments made in any of its methods.
         self.attributes: dict[str, list[Binding]] = {}
+        # A function's scope: its own `return` statements (not those of the functions in it).
+        self.returns: list[ast.Return] = []
 
     def __repr__(self) -> str:  # pragma: no cover - debugging aid
         return f"Scope({self.kind}, {sorted(self.bindings)})"
@@ -350,6 +353,10 @@ class ScopeBuilder(ast.NodeVisitor):
             for stmt in node.body:
                 self.visit(stmt)
         self._scope = outer
+
+    def visit_Return(self, node: ast.Return) -> None:
+        self._scope.returns.append(node)
+        self.generic_visit(node)
 
     visit_FunctionDef = _visit_function
     visit_AsyncFunctionDef = _visit_function
