@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 from dataclasses import dataclass
@@ -86,6 +87,46 @@ class _Change:
     safety: FixSafety = FixSafety.SAFE
 
 
+# a check named for "installed at least": `is_flashinfer_version_at_least`, `..._ge`
+_AT_LEAST = re.compile(r"(?i)(at_?least|_ge|_gte|_min)$")
+
+
+def _holds(call: ast.Call, ref: VersionRef) -> bool:
+    """Whether ``call`` is the check ``ref`` was read from (its version string is an argument
+    of it, at the ref's place)."""
+    return any(
+        isinstance(a, ast.Constant)
+        and a.value == ref.version
+        and a.lineno == ref.line
+        for a in [*call.args, *(k.value for k in call.keywords)]
+    )
+
+
+def _dedented(lines: list[str], node: ast.If, kept: list[ast.stmt]) -> str | None:
+    """The lines of ``kept`` (a branch of ``node``), comments between them included, moved
+    out to the ``if``'s indentation; None where that cannot be done line by line (a branch on
+    the ``if``'s own line, a line indented less than the branch, as in a string)."""
+    first, last = kept[0].lineno, kept[-1].end_lineno or kept[-1].lineno
+    if first <= node.lineno or kept[0].col_offset <= node.col_offset:
+        return None
+    if kept is node.orelse:  # (from the line after `else:`)
+        head = lines[first - 2].strip() if first >= 2 else ""
+        if not head.startswith("else"):
+            return None
+    else:
+        first = node.lineno + 1
+    cut = kept[0].col_offset - node.col_offset
+    out = []
+    for line in lines[first - 1 : last]:
+        if not line.strip():
+            out.append(line)
+        elif line[:cut].strip() or len(line) - len(line.lstrip()) < cut:
+            return None
+        else:
+            out.append(line[cut:])
+    return "".join(out).rstrip("\r\n")
+
+
 def _public(text: str) -> Version | None:
     try:
         return Version(text.split("+", 1)[0])
@@ -124,7 +165,9 @@ class FlashinferPins(Rule):
       requires its own FlashInfer); it is reported only where it excludes the target, with why;
     - a version check an `if` or `while` decides on (`if is_flashinfer_version_at_least("0.6.4"):`)
       is a feature gate, not a pin: the target answers it the same way every time, so it is
-      reported (remove the gate, keep the branch that runs), never raised to the target;
+      never raised to the target. Where the check is named for "at least" and is the whole test
+      of a plain `if` (or its `not`, with an `else`), a review fix removes the gate and keeps
+      the branch that runs; otherwise it is reported (remove the gate, keep that branch);
     - other packages' pins and checks are never touched, even on the same line.
 
     `flashinfer-cubin` is published on PyPI only up to 0.6.13 (see the release data): from 0.6.14
@@ -205,6 +248,8 @@ class FlashinferPins(Rule):
                 continue
             owner = self._owner(ctx, ref)
             change: _Change | None = None
+            if owner is None and ref.kind is Kind.CHECK and ref.gate and self._dead_gate(ctx, ref):
+                continue  # (the gate removed, in a review fix)
             if owner is None:
                 change, reports = self._plan(ref)
             else:  # (not the project's own requirement: never moved)
@@ -218,6 +263,51 @@ class FlashinferPins(Rule):
             self._shared_variables(ctx, changes)  # (a command that names no index: any option)
         if mode == "install-from-index" and not self.cubin_published and _INSTALL_FILES.match(base):
             self._install_step(ctx, refs)
+
+    # ------------------------------------------------------------- dead gates
+
+    def _dead_gate(self, ctx: FileContext, ref: VersionRef) -> bool:
+        """A gate ``if is_flashinfer_version_at_least("0.6.4"):`` (a check named for "at
+        least", the whole test of a plain ``if``, or its ``not``) that the target makes always
+        true or always false: a review fix keeps the branch that runs and removes the gate.
+        True when it made the fix; False leaves it to the report."""
+        version = _public(ref.version)
+        if ctx.tree is None or version is None or version >= self.target:
+            return False
+        lines = ctx.text.splitlines(keepends=True)
+        for node in ast.walk(ctx.tree):
+            if not isinstance(node, ast.If):
+                continue
+            test, negated = node.test, False
+            if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+                test, negated = test.operand, True
+            if not (isinstance(test, ast.Call) and _holds(test, ref)):
+                continue
+            func = test.func
+            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+            if not _AT_LEAST.search(name):
+                return False  # (what the check answers is not known from its name)
+            kept = node.orelse if negated else node.body
+            if not lines[node.lineno - 1].lstrip().startswith("if") or (
+                negated and (not kept or (len(kept) == 1 and isinstance(kept[0], ast.If)))
+            ):
+                return False  # an `elif`, a `not` with no plain `else`: reported
+            text = _dedented(lines, node, kept)
+            if text is None:
+                return False
+            end = lines[node.end_lineno - 1 if node.end_lineno else node.lineno - 1]
+            span = (node.lineno, 0, node.end_lineno or node.lineno, len(end.rstrip("\r\n")))
+            answer = "false" if negated else "true"
+            ctx.fix(
+                ref.span,
+                f"a gate on FlashInfer {ref.version} ({ref.context}): with the project on"
+                f" {self.target} it is always {answer}, so the gate is removed and the branch"
+                " that runs is kept (check that the check means 'installed at least')",
+                ctx.replace_text(span, text),
+                safety=FixSafety.REVIEW,
+            )
+            return True
+        return False
 
     # ------------------------------------------------------------- ownership
 
