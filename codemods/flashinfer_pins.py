@@ -95,9 +95,7 @@ def _holds(call: ast.Call, ref: VersionRef) -> bool:
     """Whether ``call`` is the check ``ref`` was read from (its version string is an argument
     of it, at the ref's place)."""
     return any(
-        isinstance(a, ast.Constant)
-        and a.value == ref.version
-        and a.lineno == ref.line
+        isinstance(a, ast.Constant) and a.value == ref.version and a.lineno == ref.line
         for a in [*call.args, *(k.value for k in call.keywords)]
     )
 
