@@ -19,7 +19,9 @@ settings the CLI would give the rule for that range and selection.
 from __future__ import annotations
 
 import ast
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -87,7 +89,17 @@ def _run(cid: str, case: str, data: bytes, mode: str, splice_text: bool = True):
     rules = [RULES[cid]] if selected else []
     # the file name the rule sees: a test file's name, `pyproject.toml`...
     path = settings.get("path", before_file(folder, case).name)
-    return process_source(data, path, rules, options, Mode(mode), module)
+    # (in a folder of its own: a rule that searches the project for a function's callers finds
+    # the case alone, whatever files lie around the checkout; its pyproject.toml gives the line
+    # length the cases are written for, which fixes that wrap a call read from the project)
+    here = os.getcwd()
+    with tempfile.TemporaryDirectory() as alone:
+        Path(alone, "pyproject.toml").write_text("[tool.ruff]\nline-length = 100\n")
+        os.chdir(alone)
+        try:
+            return process_source(data, path, rules, options, Mode(mode), module)
+        finally:
+            os.chdir(here)
 
 
 @pytest.mark.parametrize(("cid", "case"), _cases())
