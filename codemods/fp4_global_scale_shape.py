@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from migrate_fi.analysis.resolver import NameResolver
 from migrate_fi.analysis.scopes import Scope
-from migrate_fi.analysis.values import assigned_values
+from migrate_fi.analysis.values import assigned_values, read_dict
 from migrate_fi.api.paths import ApiPath
 from migrate_fi.api.store import on_forget
 from migrate_fi.base import patterns
@@ -460,46 +460,20 @@ class _Shape:
     def _dict_values(
         self, expr: ast.Subscript, scope: Scope
     ) -> list[tuple[ast.expr, Scope]] | None:
-        """What ``d["k"]`` may be, where ``d`` is a local bound once to a dict built in sight
-        (``{"k": v}``, ``dict(k=v)``, or ``{}``) and given keys by ``d["k"] = v`` or
-        ``d.update(k=v)``: the values given for ``"k"``; None where any write cannot be read
-        or none gives ``"k"``."""
+        """What ``d["k"]`` may be, where ``d`` is a local bound once to a dict whose keys can
+        be read (`migrate_fi.analysis.values.read_dict`: built in sight, keys written after):
+        the values given for ``"k"``; None where the keys cannot be read or none is ``"k"``."""
         key = _key(expr)
         if key is None or not isinstance(expr.value, ast.Name):
             return None
-        found = self.resolver.lookup(expr.value.id, scope)
-        if found is None or len(found[1]) != 1:
+        source = read_dict(self.resolver, expr.value, scope)
+        assigned = assigned_values(self.resolver, expr.value.id, scope)
+        if source is None or not assigned:
             return None
-        owner, (binding,) = found
-        made, where = binding.value, binding.scope
-        if made is None or where is None:
-            return None
-        values: list[tuple[ast.expr, Scope]] = []
-        if isinstance(made, ast.Dict):
-            if any(k is None for k in made.keys):
-                return None  # (`{**other}`)
-            values += [
-                (v, where)
-                for k, v in zip(made.keys, made.values, strict=True)
-                if isinstance(k, ast.Constant) and k.value == key
-            ]
-        elif (
-            isinstance(made, ast.Call)
-            and isinstance(made.func, ast.Name)
-            and made.func.id == "dict"
-            and not made.args
-            and self.resolver.lookup("dict", where) is None
-        ):
-            if any(k.arg is None for k in made.keywords):
-                return None
-            values += [(k.value, where) for k in made.keywords if k.arg == key]
-        else:
-            return None
-        for write in self.resolver.dict_writes(expr.value.id, owner):
-            if write.key is None or write.value is None:
-                return None  # (a key that cannot be read: it may be "k")
-            if write.key == key:
-                values.append((write.value, write.scope))
+        values = [(w.value, w.scope) for w in source.writes if w.key == key and w.value]
+        built = source.keys.get(key)
+        if built is not None and all(built is not v for v, _ in values):
+            values.insert(0, (built, assigned[0][1]))  # (in the dict as it was built)
         return values or None
 
     def _why_parameter(self, name: str, scope: Scope, owner: Scope, depth: int) -> str:

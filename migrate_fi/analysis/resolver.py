@@ -627,8 +627,7 @@ class NameResolver:
         for node in ast.walk(where) if where is not None else ():
             if (
                 isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Name)
-                and node.func.id == "getattr"
+                and _is_getattr(node)
                 and 2 <= len(node.args) <= 3
                 and not node.keywords
             ):
@@ -684,7 +683,7 @@ class NameResolver:
             inner = self.scope_of(fn)
             if len(params) != 1 or fn.args.vararg or fn.args.kwarg or inner is None:
                 continue
-            returns = [n.value for n in _own_statements(fn) if isinstance(n, ast.Return)]
+            returns = [n.value for n in inner.returns]
             imports = [
                 r
                 for r in returns
