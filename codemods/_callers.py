@@ -26,6 +26,7 @@ from migrate_fi.analysis import nodes
 from migrate_fi.analysis.resolver import NameResolver
 from migrate_fi.analysis.scopes import Scope
 from migrate_fi.base import depends
+from migrate_fi.base.messages import Said, say
 from migrate_fi.base.modules import display_path, module_identity
 from migrate_fi.project.discovery import (
     find_upward,
@@ -82,11 +83,12 @@ class Passed:
     line: int  # the call's line
     caller: Function | None  # the function the call is made in, when it is one
 
-    def where(self, seen_from: str) -> str:
+    def where(self, seen_from: str) -> Said:
         """``line 12`` in the file it is seen from, else ``path:12``."""
         if os.path.abspath(self.path) == os.path.abspath(seen_from):
-            return f"line {self.line}"
-        return f"{display_path(self.path)}:{self.line}"
+            return say("line {n}", "第 {n} 行", n=self.line)
+        shown = f"{display_path(self.path)}:{self.line}"
+        return Said(shown, f"`{shown}`")
 
 
 def function_of_parameter(

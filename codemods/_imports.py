@@ -7,6 +7,7 @@ import ast
 from migrate_fi.analysis import nodes
 from migrate_fi.analysis.scopes import Scope
 from migrate_fi.api.paths import is_flashinfer
+from migrate_fi.base.messages import Said, say
 from migrate_fi.editing.edits import AddImport, Edit
 from migrate_fi.framework.rule import FileContext
 
@@ -15,7 +16,7 @@ __all__ = ["flashinfer_name", "import_guards"]
 
 def flashinfer_name(
     ctx: FileContext, scope: Scope, module: str, name: str, at: ast.AST
-) -> tuple[str, tuple[AddImport, ...], str | None, tuple[Edit, ...]]:
+) -> tuple[str, tuple[AddImport, ...], Said | None, tuple[Edit, ...]]:
     """How a fix of ``at`` (in ``scope``) writes FlashInfer's ``module.name`` (as the target
     release has it): ``(written, imports, why_not, edits)``. The name itself when it is bound
     to it there; else a name the file binds to it (``from flashinfer import RoutingMethodType
@@ -57,15 +58,22 @@ def flashinfer_name(
         return (
             name,
             (),
-            f"this module imports FlashInfer only where it uses it: import {wanted} there",
+            say(
+                "this module imports FlashInfer only where it uses it: import {wanted} there",
+                "此模块只在用到 FlashInfer 的地方导入它：请在那里导入 `{wanted}`",
+                wanted=wanted,
+            ),
             (),
         )
     return (
         name,
         (),
-        (
-            f"{name} is bound to something else here: import {wanted} under another name and pass"
-            " that"
+        say(
+            "{name} is bound to something else here: import {wanted} under another name and pass"
+            " that",
+            "`{name}` 在这里绑定的是别的东西：请以另一个名字导入 `{wanted}` 并传入它",
+            name=name,
+            wanted=wanted,
         ),
         (),
     )

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from migrate_fi.analysis.calls import CallArgs, CalleeCall, Via
 from migrate_fi.api.paths import ApiPath, is_flashinfer
+from migrate_fi.base.messages import Said, join, say
 from migrate_fi.base.results import FixSafety
 from migrate_fi.editing.edits import (
     TextEdit,
@@ -81,58 +82,98 @@ class Wording:
     """The messages of positional-binding findings. A rule that owns an API may word them its
     own way by overriding methods (FI001 does)."""
 
-    def misbinding(self, site: Site, moved: str) -> str:
+    def misbinding(self, site: Site, moved: str) -> Said:
         start = site.start
-        new_name = site.diff.new.bound_name(start) or "nothing"
-        old_name = site.diff.old.positional[start].name
-        return (
-            f"{site.name}: positional argument {start + 1} binds to {new_name} instead of"
-            f" {old_name} since {site.since}; pass {moved} by keyword"
+        return say(
+            "{name}: positional argument {n} binds to {new} instead of {old} since {since}; pass"
+            " {moved} by keyword",
+            "{name}：自 {since} 起第 {n} 个位置参数绑定到 `{new}` 而不是 `{old}`；请用关键字传入"
+            " `{moved}`",
+            name=site.name,
+            n=start + 1,
+            new=site.diff.new.bound_name(start) or "nothing",
+            old=site.diff.old.positional[start].name,
+            since=site.since,
+            moved=moved,
         )
 
-    def deprecated(self, site: Site, moved: str) -> str:
-        return (
-            f"{site.name}: passing arguments from {site.start + 1} on positionally is deprecated"
-            f" since {site.since}; pass {moved} by keyword"
+    def deprecated(self, site: Site, moved: str) -> Said:
+        return say(
+            "{name}: passing arguments from {n} on positionally is deprecated since {since}; pass"
+            " {moved} by keyword",
+            "{name}：自 {since} 起，从第 {n} 个参数起按位置传参已弃用；请用关键字传入 `{moved}`",
+            name=site.name,
+            n=site.start + 1,
+            since=site.since,
+            moved=moved,
         )
 
-    def star_args(self, site: Site) -> str:
-        return (
-            f"{site.name} called with *args: whether an argument reaches position"
-            f" {site.start + 1} (which binds differently on {site.new_v}) cannot be known;"
-            " check it by hand"
+    def star_args(self, site: Site) -> Said:
+        return say(
+            "{name} called with *args: whether an argument reaches position {n} (which binds"
+            " differently on {new_v}) cannot be known; check it by hand",
+            "{name} 以 `*args` 调用：无法知道是否有参数到达第 {n} 个位置（它在 {new_v}"
+            " 上绑定到不同的参数）；请手动检查",
+            name=site.name,
+            n=site.start + 1,
+            new_v=site.new_v,
         )
 
-    def ambiguous(self, site: Site, others: str) -> str:
-        return (
-            f"this {site.name} may also be {others}; its positional arguments would bind"
-            f" differently on {site.new_v} if it is FlashInfer's: left unchanged"
+    def ambiguous(self, site: Site, others: str) -> Said:
+        return say(
+            "this {name} may also be {others}; its positional arguments would bind differently"
+            " on {new_v} if it is FlashInfer's: left unchanged",
+            "这个 {name} 也可能是 {others}；如果它是 FlashInfer 的，它的位置参数在 {new_v}"
+            " 上会绑定到不同的参数：未修改",
+            name=site.name,
+            others=others,
+            new_v=site.new_v,
         )
 
-    def too_many(self, site: Site, n: int) -> str:
-        return (
-            f"{site.name} called with {n} positional arguments; its {site.old_v} signature takes"
-            f" {len(site.diff.old.positional)}: left unchanged"
+    def too_many(self, site: Site, n: int) -> Said:
+        return say(
+            "{name} called with {n} positional arguments; its {old_v} signature takes {most}:"
+            " left unchanged",
+            "{name} 以 {n} 个位置参数调用；它在 {old_v} 的签名接受 {most} 个：未修改",
+            name=site.name,
+            n=n,
+            old_v=site.old_v,
+            most=len(site.diff.old.positional),
         )
 
-    def clash(self, site: Site, names: list[str]) -> str:
-        return (
-            f"{site.name} gets {', '.join(names)} both by position and by keyword: left unchanged"
+    def clash(self, site: Site, names: list[str]) -> Said:
+        return say(
+            "{name} gets {names} both by position and by keyword: left unchanged",
+            "{name} 同时按位置和按关键字收到 `{names}`：未修改",
+            name=site.name,
+            names=", ".join(names),
         )
 
-    def partial_positional(self, site: Site, moved: str) -> str:
-        return (
-            f"functools.partial of {site.name} binds positional arguments from {site.start + 1}"
-            f" on, which bind differently since {site.since}; named here, they would shift the"
-            f" positional arguments of the partial's calls: pass {moved} by keyword where the"
-            " partial is made and called"
+    def partial_positional(self, site: Site, moved: str) -> Said:
+        return say(
+            "functools.partial of {name} binds positional arguments from {n} on, which bind"
+            " differently since {since}; named here, they would shift the positional arguments"
+            " of the partial's calls: pass {moved} by keyword where the partial is made and"
+            " called",
+            "{name} 的 `functools.partial` 从第 {n} 个起按位置绑定参数，而它们自 {since}"
+            " 起绑定到不同的参数；如果在这里改为关键字，会使 partial 的调用的位置参数错位："
+            "请在创建和调用 partial 的地方用关键字传入 `{moved}`",
+            name=site.name,
+            n=site.start + 1,
+            since=site.since,
+            moved=moved,
         )
 
-    def not_keyword(self, site: Site, missing: list[str]) -> str:
-        return (
-            f"{site.name}: positional arguments from {site.start + 1} on bind differently since"
-            f" {site.since}, and {', '.join(missing)} cannot be passed by keyword there:"
-            " migrate by hand"
+    def not_keyword(self, site: Site, missing: list[Said]) -> Said:
+        return say(
+            "{name}: positional arguments from {n} on bind differently since {since}, and"
+            " {missing} cannot be passed by keyword there: migrate by hand",
+            "{name}：自 {since} 起从第 {n} 个起的位置参数绑定到不同的参数，而 {missing}"
+            " 在那里不能用关键字传入：请手动迁移",
+            name=site.name,
+            n=site.start + 1,
+            since=site.since,
+            missing=join(missing, ", ", "、"),
         )
 
 
@@ -176,8 +217,12 @@ def check_calls(ctx: FileContext, owns: Callable[[str], bool], wording: Wording)
             continue
         lines = [] if path in re_pointed else sorted(set(folded[path]))
         if lines:
-            where = ", ".join(str(n) for n in lines)
-            message += f"; used at line{'s' if len(lines) > 1 else ''} {where}: migrate by hand"
+            message += say(
+                "; used at line{s} {where}: migrate by hand",
+                "；用于第 {where} 行{s}：请手动迁移",
+                s=Said("s" if len(lines) > 1 else "", ""),  # (English plural)
+                where=", ".join(str(n) for n in lines),
+            )
         ctx.report(node, message)
     ctx.diagnostics.extend(calls)
 
@@ -215,8 +260,15 @@ def _check_call(
                 return
             ctx.report(
                 call,
-                f"{path.display()} ({path.dotted}) no longer exists in FlashInfer {new_v}"
-                f"{moved_hint(old_api, new_api, str(path))}: migrate by hand",
+                say(
+                    "{name} ({dotted}) no longer exists in FlashInfer {new_v}{hint}: migrate by"
+                    " hand",
+                    "{name}（`{dotted}`）在 FlashInfer {new_v} 中已不存在{hint}：请手动迁移",
+                    name=path.display(),
+                    dotted=path.dotted,
+                    new_v=new_v,
+                    hint=moved_hint(old_api, new_api, str(path)),
+                ),
             )
         return
     d = callable_diff(str(path), old_v, new_v)
@@ -254,14 +306,14 @@ def _check_call(
 
 def _missing_imports(
     ctx: FileContext, old_api: Api, new_api: Api, owns: Callable[[str], bool]
-) -> list[tuple[ast.stmt, str, str]]:
+) -> list[tuple[ast.stmt, str, Said]]:
     """Imports of FlashInfer names or modules that the new release no longer has, with what to
     say about each: ``(import statement, path, message)``."""
     from migrate_fi.api.differ import moved_hint
 
     resolver = ctx.resolver
     new_v = str(ctx.options.to_version)
-    out: list[tuple[ast.stmt, str, str]] = []
+    out: list[tuple[ast.stmt, str, Said]] = []
     guarded: dict[int, int] | None = None  # (looked up for the first missing import only)
     for node in resolver.imports:
         paths: list[str] = []
@@ -283,31 +335,47 @@ def _missing_imports(
                     guarded = import_guards(resolver.tree, resolver.imports)
                 handler = guarded.get(id(node))
                 fails = (
-                    f"this import raises ImportError there, caught at line {handler}: the"
-                    " fallback runs instead, silently"
+                    say(
+                        "this import raises ImportError there, caught at line {handler}: the"
+                        " fallback runs instead, silently",
+                        "这个导入在那里会抛出 `ImportError`，被第 {handler} 行捕获：转而静默地运行"
+                        "回退代码",
+                        handler=handler,
+                    )
                     if handler is not None
-                    else "this import fails there"
+                    else say("this import fails there", "这个导入在那里会失败")
                 )
                 out.append(
-                    (node, path, f"{path} no longer exists in FlashInfer {new_v}: {fails}{hint}")
+                    (
+                        node,
+                        path,
+                        say(
+                            "{path} no longer exists in FlashInfer {new_v}: {fails}{hint}",
+                            "`{path}` 在 FlashInfer {new_v} 中已不存在：{fails}{hint}",
+                            path=path,
+                            new_v=new_v,
+                            fails=fails,
+                            hint=hint,
+                        ),
+                    )
                 )
     return out
 
 
 def _moved_imports(
-    ctx: FileContext, missing: list[tuple[ast.stmt, str, str]], old_api: Api, new_api: Api
-) -> dict[int, tuple[str, str, FixSafety]]:
+    ctx: FileContext, missing: list[tuple[ast.stmt, str, Said]], old_api: Api, new_api: Api
+) -> dict[int, tuple[str, Said, FixSafety]]:
     """The ``from m import ...`` statements among ``missing`` whose every name went to one
     other module: id of the statement -> (that module, the fix's message, its safety). The same
     code there is a safe fix; the same signature with its code changed, a review fix."""
     from migrate_fi.api.differ import moved_alike, moved_to
 
-    by_statement: dict[int, list[tuple[str, str]]] = {}
+    by_statement: dict[int, list[tuple[str, Said]]] = {}
     nodes_by_id: dict[int, ast.stmt] = {}
     for node, path, message in missing:
         nodes_by_id[id(node)] = node
         by_statement.setdefault(id(node), []).append((path, message))
-    out: dict[int, tuple[str, str, FixSafety]] = {}
+    out: dict[int, tuple[str, Said, FixSafety]] = {}
     for key, found in by_statement.items():
         node = nodes_by_id[key]
         if (
@@ -336,19 +404,36 @@ def _moved_imports(
         if any(t.rsplit(".", 1)[-1] not in names for t in targets if t):
             continue
         old_module = found[0][0].rsplit(".", 1)[0]
-        listed = ", ".join(sorted(names))
-        gone = f"{listed}: gone from {old_module} in FlashInfer {ctx.options.to_version}"
+        gone = say(
+            "{listed}: gone from {old_module} in FlashInfer {new_v}",
+            "`{listed}`：在 FlashInfer {new_v} 中已不在 `{old_module}` 里",
+            listed=", ".join(sorted(names)),
+            old_module=old_module,
+            new_v=ctx.options.to_version,
+        )
         if changed:
             out[key] = (
                 module,
-                f"{gone}; {', '.join(sorted(changed))} at {module} takes the same parameters but"
-                " its code changed: compare the two before importing it from there",
+                say(
+                    "{gone}; {changed} at {module} takes the same parameters but its code"
+                    " changed: compare the two before importing it from there",
+                    "{gone}；`{module}` 中的 `{changed}` 参数相同但代码变了：从那里导入之前请"
+                    "比较两者",
+                    gone=gone,
+                    changed=", ".join(sorted(changed)),
+                    module=module,
+                ),
                 FixSafety.REVIEW,
             )
         else:
             out[key] = (
                 module,
-                f"{gone}, the same code is at {module}: import it from there",
+                say(
+                    "{gone}, the same code is at {module}: import it from there",
+                    "{gone}，相同的代码在 `{module}`：请从那里导入",
+                    gone=gone,
+                    module=module,
+                ),
                 FixSafety.SAFE,
             )
     return out
@@ -366,18 +451,34 @@ class Renames:
     dropped: dict[str, str] = field(default_factory=dict)  # name -> the default, as written
 
 
-_WHY = {
-    "declared": "FlashInfer {v} renamed it and takes the old name, deprecated",
-    "same": "FlashInfer {v} renamed it: the same place, kind, default and words",
-    "place": (
-        "renamed in FlashInfer {v}, likely: the same place, kind and default, but other words:"
-        " check that the meaning is the same"
-    ),
-    "likely": (
+def _why(evidence: str, v: str) -> Said:
+    """Why a keyword is taken for renamed, by the data's ``evidence``."""
+    if evidence == "declared":
+        return say(
+            "FlashInfer {v} renamed it and takes the old name, deprecated",
+            "FlashInfer {v} 给它改了名，旧名仍可用但已弃用",
+            v=v,
+        )
+    if evidence == "same":
+        return say(
+            "FlashInfer {v} renamed it: the same place, kind, default and words",
+            "FlashInfer {v} 给它改了名：位置、类别、默认值和说明都相同",
+            v=v,
+        )
+    if evidence == "place":
+        return say(
+            "renamed in FlashInfer {v}, likely: the same place, kind and default, but other"
+            " words: check that the meaning is the same",
+            "可能在 FlashInfer {v} 中改了名：位置、类别和默认值相同，但说明不同：请确认含义相同",
+            v=v,
+        )
+    return say(
         "renamed in FlashInfer {v}, likely: the closest name of the same kind and default,"
-        " elsewhere in the signature: check that it is the same parameter"
-    ),
-}
+        " elsewhere in the signature: check that it is the same parameter",
+        "可能在 FlashInfer {v} 中改了名：签名中别处有类别和默认值相同、名字最接近的参数："
+        "请确认是同一个参数",
+        v=v,
+    )
 
 
 def _keywords(ctx: FileContext, site: Site) -> Renames:
@@ -401,13 +502,29 @@ def _keywords(ctx: FileContext, site: Site) -> Renames:
                 (renames.safe if safe_rename(evidence) else renames.review)[kw] = new_name
                 continue
             how = (
-                f"and {new_name} are both passed: drop {kw}="
+                say(
+                    "and {new} are both passed: drop {kw}=",
+                    "和 `{new}` 都传了：请去掉 `{kw}=`",
+                    new=new_name,
+                    kw=kw,
+                )
                 if new_name in site.args.keywords
-                else f"is passed through a ** mapping: call it {new_name} there"
+                else say(
+                    "is passed through a ** mapping: call it {new} there",
+                    "经 `**` 映射传入：请在那里改名为 `{new}`",
+                    new=new_name,
+                )
             )
             ctx.report(
                 site.call,
-                f"{site.name}: parameter {kw} {how} ({_WHY[evidence].format(v=site.new_v)})",
+                say(
+                    "{name}: parameter {kw} {how} ({why})",
+                    "{name}：参数 `{kw}` {how}（{why}）",
+                    name=site.name,
+                    kw=kw,
+                    how=how,
+                    why=_why(evidence, site.new_v),
+                ),
             )
         elif kw in d.removed:
             given = own.keywords.get(kw)
@@ -418,7 +535,14 @@ def _keywords(ctx: FileContext, site: Site) -> Renames:
             hint = _successor_hint(d, kw) or _old_default_hint(d, kw, given)
             ctx.report(
                 site.call,
-                f"{site.name}: parameter {kw} no longer exists in FlashInfer {site.new_v}{hint}",
+                say(
+                    "{name}: parameter {kw} no longer exists in FlashInfer {new_v}{hint}",
+                    "{name}：参数 `{kw}` 在 FlashInfer {new_v} 中已不存在{hint}",
+                    name=site.name,
+                    kw=kw,
+                    new_v=site.new_v,
+                    hint=hint,
+                ),
             )
     return renames
 
@@ -446,42 +570,74 @@ def _old_default_passed(site: Site, name: str, given: ast.keyword | ast.expr | N
     return old.default
 
 
-def _old_default_hint(d: CallableDiff, name: str, given: ast.keyword | None) -> str:
+def _old_default_hint(d: CallableDiff, name: str, given: ast.keyword | None) -> Said:
     """`` (its old default: None; ...)``: what a call that did not pass it behaved as."""
     old = next((p for p in d.old.params if p.name == name), None)
     if old is None or old.default is None:
-        return ""
+        return say("", "")
     if given is None:  # (passed through a ** mapping: its value is not read here)
-        return f" (its old default: {old.default})"
+        return say(" (its old default: {old})", "（它原来的默认值：`{old}`）", old=old.default)
     shown = ast.unparse(given.value)
-    shown = shown if len(shown) <= 40 else shown[:37] + "..."
-    return f" (its old default: {old.default}; this call passes {shown}: migrate by hand)"
+    return say(
+        " (its old default: {old}; this call passes {shown}: migrate by hand)",
+        "（它原来的默认值：`{old}`；此调用传入 `{shown}`：请手动迁移）",
+        old=old.default,
+        shown=shown if len(shown) <= 40 else shown[:37] + "...",
+    )
 
 
-def _successor_hint(d: CallableDiff, name: str) -> str:
+def _successor_hint(d: CallableDiff, name: str) -> Said:
     """`` (in its place: x, default None instead of 1)`` when a new parameter fills the removed
     one's place with another kind or default: maybe a rename, but not the same parameter."""
     from migrate_fi.api.differ import place_taken_by
 
     found = place_taken_by(d.old, d.new, name)
     if found is None:
-        return ""
+        return say("", "")
     old, new = found
     if old.default != new.default:
-        was = "required" if old.default is None else old.default
-        now = "required" if new.default is None else new.default
-        change = f"{now}, not {was}"
-        return f" (in its place: {new.name}, default {change}; not the same parameter for certain)"
-    return f" (in its place: {new.name}, {_KINDS[new.kind]}, not {_KINDS[old.kind]})"
+        return say(
+            " (in its place: {new}, default {now}, not {was}; not the same parameter for certain)",
+            "（取代它位置的是 `{new}`，默认值 {now}，而不是 {was}；不一定是同一个参数）",
+            new=new.name,
+            now=_default(new.default),
+            was=_default(old.default),
+        )
+    return say(
+        " (in its place: {new}, {now}, not {was})",
+        "（取代它位置的是 `{new}`，{now}，而不是{was}）",
+        new=new.name,
+        now=_KINDS[new.kind],
+        was=_KINDS[old.kind],
+    )
 
 
-_KINDS = {"A": "positional or keyword", "K": "keyword-only", "P": "positional-only"}
+def _default(value: str | None) -> Said:
+    return say("required", "必填") if value is None else Said(value, f"`{value}`")
 
 
-def _rename_message(site: Site, renames: dict[str, str]) -> str:
-    names = ", ".join(f"{old}= to {new}=" for old, new in renames.items())
-    whys = sorted({_WHY[site.diff.rename_evidence.get(old, "likely")] for old in renames})
-    return f"rename {names} ({'; '.join(w.format(v=site.new_v) for w in whys)})"
+_KINDS = {
+    "A": say("positional or keyword", "位置或关键字参数"),
+    "K": say("keyword-only", "仅限关键字参数"),
+    "P": say("positional-only", "仅限位置参数"),
+}
+
+
+def _rename_message(site: Site, renames: dict[str, str]) -> Said:
+    evidence = sorted({site.diff.rename_evidence.get(old, "likely") for old in renames})
+    return say(
+        "rename {names} ({whys})",
+        "把 {names} 改名（{whys}）",
+        names=join(
+            (
+                say("{old}= to {new}=", "`{old}=` 改为 `{new}=`", old=old, new=new)
+                for old, new in renames.items()
+            ),
+            ", ",
+            "，",
+        ),
+        whys=join(sorted(_why(e, site.new_v) for e in evidence)),
+    )
 
 
 def _with_renames(
@@ -502,7 +658,15 @@ def _with_renames(
 
 def _report_review(ctx: FileContext, site: Site, review: dict[str, str]) -> None:
     if review:
-        ctx.report(site.call, f"{site.name}: {_rename_message(site, review)}")
+        ctx.report(
+            site.call,
+            say(
+                "{name}: {what}",
+                "{name}：{what}",
+                name=site.name,
+                what=_rename_message(site, review),
+            ),
+        )
 
 
 def _fix_renames(ctx: FileContext, site: Site, renames: Renames) -> None:
@@ -518,7 +682,7 @@ def _fix_renames(ctx: FileContext, site: Site, renames: Renames) -> None:
         said += [_drop_message(site, renames.dropped)] if renames.dropped else []
         ctx.fix(
             site.call,
-            f"{site.name}: {'; '.join(said)}",
+            say("{name}: {what}", "{name}：{what}", name=site.name, what=join(said)),
             ctx.replace(
                 site.call,
                 "Call",
@@ -529,14 +693,19 @@ def _fix_renames(ctx: FileContext, site: Site, renames: Renames) -> None:
         )
 
 
-def _drop_message(site: Site, dropped: Mapping[str, str]) -> str:
+def _drop_message(site: Site, dropped: Mapping[str, str]) -> Said:
     """What dropping the arguments of removed parameters passed their old defaults says."""
-    listed = ", ".join(f"{name}={default}" for name, default in dropped.items())
-    them = "them" if len(dropped) > 1 else "it"
-    return (
-        f"drop {listed}: FlashInfer {site.new_v} removed the parameter"
-        f"{'s' if len(dropped) > 1 else ''}, and the call passes the old default (as if it"
-        f" did not pass {them})"
+    several = len(dropped) > 1
+    return say(
+        "drop {listed}: FlashInfer {new_v} removed the parameter{s}, and the call passes the old"
+        " default (as if it did not pass {them})",
+        "去掉 `{listed}`：FlashInfer {new_v} 删除了这个参数{s}，而此调用传的是旧的默认值"
+        "（等同于没有传{them}）",
+        listed=", ".join(f"{name}={default}" for name, default in dropped.items()),
+        new_v=site.new_v,
+        # (English grammar: nothing in Chinese)
+        s=Said("s" if several else "", ""),
+        them=Said("them" if several else "it", ""),
     )
 
 
@@ -645,7 +814,13 @@ def _required(ctx: FileContext, site: Site, positional: int) -> list[str]:
     for req in missing:
         ctx.report(
             site.call,
-            f"{site.name}: FlashInfer {site.new_v} requires parameter {req}, not passed here",
+            say(
+                "{name}: FlashInfer {new_v} requires parameter {req}, not passed here",
+                "{name}：FlashInfer {new_v} 要求参数 `{req}`，这里没有传",
+                name=site.name,
+                new_v=site.new_v,
+                req=req,
+            ),
         )
     return missing
 
@@ -688,11 +863,21 @@ def _positional(ctx: FileContext, site: Site, wording: Wording, renames: Renames
     if missing:
         # (a likely rename is said: the person decides whether the new name is the same)
         said = [
-            f"{p.name} (renamed {d.renamed[p.name]}, likely)"
+            say(
+                "{p} (renamed {new}, likely)",
+                "`{p}`（可能改名为 `{new}`）",
+                p=p.name,
+                new=d.renamed[p.name],
+            )
             if p.name in d.renamed
-            else f"{p.name} (removed, passed its old default {dropped[i]}: drop it)"
+            else say(
+                "{p} (removed, passed its old default {old}: drop it)",
+                "`{p}`（已删除，传的是旧默认值 `{old}`：去掉它）",
+                p=p.name,
+                old=dropped[i],
+            )
             if i in dropped
-            else p.name
+            else Said(p.name, f"`{p.name}`")
             for i, p in enumerate(old_pos[:n])
             if i >= start and not keyword_ok(i)
         ]
@@ -711,24 +896,28 @@ def _positional(ctx: FileContext, site: Site, wording: Wording, renames: Renames
     moved = ", ".join(f"{old_pos[i].name}=" for i in range(start, n) if i not in dropped)
     gone = {old_pos[i].name: default for i, default in dropped.items()}
     if not moved:
-        message = f"{site.name}: {_drop_message(site, gone)}"
+        message = say(
+            "{name}: {what}", "{name}：{what}", name=site.name, what=_drop_message(site, gone)
+        )
     elif d.misbinding_index is not None and d.misbinding_index == start:
         message = wording.misbinding(site, moved)
     else:
         message = wording.deprecated(site, moved)
     if moved and gone:
-        message += f"; {_drop_message(site, gone)}"
+        message += say("; {what}", "；{what}", what=_drop_message(site, gone))
     still = _required(ctx, site, first)
     if still:
-        needs = ", ".join(f"{r}=" for r in still)
-        message += (
-            f" (fixed in part: on {site.new_v} the call still needs {needs}, reported here too)"
+        message += say(
+            " (fixed in part: on {new_v} the call still needs {needs}, reported here too)",
+            "（只修复了一部分：在 {new_v} 上此调用仍需要 `{needs}`，也在这里报告）",
+            new_v=site.new_v,
+            needs=", ".join(f"{r}=" for r in still),
         )
     safe = renames.safe
     if safe:
-        message += f"; also {_rename_message(site, safe)}"
+        message += say("; also {what}", "；另外{what}", what=_rename_message(site, safe))
     if renames.dropped:
-        message += f"; also {_drop_message(site, renames.dropped)}"
+        message += say("; also {what}", "；另外{what}", what=_drop_message(site, renames.dropped))
     transform = _with_renames(keywordize(names), safe, renames.dropped)
     if dropped:
         transform = _then_drop(transform, [_written_at(site, i) for i in dropped])

@@ -12,6 +12,7 @@ from migrate_fi.analysis.resolver import NameResolver
 from migrate_fi.analysis.scopes import Binding, Scope
 from migrate_fi.analysis.values import read_dict
 from migrate_fi.base import patterns
+from migrate_fi.base.messages import Said, say
 from migrate_fi.base.modules import display_path
 from migrate_fi.base.results import FixSafety
 from migrate_fi.editing.edits import add_dict_entry, add_keyword
@@ -62,7 +63,7 @@ def _is_cpu(text: str) -> bool:
 @dataclass(frozen=True)
 class _Candidate:
     expr: str  # what to pass: `device_group`, `self.tp_group`
-    why: str  # where it comes from, for the message
+    why: Said  # where it comes from, for the message
     world: bool = False  # it is torch.distributed.group.WORLD: passing it changes nothing
 
 
@@ -164,9 +165,15 @@ class AllreduceWorkspaceGroup(Rule):
             if others:
                 ctx.report(
                     call,
-                    f"this {name} may also be {', '.join(c.describe() for c in others)}; if it is"
-                    f" FlashInfer's, pass group= (the WORLD fallback since"
-                    f" {self.introduced_in}): left unchanged",
+                    say(
+                        "this {name} may also be {others}; if it is FlashInfer's, pass group= (the"
+                        " WORLD fallback since {since}): left unchanged",
+                        "这个 `{name}` 也可能是 {others}；如果它是 FlashInfer 的，请传入 `group=`"
+                        "（自 {since} 起缺省时回退到 WORLD）：未修改",
+                        name=name,
+                        others=", ".join(c.describe() for c in others),
+                        since=self.introduced_in,
+                    ),
                 )
                 continue
             signature = new_api.callable(path)
@@ -210,12 +217,19 @@ class _Site:
     def check(self) -> None:
         invalid = self._invalid_keywords()
         if invalid:
-            words = ", ".join(f"`{k}=`" for k in invalid)
             self.ctx.report(
                 self.call,
-                f"{self.name} is passed {words}, which it takes in neither FlashInfer"
-                f" {self.ctx.options.from_version} nor {self.ctx.options.to_version}: this call"
-                " raises TypeError already; fix its keywords (the process group goes in group=)",
+                say(
+                    "{name} is passed {words}, which it takes in neither FlashInfer {old_v} nor"
+                    " {new_v}: this call raises TypeError already; fix its keywords (the process"
+                    " group goes in group=)",
+                    "`{name}` 收到了 {words}，而 FlashInfer {old_v} 和 {new_v} 都不接受它：这个"
+                    "调用本来就会抛出 `TypeError`；请修正它的关键字参数（进程组应传给 `group=`）",
+                    name=self.name,
+                    words=", ".join(f"`{k}=`" for k in invalid),
+                    old_v=self.ctx.options.from_version,
+                    new_v=self.ctx.options.to_version,
+                ),
             )
             return
         backend = self._keyword("backend")
@@ -228,9 +242,15 @@ class _Site:
         if self.args.opaque_kwargs or self.args.starred:
             self.ctx.report(
                 self.call,
-                f"{self.name}: whether the arguments unpacked here include group= cannot be"
-                f" known; since {self.since} a workspace without it rendezvouses on WORLD:"
-                " check that it is passed",
+                say(
+                    "{name}: whether the arguments unpacked here include group= cannot be known;"
+                    " since {since} a workspace without it rendezvouses on WORLD: check that it"
+                    " is passed",
+                    "`{name}`：无法知道这里解包的参数是否包含 `group=`；自 {since} 起没有它的"
+                    " workspace 会在 WORLD 上会合：请确认传入了它",
+                    name=self.name,
+                    since=self.since,
+                ),
             )
             return
         chosen, safety, note = self._choose()
@@ -238,22 +258,39 @@ class _Site:
             return  # the group in sight is WORLD: group= would change nothing
         if chosen is None and self._world_sized():
             return  # its ranks are WORLD's (a benchmark over all ranks): WORLD is meant
-        problem = (
-            f"{self.name} without group=: since {self.since} its workspace rendezvouses on WORLD,"
-            " so a TP/EP/CP sub-group hangs in CUDA-graph warm-up or addresses the wrong peers"
+        problem = say(
+            "{name} without group=: since {since} its workspace rendezvouses on WORLD, so a"
+            " TP/EP/CP sub-group hangs in CUDA-graph warm-up or addresses the wrong peers",
+            "`{name}` 没有传 `group=`：自 {since} 起它的 workspace 在 WORLD 上会合，所以"
+            " TP/EP/CP 子组会在 CUDA 图预热时挂起，或与错误的对端通信",
+            name=self.name,
+            since=self.since,
         )
         if chosen is None:
-            looked = ", ".join(self.names)
             self.ctx.report(
                 self.call,
-                f"{problem}; no process group is in scope here (looked for the communicator's"
-                f" group, and parameters, locals and self attributes named {looked}): pass"
-                " group=<the device process group of the ranks that share this workspace>",
+                say(
+                    "{problem}; no process group is in scope here (looked for the communicator's"
+                    " group, and parameters, locals and self attributes named {looked}): pass"
+                    " group=<the device process group of the ranks that share this workspace>",
+                    "{problem}；这里的作用域中没有进程组（查找了通信器的组，以及名为 `{looked}`"
+                    " 的参数、局部变量和 `self` 属性）：请传入 `group=<共享此 workspace 的各 rank"
+                    " 的设备进程组>`",
+                    problem=problem,
+                    looked=", ".join(self.names),
+                ),
             )
             return
         self.ctx.fix(
             self.call,
-            f"{problem}: pass group={chosen.expr} ({chosen.why}{note})",
+            say(
+                "{problem}: pass group={expr} ({why}{note})",
+                "{problem}：传入 `group={expr}`（{why}{note}）",
+                problem=problem,
+                expr=chosen.expr,
+                why=chosen.why,
+                note=note,
+            ),
             self._edit(chosen.expr),
             safety=safety,
         )
@@ -262,21 +299,24 @@ class _Site:
 
     # ----------------------------------------------------------- choosing
 
-    def _choose(self) -> tuple[_Candidate | None, FixSafety, str]:
+    def _choose(self) -> tuple[_Candidate | None, FixSafety, Said]:
         for level in (self._from_communicator(), self._from_function(), self._from_self()):
             if not level:
                 continue
             first, rest = level[0], level[1:]
             if not rest:
-                return first, FixSafety.SAFE, ""
-            others = ", ".join(c.expr for c in rest)
+                return first, FixSafety.SAFE, say("", "")
             return (
                 first,
                 FixSafety.REVIEW,
-                f"; also in scope: {others}: check which is the device group of the ranks"
-                " that share this workspace",
+                say(
+                    "; also in scope: {others}: check which is the device group of the ranks that"
+                    " share this workspace",
+                    "；作用域中还有：{others}：请确认哪个是共享此 workspace 的各 rank 的设备组",
+                    others=", ".join(c.expr for c in rest),
+                ),
             )
-        return None, FixSafety.SAFE, ""
+        return None, FixSafety.SAFE, say("", "")
 
     def _from_communicator(self) -> list[_Candidate]:
         """The group the call already gives its communicator (`comm_backend=...`)."""
@@ -291,7 +331,14 @@ class _Site:
                             world = is_world_group(self.resolver, kw.value, self.scope)
                             found.setdefault(
                                 text,
-                                _Candidate(text, "the group its comm_backend is built with", world),
+                                _Candidate(
+                                    text,
+                                    say(
+                                        "the group its comm_backend is built with",
+                                        "构建它的 `comm_backend` 所用的组",
+                                    ),
+                                    world,
+                                ),
                             )
         return list(found.values())
 
@@ -359,8 +406,9 @@ class _Site:
             if found is None or found[0].kind not in ("function",):
                 continue
             owner, bindings = found
+            function = getattr(owner.node, "name", "the function")
             if any(b.what == "parameter" for b in bindings):
-                where = f"a parameter of `{getattr(owner.node, 'name', 'the function')}`"
+                where = say("a parameter of `{f}`", "`{f}` 的参数", f=function)
             elif bindings and all(
                 b.line < self.call.lineno
                 and b.value is not None
@@ -368,11 +416,16 @@ class _Site:
                 for b in bindings
                 if b.what != "None"
             ):
-                where = f"a local of `{getattr(owner.node, 'name', 'the function')}`"
+                where = say("a local of `{f}`", "`{f}` 的局部变量", f=function)
             else:
                 continue
             if self._is_coordinator(name, bindings, owner.node):
-                out.append(_Candidate(f"{name}.device_group", f"{where}, a group coordinator"))
+                out.append(
+                    _Candidate(
+                        f"{name}.device_group",
+                        say("{where}, a group coordinator", "{where}，一个组协调器", where=where),
+                    )
+                )
                 continue
             world = is_world_group(self.resolver, ast.Name(id=name, ctx=ast.Load()), self.scope)
             out.append(_Candidate(name, where, world))
@@ -424,11 +477,15 @@ class _Site:
             if self._is_coordinator(expr, bindings, s.owner_class.node):
                 out.append(
                     _Candidate(
-                        f"{expr}.device_group", "an attribute set in the class, a coordinator"
+                        f"{expr}.device_group",
+                        say(
+                            "an attribute set in the class, a coordinator",
+                            "在类中设置的属性，一个协调器",
+                        ),
                     )
                 )
                 continue
-            out.append(_Candidate(expr, "an attribute set in the class"))
+            out.append(_Candidate(expr, say("an attribute set in the class", "在类中设置的属性")))
         return out
 
     # -------------------------------------------------------------- editing
@@ -453,7 +510,15 @@ class _Site:
     def _none_paths(self, value: ast.expr, at: ast.AST) -> None:
         """`group=None`, or a group variable that is None on some path: the WORLD fallback."""
         if is_none(value):
-            self.ctx.report(value, f"{self.name} gets group=None: {self._tail()}")
+            self.ctx.report(
+                value,
+                say(
+                    "{name} gets group=None: {tail}",
+                    "`{name}` 收到 `group=None`：{tail}",
+                    name=self.name,
+                    tail=self._tail(),
+                ),
+            )
             return
         for binding, described in self._none_bindings(value):
             if binding.what == "parameter":
@@ -461,14 +526,24 @@ class _Site:
             else:
                 self.ctx.report(
                     at,
-                    f"{self.name}: `{described}` is set to None at line {binding.line}; {self._tail()}",
+                    say(
+                        "{name}: `{described}` is set to None at line {line}; {tail}",
+                        "`{name}`：`{described}` 在第 {line} 行被设为 `None`；{tail}",
+                        name=self.name,
+                        described=described,
+                        line=binding.line,
+                        tail=self._tail(),
+                    ),
                 )
 
-    def _tail(self) -> str:
-        return (
-            f"since {self.since} a workspace given group=None rendezvouses on WORLD, so a TP/EP/CP"
+    def _tail(self) -> Said:
+        return say(
+            "since {since} a workspace given group=None rendezvouses on WORLD, so a TP/EP/CP"
             " sub-group hangs or addresses the wrong peers: pass the sub-group's device group on"
-            " every path"
+            " every path",
+            "自 {since} 起收到 `group=None` 的 workspace 在 WORLD 上会合，所以 TP/EP/CP 子组"
+            "会挂起或与错误的对端通信：请在每条路径上都传入子组的设备组",
+            since=self.since,
         )
 
     def _default_none(self, param: str, at: ast.AST) -> None:
@@ -480,31 +555,49 @@ class _Site:
         if not passes:
             self.ctx.report(
                 at,
-                f"{self.name}: the parameter `{param}` defaults to None, so a caller that omits it"
-                " gets the fallback (make it required, or check that every caller passes it);"
-                f" {self._tail()}",
+                say(
+                    "{name}: the parameter `{param}` defaults to None, so a caller that omits it"
+                    " gets the fallback (make it required, or check that every caller passes it);"
+                    " {tail}",
+                    "`{name}`：参数 `{param}` 默认为 `None`，省略它的调用者会得到回退行为（把它"
+                    "改为必填，或确认每个调用者都传入了它）；{tail}",
+                    name=self.name,
+                    param=param,
+                    tail=self._tail(),
+                ),
             )
             return
         assert function is not None
         of = f"`{getattr(function.node, 'name', param)}`"
         for passed in passes:
             where = passed.where(self.ctx.path)
+            facts = {"name": self.name, "of": of, "where": where, "param": param}
             if passed.value is None:
                 self.ctx.report(
                     at,
-                    f"{self.name}: the call of {of} at {where} leaves `{param}` at its default"
-                    f" None; {self._tail()}",
+                    say(
+                        "{name}: the call of {of} at {where} leaves `{param}` at its default None;"
+                        " {tail}",
+                        "`{name}`：{where} 处对 {of} 的调用让 `{param}` 取默认值 `None`；{tail}",
+                        tail=self._tail(),
+                        **facts,
+                    ),
                 )
             elif is_none(passed.value):
                 self.ctx.report(
                     at,
-                    f"{self.name}: the call of {of} at {where} passes {param}=None; {self._tail()}",
+                    say(
+                        "{name}: the call of {of} at {where} passes {param}=None; {tail}",
+                        "`{name}`：{where} 处对 {of} 的调用传入 `{param}=None`；{tail}",
+                        tail=self._tail(),
+                        **facts,
+                    ),
                 )
             elif isinstance(passed.value, ast.Name):
                 self._caller_none(passed, passed.value.id, of, where, at)
 
     def _caller_none(
-        self, passed: _callers.Passed, name: str, of: str, where: str, at: ast.AST
+        self, passed: _callers.Passed, name: str, of: str, where: Said, at: ast.AST
     ) -> None:
         """A caller passes a variable: each None it may be set to before the call is reported at
         its own line when it is in this file, else here, naming it."""
@@ -518,9 +611,14 @@ class _Site:
             call = _call_at(passed.resolver.tree, passed.line)
             if call is not None and narrowed_not_none(owner.node, name, call):
                 continue
-            text = (
-                f"{self.name}: `{name}` is set to None here and passed to {of} at {where};"
-                f" {self._tail()}"
+            text = say(
+                "{name}: `{var}` is set to None here and passed to {of} at {where}; {tail}",
+                "`{name}`：`{var}` 在这里被设为 `None`，并在 {where} 处传给 {of}；{tail}",
+                name=self.name,
+                var=name,
+                of=of,
+                where=where,
+                tail=self._tail(),
             )
             statement = _assignment_at(passed.resolver.tree, b.line, name)
             if passed.resolver is self.resolver and statement is not None:
@@ -529,8 +627,19 @@ class _Site:
                 shown = display_path(passed.path)
                 self.ctx.report(
                     at,
-                    f"{self.name}: `{name}` is set to None at {shown}:{b.line} and passed to {of}"
-                    f" at {where}; {self._tail()}",
+                    say(
+                        "{name}: `{var}` is set to None at {shown}:{line} and passed to {of} at"
+                        " {where}; {tail}",
+                        "`{name}`：`{var}` 在 `{shown}:{line}` 被设为 `None`，并在 {where} 处传给"
+                        " {of}；{tail}",
+                        name=self.name,
+                        var=name,
+                        shown=shown,
+                        line=b.line,
+                        of=of,
+                        where=where,
+                        tail=self._tail(),
+                    ),
                 )
 
     def _none_bindings(self, value: ast.expr) -> list[tuple[Binding, str]]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import TYPE_CHECKING, ClassVar
 
+from migrate_fi.base.messages import Said, say
 from migrate_fi.base.results import FixAvailability
 from migrate_fi.framework.rule import FileContext, Rule, RuleOption, RuleSetupError, RunOptions
 
@@ -115,26 +116,65 @@ class BehaviourNotes(Rule):
             for note in by_key[call.key]:
                 if isinstance(note, Deprecated):
                     if call.view.args.passed(note.parameter) is not None:
-                        where = f" Pass it to {_short(note.moved_to)}." if note.moved_to else ""
-                        ctx.report(
-                            call.view.node,
-                            f"{_short(note.api)}: {note.parameter}= is deprecated since FlashInfer"
-                            f" {note.release}: {_sentence(note.why)}{where} Source:"
-                            f" {note.source}",
-                        )
+                        ctx.report(call.view.node, _deprecated(note))
                     continue
                 if (call.key, note.what) in told or not _may_apply(
                     note, call.view, old_api.callable(call.path)
                 ):
                     continue  # (the first call of the API in the file says it)
                 told.add((call.key, note.what))
-                ctx.report(
-                    call.view.node,
-                    f"{_short(note.api)}: FlashInfer {note.release} changed what it does"
-                    f" ({note.kind}): {_sentence(note.what)} Source: {note.source}. Check it"
-                    " against this project's GPUs and inputs, then mark the line"
-                    " `# migrate-fi: ignore[FI012]`",
-                )
+                ctx.report(call.view.node, _changed(note))
+
+
+def _deprecated(note: Deprecated) -> Said:
+    where = (
+        say(" Pass it to {to}.", "请改为传给 `{to}`。", to=_short(note.moved_to))
+        if note.moved_to
+        else say("", "")
+    )
+    return say(
+        "{api}: {parameter}= is deprecated since FlashInfer {release}: {why}{where} Source:"
+        " {source}",
+        "{api}：`{parameter}=` 自 FlashInfer {release} 起已弃用：{why}{where}来源：`{source}`",
+        api=_short(note.api),
+        parameter=note.parameter,
+        release=note.release,
+        why=_told(note.why, note.why_zh),
+        where=where,
+        source=note.source,
+    )
+
+
+def _changed(note: Behaviour) -> Said:
+    return say(
+        "{api}: FlashInfer {release} changed what it does ({kind}): {what} Source: {source}."
+        " Check it against this project's GPUs and inputs, then mark the line"
+        " `# migrate-fi: ignore[FI012]`",
+        "{api}：FlashInfer {release} 改变了它的行为（{kind}）：{what}来源：`{source}`。"
+        "请在本项目的 GPU 和输入上核对，然后给该行加上 `# migrate-fi: ignore[FI012]`",
+        api=_short(note.api),
+        release=note.release,
+        kind=_KIND[note.kind],
+        what=_told(note.what, note.what_zh),
+        source=note.source,
+    )
+
+
+# what a note's kind is called in a message
+_KIND = {
+    "architecture": say("architecture", "GPU 架构"),
+    "input-format": say("input-format", "输入格式"),
+    "numerics": say("numerics", "数值"),
+    "error": say("error", "报错"),
+    "other": say("other", "其他"),
+    "fix": say("fix", "修复"),
+}
+
+
+def _told(en: str, zh: str) -> Said:
+    """A note's text as a sentence in both languages (its Chinese, where the notes give it;
+    else a pointer to the source, which the message names)."""
+    return Said(_sentence(en), _sentence_zh(zh) if zh else "具体变化见来源。")
 
 
 @lru_cache(maxsize=8)
@@ -214,6 +254,11 @@ def _sentence(text: str) -> str:
     """``text`` as a sentence: its last stop kept or added."""
     text = text.strip()
     return text if text.endswith((".", "!", "?")) else text + "."
+
+
+def _sentence_zh(text: str) -> str:
+    text = text.strip()
+    return text if text.endswith(("。", "！", "？")) else text + "。"
 
 
 def _short(path: str | None) -> str:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from migrate_fi.analysis.calls import Via
 from migrate_fi.api.paths import ApiPath
+from migrate_fi.base.messages import say
 from migrate_fi.base.results import FixSafety
 from migrate_fi.editing.edits import add_keyword
 from migrate_fi.framework.rule import FileContext, Rule, RuleOption, RuleSetupError, RunOptions
@@ -126,21 +127,42 @@ class ChangedDefaults(Rule):
             return  # positional arguments into *args, which a shim may map onto it
         name = ApiPath(change.path).display()
         old, new = change.old, change.new
-        told = (
-            f"{name}: this call leaves out {change.name}, whose default is {new} in FlashInfer"
-            f" {new_v} ({old} in {ctx.options.from_version}), so it now runs with {change.name}="
-            f"{new}"
+        told = say(
+            "{name}: this call leaves out {param}, whose default is {new} in FlashInfer {new_v}"
+            " ({old} in {old_v}), so it now runs with {param}={new}",
+            "{name}：此调用没有传 `{param}`，它在 FlashInfer {new_v} 中的默认值是 `{new}`"
+            "（{old_v} 中是 `{old}`），所以现在以 `{param}={new}` 运行",
+            name=name,
+            param=change.name,
+            new=new,
+            old=old,
+            new_v=new_v,
+            old_v=ctx.options.from_version,
         )
         plain, literal = _literal(old)
         if not keep or not plain or not change.keyword or view.via is not Via.DIRECT:
-            ctx.report(view.node, f"{told}: pass {change.name}={old} to keep what it did")
+            ctx.report(
+                view.node,
+                say(
+                    "{told}: pass {param}={old} to keep what it did",
+                    "{told}：传入 `{param}={old}` 以保持原来的行为",
+                    told=told,
+                    param=change.name,
+                    old=old,
+                ),
+            )
             return
         value = quote_like(literal, ctx.text)
         wrap = overflows(ctx.lines, view.node, f", {change.name}={value}", ctx.path)
         ctx.fix(
             view.node,
-            f"{told}: pass {change.name}={value} to keep what it did (drop it to take the new"
-            " default)",
+            say(
+                "{told}: pass {param}={value} to keep what it did (drop it to take the new default)",
+                "{told}：传入 `{param}={value}` 以保持原来的行为（去掉它则采用新的默认值）",
+                told=told,
+                param=change.name,
+                value=value,
+            ),
             ctx.replace(view.node, "Call", add_keyword(change.name, value, one_per_line=wrap)),
         )
 

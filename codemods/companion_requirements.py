@@ -11,6 +11,7 @@ from packaging.version import InvalidVersion, Version
 
 from migrate_fi.api.releases import requirements_of
 from migrate_fi.base import depends, patterns
+from migrate_fi.base.messages import Said, say
 from migrate_fi.base.results import FixSafety
 from migrate_fi.framework.rule import FileContext, Rule, RuleOption, RunOptions
 from migrate_fi.project.current import pin_files, project_root
@@ -117,7 +118,7 @@ def _lowest(spec: SpecifierSet) -> Version | None:
 
 def _published_floor(
     name: str, spec: SpecifierSet, group: list[VersionRef], ref: VersionRef, lowest: Version
-) -> Version | str:
+) -> Version | Said:
     """The lowest final release of ``name`` the package index serves (the bundled index data,
     or what `signatures update` read) that ``spec`` accepts and the requirement's other clauses
     (``group`` but ``ref``) allow; else why the pin is not moved."""
@@ -125,9 +126,13 @@ def _published_floor(
 
     versions, read = index_versions(name)
     if not versions:
-        return (
-            f"move the pin to {lowest} or a later release (not checked against the package index:"
-            f" no data for {name}; `migrate-fi signatures update` reads it)"
+        return say(
+            "move the pin to {lowest} or a later release (not checked against the package index:"
+            " no data for {name}; `migrate-fi signatures update` reads it)",
+            "请把版本约束改到 {lowest} 或更新的版本（未对照包索引核对：没有 `{name}` 的数据；"
+            "`migrate-fi signatures update` 会读取它）",
+            lowest=lowest,
+            name=name,
         )
     others = _specifier(
         ",".join(f"{r.operator}{r.version}" for r in group if r is not ref and r.operator)
@@ -141,10 +146,17 @@ def _published_floor(
         if not v.is_prerelease and spec.contains(v) and others.contains(v, prereleases=True):
             fitting.append(v)
     if not fitting:
-        bounds = f" and its other bounds ({others})" if str(others) else ""
-        return (
-            f"no release on the package index (read {read}) fits both that{bounds}: change the"
-            " pin by hand"
+        bounds = (
+            say(" and its other bounds ({others})", "以及它的其他约束（`{others}`）", others=others)
+            if str(others)
+            else say("", "")
+        )
+        return say(
+            "no release on the package index (read {read}) fits both that{bounds}: change the"
+            " pin by hand",
+            "包索引上（读取于 {read}）没有同时满足这一要求{bounds}的版本：请手动修改版本约束",
+            read=read,
+            bounds=bounds,
         )
     return min(fitting)
 
@@ -152,18 +164,22 @@ def _published_floor(
 _VENDOR_FOLDERS = ("third_party", "third-party", "vendor", "vendored", "_vendor", "external")
 
 
-def _vendored(ctx: FileContext) -> str:
+def _vendored(ctx: FileContext) -> Said:
     """`` (a vendored copy of X: ...)`` for a file under a vendor folder: its pins are that
     project's, which the project may not be free to change."""
     parts = os.path.normpath(ctx.path).split(os.sep)
     for i, part in enumerate(parts[:-2]):
         if part.lower() in _VENDOR_FOLDERS:
             owner = parts[i + 1]
-            return (
-                f" (this file is {owner}'s, vendored under {part}/: its pins are {owner}'s own;"
-                f" update the vendored {owner}, or install it without this requirements file)"
+            return say(
+                " (this file is {owner}'s, vendored under {part}/: its pins are {owner}'s own;"
+                " update the vendored {owner}, or install it without this requirements file)",
+                "（此文件属于 {owner}，以内置副本放在 `{part}/` 下：其中的版本约束是 {owner}"
+                " 自己的；请更新内置的 {owner}，或不用这个依赖文件来安装它）",
+                owner=owner,
+                part=part,
             )
-    return ""
+    return say("", "")
 
 
 _PINS_FLASHINFER = patterns.compile(r"flashinfer[-_.]python\b", re.IGNORECASE)
@@ -287,15 +303,26 @@ class CompanionRequirements(Rule):
             name = group[0].package
             spec = required[name]
             extra = (
-                f" with the extra {', '.join(sorted(extras))}"
+                say(
+                    " with the extra {extras}",
+                    "（带 extra `{extras}`）",
+                    extras=", ".join(sorted(extras)),
+                )
                 if extras and plain.get(name) != spec
-                else ""
+                else say("", "")
             )
-            needs = f"FlashInfer {target} requires {name}{spec}{extra} (its wheel's metadata)"
+            needs = say(
+                "FlashInfer {target} requires {name}{spec}{extra} (its wheel's metadata)",
+                "FlashInfer {target} 要求 `{name}{spec}`{extra}（见其 wheel 的元数据）",
+                target=target,
+                name=name,
+                spec=spec,
+                extra=extra,
+            )
             self._check(ctx, group, spec, needs, move)
 
     def _check(
-        self, ctx: FileContext, group: list[VersionRef], spec: SpecifierSet, needs: str, move: bool
+        self, ctx: FileContext, group: list[VersionRef], spec: SpecifierSet, needs: Said, move: bool
     ) -> None:
         name = group[0].package
         lowest = _lowest(spec)
@@ -318,24 +345,57 @@ class CompanionRequirements(Rule):
                     continue  # a lower floor allows what FlashInfer needs: the resolver picks it
                 if lowest is not None and version > lowest:
                     continue  # newer than the minimum but excluded (an upper bound): below
-                what = f"{name}{ref.operator}{ref.version} here; {needs}"
+                what = say(
+                    "{pin} here; {needs}",
+                    "这里是 `{pin}`；{needs}",
+                    pin=f"{name}{ref.operator}{ref.version}",
+                    needs=needs,
+                )
                 if move and lowest is not None and version < lowest:
                     found = _published_floor(name, spec, group, ref, lowest)
                     if isinstance(found, Version):
                         ctx.fix(
                             ref.span,
-                            f"{what}: moved to {found}, the lowest version the package index"
-                            " serves that it accepts",
+                            say(
+                                "{what}: moved to {found}, the lowest version the package index"
+                                " serves that it accepts",
+                                "{what}：已改为 {found}，即包索引上满足要求的最低版本",
+                                what=what,
+                                found=found,
+                            ),
                             ctx.replace_text(ref.span, str(found)),
                         )
                     else:
-                        ctx.report(ref.span, f"{what}: {found}{_vendored(ctx)}")
+                        ctx.report(
+                            ref.span,
+                            say(
+                                "{what}: {found}{vendored}",
+                                "{what}：{found}{vendored}",
+                                what=what,
+                                found=found,
+                                vendored=_vendored(ctx),
+                            ),
+                        )
                 else:
                     hint = (
-                        "" if move else f" (option move = true of {self.code} moves it to {lowest})"
+                        say(
+                            " (option move = true of {code} moves it to {lowest})",
+                            "（{code} 的选项 `move = true` 会把它改为 {lowest}）",
+                            code=self.code,
+                            lowest=lowest,
+                        )
+                        if lowest and not move
+                        else say("", "")
                     )
                     ctx.report(
-                        ref.span, f"{what}: move the pin{hint if lowest else ''}{_vendored(ctx)}"
+                        ref.span,
+                        say(
+                            "{what}: move the pin{hint}{vendored}",
+                            "{what}：请修改版本约束{hint}{vendored}",
+                            what=what,
+                            hint=hint,
+                            vendored=_vendored(ctx),
+                        ),
                     )
             elif (
                 ref.operator in ("<", "<=")
@@ -346,7 +406,14 @@ class CompanionRequirements(Rule):
             ):
                 ctx.report(
                     ref.span,
-                    f"{name}{ref.operator}{ref.version} here excludes every version"
-                    f" {needs.split(' requires ', 1)[0]} accepts ({needs}): raise the"
-                    f" bound{_vendored(ctx)}",
+                    say(
+                        "{pin} here excludes every version FlashInfer {target} accepts ({needs}):"
+                        " raise the bound{vendored}",
+                        "这里的 `{pin}` 排除了 FlashInfer {target} 接受的所有版本（{needs}）："
+                        "请放宽上限{vendored}",
+                        pin=f"{name}{ref.operator}{ref.version}",
+                        target=ctx.options.to_version,
+                        needs=needs,
+                        vendored=_vendored(ctx),
+                    ),
                 )

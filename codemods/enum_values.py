@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, ClassVar
 from migrate_fi.analysis import nodes
 from migrate_fi.analysis.calls import Via
 from migrate_fi.api.paths import ApiPath
+from migrate_fi.base.messages import say
 from migrate_fi.base.results import FixSafety
 from migrate_fi.editing.edits import replace_with, set_argument
 from migrate_fi.framework.rule import FileContext, Rule, RunOptions
@@ -120,9 +121,16 @@ class EnumValues(Rule):
                 change = enums[key]
                 ctx.report(
                     node,
-                    f"{change.name}.{node.attr} no longer exists in FlashInfer"
-                    f" {ctx.options.to_version} (an AttributeError there); its members there:"
-                    f" {', '.join(sorted(change.new))}",
+                    say(
+                        "{enum}.{member} no longer exists in FlashInfer {new_v} (an AttributeError"
+                        " there); its members there: {members}",
+                        "`{enum}.{member}` 在 FlashInfer {new_v} 中已不存在（那里会抛出"
+                        " `AttributeError`）；那里的成员：{members}",
+                        enum=change.name,
+                        member=node.attr,
+                        new_v=ctx.options.to_version,
+                        members=", ".join(sorted(change.new)),
+                    ),
                 )
 
     @staticmethod
@@ -162,22 +170,61 @@ class EnumValues(Rule):
             if meant is None:
                 continue  # no member (a ValueError on both), or the same member on both
             member, now = meant
-            means = f"{change.name}.{now}" if now else "no member (a ValueError)"
-            told = (
-                f"{change.name}({number}) is {change.name}.{member} on FlashInfer {old_v} but"
-                f" {means} on {new_v}"
+            means = (
+                say("{enum}.{now}", "`{enum}.{now}`", enum=change.name, now=now)
+                if now
+                else say("no member (a ValueError)", "没有对应成员（抛出 `ValueError`）")
+            )
+            told = say(
+                "{enum}({number}) is {enum}.{member} on FlashInfer {old_v} but {means} on {new_v}",
+                "`{enum}({number})` 在 FlashInfer {old_v} 上是 `{enum}.{member}`，在 {new_v} 上却是"
+                "{means}",
+                enum=change.name,
+                number=number,
+                member=member,
+                old_v=old_v,
+                means=means,
+                new_v=new_v,
             )
             if member not in change.new:
-                ctx.report(node, f"{told} ({member} is gone there): migrate by hand")
+                ctx.report(
+                    node,
+                    say(
+                        "{told} ({member} is gone there): migrate by hand",
+                        "{told}（那里已没有 `{member}`）：请手动迁移",
+                        told=told,
+                        member=member,
+                    ),
+                )
                 continue
-            told += f" ({change.name} was renumbered: {member} is {change.new[member]} there)"
+            told += say(
+                " ({enum} was renumbered: {member} is {number} there)",
+                "（`{enum}` 重新编号了：那里 `{member}` 是 {number}）",
+                enum=change.name,
+                member=member,
+                number=change.new[member],
+            )
             written = f"{ctx.text_between(ctx.span(func)[:2], ctx.span(func)[2:])}.{member}"
             if "\n" in written or "#" in written:
-                ctx.report(node, f"{told}: write {change.name}.{member}")
+                ctx.report(
+                    node,
+                    say(
+                        "{told}: write {enum}.{member}",
+                        "{told}：请写成 `{enum}.{member}`",
+                        told=told,
+                        enum=change.name,
+                        member=member,
+                    ),
+                )
                 continue
             ctx.fix(
                 node,
-                f"{told}: write {written}, which means the same on both",
+                say(
+                    "{told}: write {written}, which means the same on both",
+                    "{told}：写成 `{written}`，在两个版本上含义相同",
+                    told=told,
+                    written=written,
+                ),
                 ctx.replace(node, "Call", replace_with(written)),
             )
 
@@ -202,23 +249,63 @@ class EnumValues(Rule):
         member, now = meant
         old_v, new_v = ctx.options.from_version, ctx.options.to_version
         name = ApiPath(key).display()
-        means = f"{change.name}.{now}" if now else "no member"
-        told = (
-            f"{name}: {parameter.name}={number} is {change.name}.{member} on FlashInfer {old_v}"
-            f" but {means} on {new_v} ({change.name} was renumbered"
+        means = (
+            say("{enum}.{now}", "`{enum}.{now}`", enum=change.name, now=now)
+            if now
+            else say("no member", "没有对应成员")
         )
+        said = {
+            "name": name,
+            "parameter": parameter.name,
+            "number": number,
+            "enum": change.name,
+            "member": member,
+            "old_v": old_v,
+            "means": means,
+            "new_v": new_v,
+        }
         if member not in change.new:
-            ctx.report(value, f"{told}; {member} is gone there): migrate by hand")
+            ctx.report(
+                value,
+                say(
+                    "{name}: {parameter}={number} is {enum}.{member} on FlashInfer {old_v} but"
+                    " {means} on {new_v} ({enum} was renumbered; {member} is gone there): migrate"
+                    " by hand",
+                    "{name}：`{parameter}={number}` 在 FlashInfer {old_v} 上是 `{enum}.{member}`，"
+                    "在 {new_v} 上却是{means}（`{enum}` 重新编号了；那里已没有 `{member}`）："
+                    "请手动迁移",
+                    **said,
+                ),
+            )
             return
-        told += f": {member} is {change.new[member]} there)"
+        told = say(
+            "{name}: {parameter}={number} is {enum}.{member} on FlashInfer {old_v} but {means} on"
+            " {new_v} ({enum} was renumbered: {member} is {now_number} there)",
+            "{name}：`{parameter}={number}` 在 FlashInfer {old_v} 上是 `{enum}.{member}`，在"
+            " {new_v} 上却是{means}（`{enum}` 重新编号了：那里 `{member}` 是 {now_number}）",
+            now_number=change.new[member],
+            **said,
+        )
         module = change.path.rsplit(".", 1)[0]
         spelled, imports, clash, placed = flashinfer_name(
             ctx, view.scope, module, change.name, view.node
         )
         written = f"{spelled}.{member}" + (".value" if parameter.value else "")
         if clash or view.via is not Via.DIRECT:
-            why = clash or "a partial: pass it where the partial is made and called"
-            ctx.report(value, f"{told}; pass {written}; {why}")
+            why = clash or say(
+                "a partial: pass it where the partial is made and called",
+                "这是一个 partial：请在创建和调用 partial 的地方传入它",
+            )
+            ctx.report(
+                value,
+                say(
+                    "{told}; pass {written}; {why}",
+                    "{told}；请传入 `{written}`；{why}",
+                    told=told,
+                    written=written,
+                    why=why,
+                ),
+            )
             return
         # a line the member pushes past the line length: the call one argument per line
         growth = len(written) - len(str(number))
@@ -231,7 +318,12 @@ class EnumValues(Rule):
             edit = ctx.replace(value, "Integer", replace_with(written))
         ctx.fix(
             value,
-            f"{told}: pass {written}, which means the same on both",
+            say(
+                "{told}: pass {written}, which means the same on both",
+                "{told}：传入 `{written}`，在两个版本上含义相同",
+                told=told,
+                written=written,
+            ),
             edit,
             *placed,
             imports=imports,

@@ -12,6 +12,7 @@ from packaging.version import InvalidVersion, Version
 
 from migrate_fi.api.releases import FLASHINFER_INDEX, index_versions
 from migrate_fi.base import patterns
+from migrate_fi.base.messages import Said, join, say
 from migrate_fi.base.results import FixSafety
 from migrate_fi.framework.rule import FileContext, Rule, RuleOption, RunOptions
 from migrate_fi.project.discovery import wanted_files
@@ -83,7 +84,7 @@ def _command_at(lines: list[str], number: int) -> str:
 class _Change:
     ref: VersionRef
     new: str  # the version text to write
-    message: str
+    message: Said
     safety: FixSafety = FixSafety.SAFE
 
 
@@ -295,12 +296,20 @@ class FlashinferPins(Rule):
                 return False
             end = lines[node.end_lineno - 1 if node.end_lineno else node.lineno - 1]
             span = (node.lineno, 0, node.end_lineno or node.lineno, len(end.rstrip("\r\n")))
-            answer = "false" if negated else "true"
             ctx.fix(
                 ref.span,
-                f"a gate on FlashInfer {ref.version} ({ref.context}): with the project on"
-                f" {self.target} it is always {answer}, so the gate is removed and the branch"
-                " that runs is kept (check that the check means 'installed at least')",
+                say(
+                    "a gate on FlashInfer {version} ({context}): with the project on {target} it"
+                    " is always {answer}, so the gate is removed and the branch that runs is kept"
+                    " (check that the check means 'installed at least')",
+                    "以 FlashInfer {version} 为界的版本判断（`{context}`）：项目升到 {target}"
+                    " 后它总是 {answer}，所以去掉该判断，保留实际运行的分支（请确认这个检查的"
+                    "含义是“已安装的版本至少为”）",
+                    version=ref.version,
+                    context=ref.context,
+                    target=self.target,
+                    answer=Said("false", "`False`") if negated else Said("true", "`True`"),
+                ),
                 ctx.replace_text(span, text),
                 safety=FixSafety.REVIEW,
             )
@@ -321,7 +330,7 @@ class FlashinferPins(Rule):
             return None
         return owner_of(lines, places, ref.line, _FAMILY)
 
-    def _owned(self, ref: VersionRef, owner: Owner) -> list[str]:
+    def _owned(self, ref: VersionRef, owner: Owner) -> list[Said]:
         """What to say of a pin that is not the project's own: nothing while it admits the
         target, else why it is left as it is."""
         from packaging.specifiers import InvalidSpecifier, SpecifierSet  # (costs start-up)
@@ -332,25 +341,48 @@ class FlashinferPins(Rule):
             admits = False
         if admits:
             return []
-        pin = f"{ref.package} {ref.operator}{ref.version}"
+        said = {
+            "pin": f"{ref.package} {ref.operator}{ref.version}",
+            "where": owner.where,
+            "target": self.target,
+        }
         if owner.kind == "override":
             return [
-                f"{pin} in {owner.where}: it bounds what every package of the environment may"
-                f" require, not this project's own requirement, and it excludes the target"
-                f" {self.target}: left as it is; widen it by hand if it must admit {self.target}"
+                say(
+                    "{pin} in {where}: it bounds what every package of the environment may"
+                    " require, not this project's own requirement, and it excludes the target"
+                    " {target}: left as it is; widen it by hand if it must admit {target}",
+                    "{where} 中的 `{pin}`：它约束的是环境里每个包可以要求的版本，不是本项目自己的"
+                    "依赖，且它排除了目标版本 {target}：保持原样；如果它必须容纳 {target}，"
+                    "请手动放宽",
+                    **said,
+                )
             ]
         if owner.kind == "mirror":
-            mirrored = owner.detail or "another package"
             return [
-                f"{pin} in {owner.where}: a copy of {mirrored}'s own requirements, which the"
-                f" migration does not change: left as it is; that release of {mirrored} cannot be"
-                f" installed with FlashInfer {self.target} (move it with a {mirrored} release that"
-                " requires the target)"
+                say(
+                    "{pin} in {where}: a copy of {mirrored}'s own requirements, which the"
+                    " migration does not change: left as it is; that release of {mirrored} cannot"
+                    " be installed with FlashInfer {target} (move it with a {mirrored} release"
+                    " that requires the target)",
+                    "{where} 中的 `{pin}`：它是 {mirrored} 自身依赖的副本，迁移不改它：保持原样；"
+                    "{mirrored} 的这个版本不能与 FlashInfer {target} 一起安装（请随一个要求目标"
+                    "版本的 {mirrored} 版本一起修改）",
+                    mirrored=owner.detail or Said("another package", "另一个包"),
+                    **said,
+                )
             ]
         return [
-            f"{pin} in {owner.where}, next to {owner.detail}: that release requires the FlashInfer"
-            f" it was built for, so this pin moves with it: left as it is; move both to a"
-            f" release that requires FlashInfer {self.target} (not checked here: no network)"
+            say(
+                "{pin} in {where}, next to {detail}: that release requires the FlashInfer it was"
+                " built for, so this pin moves with it: left as it is; move both to a release"
+                " that requires FlashInfer {target} (not checked here: no network)",
+                "{where} 中的 `{pin}`，与 `{detail}` 并列：那个版本要求它构建时所用的 FlashInfer，"
+                "所以这个版本约束随它而定：保持原样；请把两者一起改到要求 FlashInfer {target}"
+                " 的版本（此处未核对：没有网络）",
+                detail=owner.detail,
+                **said,
+            )
         ]
 
     # ------------------------------------------------------------------ data
@@ -361,7 +393,7 @@ class FlashinferPins(Rule):
 
     # ----------------------------------------------------------------- moves
 
-    def _plan(self, ref: VersionRef) -> tuple[_Change | None, list[str]]:
+    def _plan(self, ref: VersionRef) -> tuple[_Change | None, list[Said]]:
         """What to do with one version: a change (or None), and what to report."""
         target, origin = self.target, self.origin
         version = _public(ref.version.rstrip(".*")) if "*" in ref.version else _public(ref.version)
@@ -372,16 +404,29 @@ class FlashinferPins(Rule):
                     return _Change(
                         ref,
                         str(target),
-                        f"{ref.version}, the version being migrated from, in a comment that names"
-                        f" FlashInfer: now {target} if it says which version is used; keep it"
-                        " (and mark the line) if it states a fact about that release",
+                        say(
+                            "{version}, the version being migrated from, in a comment that names"
+                            " FlashInfer: now {target} if it says which version is used; keep it"
+                            " (and mark the line) if it states a fact about that release",
+                            "提到 FlashInfer 的注释里的 {version}，即迁移前的版本：如果它说明的是"
+                            "所用的版本，现在改为 {target}；如果它陈述的是那个版本的事实，请保留"
+                            "（并标记该行）",
+                            version=ref.version,
+                            target=target,
+                        ),
                         FixSafety.REVIEW,
                     ), []
                 return _Change(
                     ref,
                     str(target),
-                    f"{ref.version} in a comment or docstring next to a FlashInfer mention: the"
-                    f" version being migrated from, now {target}",
+                    say(
+                        "{version} in a comment or docstring next to a FlashInfer mention: the"
+                        " version being migrated from, now {target}",
+                        "提到 FlashInfer 的注释或文档字符串里的 {version}：迁移前的版本，现在改为"
+                        " {target}",
+                        version=ref.version,
+                        target=target,
+                    ),
                 ), []
             return None, []
         if version is None:
@@ -392,8 +437,16 @@ class FlashinferPins(Rule):
                 return None, []
             tool = LOCK_FILES.get(os.path.basename(ref.path), "its tool")
             return None, [
-                f"this lock file holds {name} {ref.version}: regenerate it (`{tool}`) once the"
-                f" pins say {target}; a lock file is never edited by hand"
+                say(
+                    "this lock file holds {name} {version}: regenerate it (`{tool}`) once the pins"
+                    " say {target}; a lock file is never edited by hand",
+                    "这个锁文件记录的是 {name} {version}：等版本约束改为 {target} 后重新生成它"
+                    "（`{tool}`）；锁文件不应手动编辑",
+                    name=name,
+                    version=ref.version,
+                    tool=tool,
+                    target=target,
+                )
             ]
         if ref.operator == "@":
             return self._direct_reference(ref, version)
@@ -406,8 +459,16 @@ class FlashinferPins(Rule):
             return _Change(
                 ref,
                 _next_minor(target),
-                f"{name}: the upper bound {ref.operator}{ref.version} excludes the target"
-                f" {target}: raised to <{_next_minor(target)} (check the range you mean)",
+                say(
+                    "{name}: the upper bound {bound} excludes the target {target}: raised to"
+                    " <{raised} (check the range you mean)",
+                    "{name}：上限 `{bound}` 排除了目标版本 {target}：已放宽到 `<{raised}`"
+                    "（请确认这是你要的范围）",
+                    name=name,
+                    bound=f"{ref.operator}{ref.version}",
+                    target=target,
+                    raised=_next_minor(target),
+                ),
                 FixSafety.REVIEW,
             ), []
         if ref.operator in ("!=", ">"):
@@ -422,51 +483,107 @@ class FlashinferPins(Rule):
             parts = ref.version.count(".")
             new = ".".join(str(target).split(".")[:parts]) + ".*"
             return _Change(
-                ref, new, f"{name} =={ref.version} does not cover the target {target}: now =={new}"
+                ref,
+                new,
+                say(
+                    "{name} =={version} does not cover the target {target}: now =={new}",
+                    "{name} `=={version}` 不包含目标版本 {target}：现在改为 `=={new}`",
+                    name=name,
+                    version=ref.version,
+                    target=target,
+                    new=new,
+                ),
             ), []
         if version > target:
             return None, [
-                f"{name} is at {ref.version} here, newer than the target {target}: not"
-                f" downgraded ({where})"
+                say(
+                    "{name} is at {version} here, newer than the target {target}: not downgraded"
+                    " ({where})",
+                    "{name} 在这里是 {version}，比目标版本 {target} 更新：不降级（`{where}`）",
+                    name=name,
+                    version=ref.version,
+                    target=target,
+                    where=where,
+                )
             ]
         if version == target:
             return None, []
         if ref.kind is Kind.CHECK and ref.gate:
             return None, [
-                f"a gate on FlashInfer {ref.version} ({where}): with the project on {target} it"
-                " answers the same every time, so the branch it guards is dead code or the only"
-                " code: remove the gate and keep the branch that runs on"
-                f" {target}; not moved (a raised threshold would say nothing)"
+                say(
+                    "a gate on FlashInfer {version} ({where}): with the project on {target} it"
+                    " answers the same every time, so the branch it guards is dead code or the"
+                    " only code: remove the gate and keep the branch that runs on {target}; not"
+                    " moved (a raised threshold would say nothing)",
+                    "以 FlashInfer {version} 为界的版本判断（`{where}`）：项目升到 {target}"
+                    " 后它每次的结果都一样，所以它守护的分支要么是死代码，要么是唯一运行的代码："
+                    "请去掉该判断，保留在 {target} 上运行的分支；未修改（提高阈值没有意义）",
+                    version=ref.version,
+                    where=where,
+                    target=target,
+                )
             ]
+        pin = f"{ref.operator}{ref.version}"
         kind = {
-            Kind.REQUIREMENT: f"pin {ref.operator}{ref.version}" if ref.operator else "pin",
-            Kind.VARIABLE: "version variable",
-            Kind.CHECK: "version check",
-            Kind.SOURCE: "source checkout (git tag)",
-            Kind.NOTICE: "version in the third-party notices",
+            Kind.REQUIREMENT: (
+                say("pin {pin}", "版本约束 `{pin}`", pin=pin)
+                if ref.operator
+                else say("pin", "版本约束")
+            ),
+            Kind.VARIABLE: say("version variable", "版本变量"),
+            Kind.CHECK: say("version check", "版本检查"),
+            Kind.SOURCE: say("source checkout (git tag)", "源码检出（git 标签）"),
+            Kind.NOTICE: say("version in the third-party notices", "第三方声明中的版本"),
         }[ref.kind]
         local = "+" in ref.version
         new = str(target) + ("+" + ref.version.split("+", 1)[1] if local else "")
-        note = " (the local tag is kept: check that your index serves it)" if local else ""
+        note = (
+            say(
+                " (the local tag is kept: check that your index serves it)",
+                "（保留了本地版本标签：请确认你的索引提供它）",
+            )
+            if local
+            else say("", "")
+        )
+        facts = {"name": name, "kind": kind, "version": ref.version, "target": target}
         if ref.version in self._left:
             # (never a safe fix: which release the code there is written for decides; a
             # companion at the same version goes with it)
-            said = (
-                f"FlashInfer versions disagree: this {kind} says {ref.version}, the run migrates"
-                f" from {origin}: check which one the code was written for ({where})"
+            said = say(
+                "FlashInfer versions disagree: this {kind} says {version}, the run migrates from"
+                " {origin}: check which one the code was written for ({where})",
+                "FlashInfer 版本不一致：这个{kind}写的是 {version}，而本次从 {origin} 迁移："
+                "请确认代码是为哪个版本写的（`{where}`）",
+                origin=origin,
+                where=where,
+                **facts,
             )
             if ref.package != MAIN:
-                said = f"{name} {kind}, in step with a flashinfer-python pin here that disagrees"
+                said = say(
+                    "{name} {kind}, in step with a flashinfer-python pin here that disagrees",
+                    "{name} 的{kind}，与这里一个版本不一致的 flashinfer-python 约束保持同步",
+                    **facts,
+                )
             return _Change(
                 ref,
                 new,
-                f"{said}; moved to the target {target} only as a review fix",
+                say(
+                    "{said}; moved to the target {target} only as a review fix",
+                    "{said}；仅作为需审阅的修复改为目标版本 {target}",
+                    said=said,
+                    target=target,
+                ),
                 FixSafety.REVIEW,
             ), []
         change = _Change(
             ref,
             new,
-            f"{name} {kind}: moved to the target {target}{note}",
+            say(
+                "{name} {kind}: moved to the target {target}{note}",
+                "{name} 的{kind}：已改为目标版本 {target}{note}",
+                note=note,
+                **facts,
+            ),
             FixSafety.REVIEW if local else FixSafety.SAFE,
         )
         return change, []
@@ -479,25 +596,36 @@ class FlashinferPins(Rule):
 
     def _direct_reference(
         self, ref: VersionRef, version: Version
-    ) -> tuple[_Change | None, list[str]]:
+    ) -> tuple[_Change | None, list[Said]]:
         """``name @ URL`` of a wheel: the URL's version moved (review: nobody asked the server
         whether the new URL exists)."""
         if version >= self.target:
             return None, []
         url = ref.context.split("@", 1)[1].strip()
         new = url.replace(ref.version, str(self.target))
-        said = ""
+        said = say("", "")
         base, _, fragment = new.partition("#")
         if fragment and any(fragment.startswith(f"{h}=") for h in _URL_HASHES):
             # (a hash of the old wheel would make pip refuse the new one)
             new = base
-            said = f"; its #{fragment.split('=', 1)[0]} was the old wheel's and is dropped"
+            said = say(
+                "; its #{hash} was the old wheel's and is dropped",
+                "；它的 `#{hash}` 属于旧的 wheel，已去掉",
+                hash=fragment.split("=", 1)[0],
+            )
         return _Change(
             ref,
             new,
-            f"{ref.package} is installed from a direct URL of a {ref.version} wheel: the URL now"
-            f" names {self.target}; check that it exists (or pin {ref.package}=={self.target})"
-            + said,
+            say(
+                "{package} is installed from a direct URL of a {version} wheel: the URL now names"
+                " {target}; check that it exists (or pin {package}=={target}){said}",
+                "{package} 通过直接 URL 安装 {version} 的 wheel：URL 现在指向 {target}；请确认它"
+                "存在（或改为约束 `{package}=={target}`）{said}",
+                package=ref.package,
+                version=ref.version,
+                target=self.target,
+                said=said,
+            ),
             FixSafety.REVIEW,
         ), []
 
@@ -517,7 +645,7 @@ class FlashinferPins(Rule):
         for group in groups.values():
             safety = min((c.safety for c in group), key=lambda s: s.rank)
             first = group[0].ref
-            message = "; ".join(c.message for c in group)
+            message = join(c.message for c in group)
             hashed = _hashed(lines, first.line) if first.kind is Kind.REQUIREMENT else None
             if hashed is not None and all(c.ref.line == first.line for c in group):
                 self._move_hashed(ctx, lines, group, hashed, message)
@@ -530,7 +658,7 @@ class FlashinferPins(Rule):
             )
 
     def _move_hashed(
-        self, ctx: FileContext, lines: list[str], group: list[_Change], last: int, message: str
+        self, ctx: FileContext, lines: list[str], group: list[_Change], last: int, message: Said
     ) -> None:
         """A requirement with ``--hash`` options (on its line and on the continuation lines up
         to ``last``): the old release's hashes cannot stay, and new ones cannot be made here,
@@ -543,9 +671,17 @@ class FlashinferPins(Rule):
         end = lines[last - 1].rstrip("\r\n")
         ctx.fix(
             group[0].ref.span,
-            f"{message}; its --hash options were for the old release and are dropped: regenerate"
-            " them (`pip-compile --generate-hashes`, `uv pip compile --generate-hashes`, or"
-            f" `pip hash` of the {self.target} wheels), or `pip install --require-hashes` fails",
+            say(
+                "{message}; its --hash options were for the old release and are dropped:"
+                " regenerate them (`pip-compile --generate-hashes`, `uv pip compile"
+                " --generate-hashes`, or `pip hash` of the {target} wheels), or `pip install"
+                " --require-hashes` fails",
+                "{message}；它的 `--hash` 选项属于旧版本，已去掉：请重新生成（"
+                "`pip-compile --generate-hashes`、`uv pip compile --generate-hashes`，或对 {target}"
+                " 的 wheel 执行 `pip hash`），否则 `pip install --require-hashes` 会失败",
+                message=message,
+                target=self.target,
+            ),
             ctx.replace_text((first, 0, last, len(end)), kept),
             safety=FixSafety.REVIEW,
         )
@@ -561,17 +697,26 @@ class FlashinferPins(Rule):
         if version is None or version >= self.target:
             return False
         newest = index_versions(CUBIN)
-        ways = (
-            f"either drop this pin and install flashinfer-cubin from FlashInfer's wheel index in"
-            f" CI and Docker (pip install flashinfer-cubin=={self.target} --index-url"
-            f' {FLASHINFER_INDEX}; option cubin = "install-from-index" of {self.code} does'
-            f" that), or keep it and add --extra-index-url {FLASHINFER_INDEX} wherever the"
-            " project is installed"
+        facts = {"target": self.target, "index": FLASHINFER_INDEX, "code": self.code}
+        ways = say(
+            "either drop this pin and install flashinfer-cubin from FlashInfer's wheel index in"
+            " CI and Docker (pip install flashinfer-cubin=={target} --index-url {index}; option"
+            ' cubin = "install-from-index" of {code} does that), or keep it and add'
+            " --extra-index-url {index} wherever the project is installed",
+            "要么去掉这个约束，在 CI 和 Docker 中从 FlashInfer 的 wheel 索引安装 flashinfer-cubin"
+            "（`pip install flashinfer-cubin=={target} --index-url {index}`；{code} 的选项"
+            ' `cubin = "install-from-index"` 会这样做），要么保留它，并在每个安装本项目的地方加上'
+            " `--extra-index-url {index}`",
+            **facts,
         )
-        why = (
-            f"flashinfer-cubin {self.target} is not published on PyPI (the newest there is"
-            f" {newest[0][-1] if newest[0] else 'unknown'}, read {newest[1]}), so this pin cannot"
-            " simply move"
+        why = say(
+            "flashinfer-cubin {target} is not published on PyPI (the newest there is {newest},"
+            " read {read}), so this pin cannot simply move",
+            "flashinfer-cubin {target} 没有发布在 PyPI 上（那里最新的是 {newest}，读取于"
+            " {read}），所以这个约束不能直接改",
+            newest=newest[0][-1] if newest[0] else Said("unknown", "未知"),
+            read=newest[1],
+            **facts,
         )
         lines = ctx.text.splitlines(keepends=True)
         line = lines[ref.line - 1] if ref.line <= len(lines) else ""
@@ -580,12 +725,18 @@ class FlashinferPins(Rule):
             and line.count('"') + line.count("'") <= 2
         )
         if mode != "install-from-index" or not whole:
-            ctx.report(ref.span, f"{why}: {ways}")
+            ctx.report(ref.span, say("{why}: {ways}", "{why}：{ways}", why=why, ways=ways))
             return True
         ctx.fix(
             ref.span,
-            f"{why}: removed; install it from FlashInfer's wheel index ({FLASHINFER_INDEX}) where"
-            " FlashInfer is installed (the install scripts get that step)",
+            say(
+                "{why}: removed; install it from FlashInfer's wheel index ({index}) where"
+                " FlashInfer is installed (the install scripts get that step)",
+                "{why}：已去掉；请在安装 FlashInfer 的地方从 FlashInfer 的 wheel 索引（{index}）"
+                "安装它（安装脚本会加上这一步）",
+                why=why,
+                **facts,
+            ),
             ctx.replace_text((ref.line, 0, ref.line + 1, 0), ""),
         )
         removed.add(ref.line)
@@ -611,10 +762,18 @@ class FlashinferPins(Rule):
             return False
         ctx.report(
             ref.span,
-            f"flashinfer-cubin {self.target} is not published on PyPI, and this install does not"
-            f" name an index: moving {ref.version} to {self.target} would ask PyPI for it. Install"
-            f" it from FlashInfer's wheel index (add --extra-index-url {FLASHINFER_INDEX} to the"
-            " command that installs it), then move it",
+            say(
+                "flashinfer-cubin {target} is not published on PyPI, and this install does not"
+                " name an index: moving {version} to {target} would ask PyPI for it. Install it"
+                " from FlashInfer's wheel index (add --extra-index-url {index} to the command that"
+                " installs it), then move it",
+                "flashinfer-cubin {target} 没有发布在 PyPI 上，而这里的安装没有指定索引：把"
+                " {version} 改为 {target} 会向 PyPI 请求它。请从 FlashInfer 的 wheel 索引安装它"
+                "（给安装它的命令加上 `--extra-index-url {index}`），然后再改版本",
+                target=self.target,
+                version=ref.version,
+                index=FLASHINFER_INDEX,
+            ),
         )
         return True
 
@@ -638,11 +797,19 @@ class FlashinferPins(Rule):
                     continue
                 ctx.report(
                     (number, m.start("spec"), number, m.end("spec")),
-                    f"flashinfer-cubin takes its version from {m.group('var')}, which moves to"
-                    f" {self.target} with flashinfer-python, and PyPI has no flashinfer-cubin"
-                    f" {self.target}: install it from FlashInfer's wheel index (add"
-                    f" --extra-index-url {FLASHINFER_INDEX} to this command), or give it a"
-                    " version of its own",
+                    say(
+                        "flashinfer-cubin takes its version from {var}, which moves to {target}"
+                        " with flashinfer-python, and PyPI has no flashinfer-cubin {target}:"
+                        " install it from FlashInfer's wheel index (add --extra-index-url {index}"
+                        " to this command), or give it a version of its own",
+                        "flashinfer-cubin 的版本取自 `{var}`，它会随 flashinfer-python 改为"
+                        " {target}，而 PyPI 上没有 flashinfer-cubin {target}：请从 FlashInfer 的"
+                        " wheel 索引安装它（给这条命令加上 `--extra-index-url {index}`），或给它"
+                        "单独的版本",
+                        var=m.group("var"),
+                        target=self.target,
+                        index=FLASHINFER_INDEX,
+                    ),
                 )
 
     def _install_step(self, ctx: FileContext, refs: list[VersionRef]) -> None:
@@ -692,7 +859,12 @@ class FlashinferPins(Rule):
         )
         ctx.fix(
             (after, 0, after, len(body)),
-            f"flashinfer-cubin {self.target} is not on PyPI: installed from FlashInfer's wheel"
-            " index right after FlashInfer",
+            say(
+                "flashinfer-cubin {target} is not on PyPI: installed from FlashInfer's wheel index"
+                " right after FlashInfer",
+                "flashinfer-cubin {target} 不在 PyPI 上：紧接着 FlashInfer 从 FlashInfer 的 wheel"
+                " 索引安装它",
+                target=self.target,
+            ),
             edit,
         )

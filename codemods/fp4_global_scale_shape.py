@@ -13,6 +13,7 @@ from migrate_fi.analysis.values import assigned_values, read_dict
 from migrate_fi.api.paths import ApiPath
 from migrate_fi.api.store import on_forget
 from migrate_fi.base import patterns
+from migrate_fi.base.messages import Said, say
 from migrate_fi.base.results import FixAvailability
 from migrate_fi.base.versions import parse_version
 from migrate_fi.framework.rule import FileContext, Rule
@@ -416,7 +417,7 @@ class _Shape:
 
     # ------------------------------------------------------------ why
 
-    def why(self, expr: ast.expr, scope: Scope, depth: int = 0) -> str:
+    def why(self, expr: ast.expr, scope: Scope, depth: int = 0) -> Said:
         """Why ``expr`` may hold more than one element, as a person can check it."""
         if isinstance(expr, ast.Name):
             found = self.resolver.lookup(expr.id, scope)
@@ -426,36 +427,60 @@ class _Shape:
                 if "parameter" in kinds:
                     return self._why_parameter(expr.id, scope, owner, depth)
                 if kinds == {"import"}:
-                    return "imported from another module"
+                    return say("imported from another module", "从另一个模块导入")
                 assigned = [b for b in bindings if b.value is not None]
                 if assigned:
                     b = assigned[0]
-                    return f"assigned `{_short(b.value)}` at line {b.line}"
-            return "its size cannot be read here"
+                    return say(
+                        "assigned `{value}` at line {line}",
+                        "第 {line} 行赋值为 `{value}`",
+                        value=_short(b.value),
+                        line=b.line,
+                    )
+            return _UNREADABLE
         if isinstance(expr, ast.Attribute):
-            return "an attribute, set elsewhere"
+            return say("an attribute, set elsewhere", "一个属性，在别处设置")
         if isinstance(expr, ast.Subscript) and (key := _key(expr)) is not None:
             values = self._dict_values(expr, scope)
             if values:
                 for v, where in values:
                     if not self.one(v, where, depth + 1):
                         return self.why(v, where, depth + 1)
-            return f"the value at {key!r} of a dict whose values cannot all be read here"
+            return say(
+                "the value at {key} of a dict whose values cannot all be read here",
+                "字典在 `{key}` 处的值，而这里读不出该字典的全部值",
+                key=repr(key),
+            )
         if isinstance(expr, ast.Subscript):
             rank = self.rank(expr.value, scope)
             if rank is not None and rank > 1 and _single_index(expr.slice):
-                return f"one index into a {rank}-D tensor gives {rank - 1}-D"
-            return "an element at a computed index: one element only if the tensor is 1-D"
+                return say(
+                    "one index into a {rank}-D tensor gives {less}-D",
+                    "对 {rank} 维张量取一个下标得到 {less} 维",
+                    rank=rank,
+                    less=rank - 1,
+                )
+            return say(
+                "an element at a computed index: one element only if the tensor is 1-D",
+                "按计算出的下标取元素：只有张量是一维时才是一个元素",
+            )
         if isinstance(expr, ast.BinOp):
             parts = [p for p in (expr.left, expr.right) if not self.one(p, scope)]
-            return self.why(parts[0], scope, depth) if parts else "its size cannot be read here"
+            return self.why(parts[0], scope, depth) if parts else _UNREADABLE
         if isinstance(expr, ast.Call):
             if isinstance(expr.func, ast.Name):
                 defined = self._function(expr.func.id, scope)
                 if isinstance(defined, ast.FunctionDef):
-                    return f"what `{defined.name}` (line {defined.lineno}) returns"
-            return f"the result of `{_short(expr.func)}(...)`"
-        return "its size cannot be read here"
+                    return say(
+                        "what `{name}` (line {line}) returns",
+                        "`{name}`（第 {line} 行）的返回值",
+                        name=defined.name,
+                        line=defined.lineno,
+                    )
+            return say(
+                "the result of `{func}(...)`", "`{func}(...)` 的结果", func=_short(expr.func)
+            )
+        return _UNREADABLE
 
     def _dict_values(
         self, expr: ast.Subscript, scope: Scope
@@ -476,25 +501,61 @@ class _Shape:
             values.insert(0, (built, assigned[0][1]))  # (in the dict as it was built)
         return values or None
 
-    def _why_parameter(self, name: str, scope: Scope, owner: Scope, depth: int) -> str:
+    def _why_parameter(self, name: str, scope: Scope, owner: Scope, depth: int) -> Said:
         where = getattr(owner.node, "name", None)
-        of = f"a parameter of `{where}`" if where else "a parameter of a lambda"
+        of = (
+            say("a parameter of `{where}`", "`{where}` 的一个参数", where=where)
+            if where
+            else say("a parameter of a lambda", "一个 lambda 的参数")
+        )
         function = _callers.function_of_parameter(self.resolver, self.path, name, scope)
         if function is None:
-            return f"{of}, not a name its calls can be followed by"
+            return say(
+                "{of}, not a name its calls can be followed by",
+                "{of}，无法沿着它的名字找到调用处",
+                of=of,
+            )
         key = (id(function.node), name)
         if key not in self.blame:
             self.one(ast.Name(id=name, ctx=ast.Load()), scope)
         passed = self.blame.get(key)
         if key in self.uncalled:
-            return f"{of}, which nothing in the project calls: its callers decide"
+            return say(
+                "{of}, which nothing in the project calls: its callers decide",
+                "{of}，项目中没有任何地方调用它：由它的调用者决定",
+                of=of,
+            )
         if passed is None:
-            return f"{of}; not all of its calls can be seen (a method, passed as a value, or decorated)"
+            return say(
+                "{of}; not all of its calls can be seen (a method, passed as a value, or"
+                " decorated)",
+                "{of}；看不到它的全部调用（它是方法、被当作值传递或带有装饰器）",
+                of=of,
+            )
         if passed.value is None:
-            return f"{of}; the call at {passed.where(self.path)} leaves it at its default"
+            return say(
+                "{of}; the call at {at} leaves it at its default",
+                "{of}；{at} 处的调用让它取默认值",
+                of=of,
+                at=passed.where(self.path),
+            )
         shape = self._for(passed.resolver, passed.path)
-        reason = shape.why(passed.value, passed.scope, depth + 1) if depth < 3 else "see there"
-        return f"{of}; the call at {passed.where(self.path)} passes `{_short(passed.value)}` ({reason})"
+        reason = (
+            shape.why(passed.value, passed.scope, depth + 1)
+            if depth < 3
+            else say("see there", "见该处")
+        )
+        return say(
+            "{of}; the call at {at} passes `{value}` ({reason})",
+            "{of}；{at} 处的调用传入 `{value}`（{reason}）",
+            of=of,
+            at=passed.where(self.path),
+            value=_short(passed.value),
+            reason=reason,
+        )
+
+
+_UNREADABLE = say("its size cannot be read here", "这里读不出它的大小")
 
 
 def _annotated_scalar(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, name: str) -> bool:
@@ -677,10 +738,23 @@ class Fp4GlobalScaleShape(Rule):
                 )
                 ctx.report(
                     value,
-                    f"{name}: {param} `{text}` may hold more than one element ({shape.why(value, scope)});"
-                    f" since {self.introduced_in} num_tokens elements mean one scale per row and other sizes fail,"
-                    f" where before only element 0 was read: pass `{one}` if one global scale is"
-                    f" meant, else mark the line `# migrate-fi: ignore[{self.code}]` once checked",
+                    say(
+                        "{name}: {param} `{text}` may hold more than one element ({why}); since"
+                        " {since} num_tokens elements mean one scale per row and other sizes fail,"
+                        " where before only element 0 was read: pass `{one}` if one global scale"
+                        " is meant, else mark the line `# migrate-fi: ignore[{code}]` once checked",
+                        "{name}：传给 `{param}` 的 `{text}` 可能不止一个元素（{why}）；自 {since} 起，"
+                        "`num_tokens` 个元素表示逐行各一个缩放，其他大小会报错，而以前只读第 0 个"
+                        "元素：如果本意是一个全局缩放，请传入 `{one}`；否则核对后给该行加上"
+                        " `# migrate-fi: ignore[{code}]`",
+                        name=name,
+                        param=param,
+                        text=text,
+                        why=shape.why(value, scope),
+                        since=self.introduced_in,
+                        one=one,
+                        code=self.code,
+                    ),
                 )
         finally:
             shape.shared.clear()  # (it holds every instance: a cycle that would keep the trees)

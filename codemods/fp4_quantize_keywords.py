@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from migrate_fi.base.messages import Said, say
 from migrate_fi.base.results import FixSafety
 from migrate_fi.framework.rule import FileContext, Rule
 
@@ -21,33 +22,49 @@ TARGETS = frozenset(
 class _Fp4Wording(Wording):
     """FI001's own messages: the `fp4_quantize` story told in its terms."""
 
-    def misbinding(self, site: Site, moved: str) -> str:
-        n = len(site.args.positional)
-        inserted = site.diff.new.bound_name(site.start)
-        return (
-            f"fp4_quantize with {n} positional arguments: since {site.since} the"
-            f" {ordinal(site.start + 1)} binds to `{inserted}`; pass {moved} by keyword"
+    def misbinding(self, site: Site, moved: str) -> Said:
+        return say(
+            "fp4_quantize with {n} positional arguments: since {since} the {nth} binds to"
+            " `{inserted}`; pass {moved} by keyword",
+            "`fp4_quantize` 有 {n} 个位置参数：自 {since} 起第 {nth} 个绑定到 `{inserted}`；"
+            "请用关键字传入 `{moved}`",
+            n=len(site.args.positional),
+            since=site.since,
+            nth=Said(ordinal(site.start + 1), str(site.start + 1)),  # (the 7th: 第 7 个)
+            inserted=site.diff.new.bound_name(site.start),
+            moved=moved,
         )
 
-    def star_args(self, site: Site) -> str:
-        inserted = site.diff.new.bound_name(site.start)
-        return (
-            f"fp4_quantize called with *args: whether an argument reaches position"
-            f" {site.start + 1} (`{inserted}` since {site.since}) cannot be known; check it by hand"
+    def star_args(self, site: Site) -> Said:
+        return say(
+            "fp4_quantize called with *args: whether an argument reaches position {position}"
+            " (`{inserted}` since {since}) cannot be known; check it by hand",
+            "`fp4_quantize` 以 `*args` 调用：无法知道是否有参数到达第 {position} 个位置"
+            "（自 {since} 起是 `{inserted}`）；请手动检查",
+            position=site.start + 1,
+            inserted=site.diff.new.bound_name(site.start),
+            since=site.since,
         )
 
-    def ambiguous(self, site: Site, others: str) -> str:
-        n = len(site.args.positional)
-        return (
-            f"this `fp4_quantize` may also be bound to something else: {others}; its {n}"
-            f" positional arguments would bind differently since {site.since} if it is"
-            " FlashInfer's: left unchanged"
+    def ambiguous(self, site: Site, others: str) -> Said:
+        return say(
+            "this `fp4_quantize` may also be bound to something else: {others}; its {n}"
+            " positional arguments would bind differently since {since} if it is FlashInfer's:"
+            " left unchanged",
+            "这个 `fp4_quantize` 也可能绑定到别的东西：{others}；如果它是 FlashInfer 的，它的 {n}"
+            " 个位置参数自 {since} 起会绑定到不同的参数：未修改",
+            others=others,
+            n=len(site.args.positional),
+            since=site.since,
         )
 
-    def too_many(self, site: Site, n: int) -> str:
-        return (
-            f"fp4_quantize called with {n} positional arguments; the old signature takes at"
-            f" most {len(site.diff.old.positional)}: left unchanged"
+    def too_many(self, site: Site, n: int) -> Said:
+        return say(
+            "fp4_quantize called with {n} positional arguments; the old signature takes at most"
+            " {most}: left unchanged",
+            "`fp4_quantize` 以 {n} 个位置参数调用；旧签名最多接受 {most} 个：未修改",
+            n=n,
+            most=len(site.diff.old.positional),
         )
 
 

@@ -13,6 +13,7 @@ from migrate_fi.analysis.resolver import NameResolver
 from migrate_fi.analysis.scopes import Scope
 from migrate_fi.api.paths import is_flashinfer
 from migrate_fi.base import patterns
+from migrate_fi.base.messages import say
 from migrate_fi.base.results import FixSafety
 from migrate_fi.editing.edits import AddImport, Edit, remove_keyword, replace_with
 from migrate_fi.framework.rule import FileContext, Rule, RuleOption
@@ -177,10 +178,18 @@ class GraphCaptureTests(Rule):
             ):
                 ctx.report(
                     node,
-                    f"CuteDslMoEWrapper.{node.attr} no longer exists in FlashInfer"
-                    f" {ctx.options.to_version}: since {_SINCE} the wrapper preallocates nothing and"
-                    " run() returns a fresh tensor; use run()'s return value (in a CUDA graph:"
-                    " capture run() and read the captured output after replay)",
+                    say(
+                        "CuteDslMoEWrapper.{attr} no longer exists in FlashInfer {new_v}: since"
+                        " {since} the wrapper preallocates nothing and run() returns a fresh"
+                        " tensor; use run()'s return value (in a CUDA graph: capture run() and"
+                        " read the captured output after replay)",
+                        "`CuteDslMoEWrapper.{attr}` 在 FlashInfer {new_v} 中已不存在：自 {since}"
+                        " 起该 wrapper 不再预分配任何缓冲区，`run()` 返回新的张量；请使用 `run()`"
+                        " 的返回值（在 CUDA 图中：捕获 `run()`，重放后读取捕获的输出）",
+                        attr=node.attr,
+                        new_v=ctx.options.to_version,
+                        since=_SINCE,
+                    ),
                 )
 
 
@@ -388,10 +397,17 @@ class _Rewrite:
             ):
                 self.ctx.report(
                     r.call,
-                    f"{name}: this run of the graph-mode wrapper is not a plain `out = run(...)`,"
-                    f" so the test cannot be turned into a capture/replay automatically; since {_SINCE}"
-                    " the wrapper captures no graph by itself: capture run() in a"
-                    " torch.cuda.CUDAGraph and compare replayed outputs",
+                    say(
+                        "{name}: this run of the graph-mode wrapper is not a plain `out ="
+                        " run(...)`, so the test cannot be turned into a capture/replay"
+                        " automatically; since {since} the wrapper captures no graph by itself:"
+                        " capture run() in a torch.cuda.CUDAGraph and compare replayed outputs",
+                        "{name}：图模式 wrapper 的这次运行不是简单的 `out = run(...)`，无法自动"
+                        "改写成捕获/重放；自 {since} 起该 wrapper 自己不再捕获 CUDA 图：请在"
+                        " `torch.cuda.CUDAGraph` 中捕获 `run()` 并比较重放的输出",
+                        name=name,
+                        since=_SINCE,
+                    ),
                 )
                 return
             runs.append(_Run(stmt, r.call, stmt.targets[0].id))
@@ -400,10 +416,17 @@ class _Rewrite:
         if block is None or any(r.statement not in block for r in runs):
             self.ctx.report(
                 runs[0].call,
-                f"{name}: the graph-mode wrapper runs in more than one block, so the test cannot"
-                f" be turned into a capture/replay automatically; since {_SINCE} the wrapper"
-                " captures no graph by itself: capture one run() in a torch.cuda.CUDAGraph,"
-                " replay it, and compare replayed outputs",
+                say(
+                    "{name}: the graph-mode wrapper runs in more than one block, so the test"
+                    " cannot be turned into a capture/replay automatically; since {since} the"
+                    " wrapper captures no graph by itself: capture one run() in a"
+                    " torch.cuda.CUDAGraph, replay it, and compare replayed outputs",
+                    "{name}：图模式 wrapper 在不止一个代码块中运行，无法自动改写成捕获/重放；"
+                    "自 {since} 起该 wrapper 自己不再捕获 CUDA 图：请在 `torch.cuda.CUDAGraph`"
+                    " 中捕获一次 `run()`，重放它，再比较重放的输出",
+                    name=name,
+                    since=_SINCE,
+                ),
             )
             return
         targets = [r.target for r in runs]
@@ -411,9 +434,16 @@ class _Rewrite:
         if len(set(targets)) != len(targets) or any(assigned.get(t, 0) != 1 for t in targets):
             self.ctx.report(
                 runs[0].call,
-                f"{name}: an output of the graph-mode wrapper is assigned more than once, so the"
-                f" test cannot be rewritten safely; since {_SINCE} capture one run() in a"
-                " torch.cuda.CUDAGraph, replay it, and compare replayed outputs",
+                say(
+                    "{name}: an output of the graph-mode wrapper is assigned more than once, so"
+                    " the test cannot be rewritten safely; since {since} capture one run() in a"
+                    " torch.cuda.CUDAGraph, replay it, and compare replayed outputs",
+                    "{name}：图模式 wrapper 的某个输出被赋值了不止一次，无法安全改写测试；自"
+                    " {since} 起请在 `torch.cuda.CUDAGraph` 中捕获一次 `run()`，重放它，再比较"
+                    "重放的输出",
+                    name=name,
+                    since=_SINCE,
+                ),
             )
             return
         self._rewrite(runs, graph)
@@ -475,7 +505,7 @@ class _Rewrite:
                 and not any(_inside(node, s) for s in replaced)
             ):
                 edits.append(ctx.replace(node, "Name", replace_with(first_new)))
-        dropped = ""
+        dropped = say("", "")
         if self.ignored:
             for name in {self._run_target(r.call) for r in runs}:
                 construction = graph.get(name or "")
@@ -485,24 +515,44 @@ class _Rewrite:
                     edits.append(
                         ctx.replace(construction, "Call", remove_keyword("max_num_tokens"))
                     )
-                    dropped = f"; dropped max_num_tokens= (ignored since {_SINCE})"
+                    dropped = say(
+                        "; dropped max_num_tokens= (ignored since {since})",
+                        "；去掉了 `max_num_tokens=`（自 {since} 起被忽略）",
+                        since=_SINCE,
+                    )
         imports = []
         torch_bound = self.resolver.resolve(ast.Name(id="torch", ctx=ast.Load()), self.test.scope)
         if "torch" not in torch_bound.qualnames:
             if torch_bound.candidates:
                 ctx.report(
                     runs[0].call,
-                    f"{self.fn.name}: `torch` is bound to something else here, so the"
-                    " capture/replay cannot be written: rewrite the test by hand",
+                    say(
+                        "{name}: `torch` is bound to something else here, so the capture/replay"
+                        " cannot be written: rewrite the test by hand",
+                        "{name}：`torch` 在这里绑定的是别的东西，无法写出捕获/重放：请手动改写测试",
+                        name=self.fn.name,
+                    ),
                 )
                 return
             imports.append(AddImport("torch"))
         ctx.fix(
             runs[0].call,
-            f"{self.fn.name}: since {_SINCE} a graph-mode CuteDslMoEWrapper captures no graph and"
-            f" run() returns fresh tensors, so these eager runs test no CUDA graph: capture one"
-            f" run in `{g}` after {warmups} warm-up runs and compare replayed outputs"
-            f" ({first} becomes {first_new}){dropped}",
+            say(
+                "{name}: since {since} a graph-mode CuteDslMoEWrapper captures no graph and run()"
+                " returns fresh tensors, so these eager runs test no CUDA graph: capture one run"
+                " in `{g}` after {warmups} warm-up runs and compare replayed outputs ({first}"
+                " becomes {first_new}){dropped}",
+                "{name}：自 {since} 起图模式的 `CuteDslMoEWrapper` 不再捕获 CUDA 图，`run()`"
+                " 返回新的张量，所以这些 eager 运行测不到任何 CUDA 图：先预热 {warmups} 次，再在"
+                " `{g}` 中捕获一次运行并比较重放的输出（`{first}` 改为 `{first_new}`）{dropped}",
+                name=self.fn.name,
+                since=_SINCE,
+                g=g,
+                warmups=warmups,
+                first=first,
+                first_new=first_new,
+                dropped=dropped,
+            ),
             *edits,
             imports=imports,
             safety=safety,

@@ -6,6 +6,7 @@ import ast
 from typing import TYPE_CHECKING, ClassVar
 
 from migrate_fi.api.paths import ApiPath
+from migrate_fi.base.messages import Said, say
 from migrate_fi.base.results import FixSafety
 from migrate_fi.editing.edits import AddImport, Edit, TextEdit, change_keyword
 from migrate_fi.framework.rule import FileContext, Rule, RuleSetupError, RunOptions
@@ -133,13 +134,25 @@ class ValueMigrations(Rule):
         name = ApiPath(api).display()
         old, new = change.keyword, change.new_keyword
         link = f"; {change.link}" if change.link else ""
-        since = f"since FlashInfer {change.release} ({change.reason}{link})"
+        since = say(
+            "since FlashInfer {release} ({reason}{link})",
+            "（自 FlashInfer {release} 起：{reason}{link}）",
+            release=change.release,
+            reason=Said(change.reason, change.reason_zh or change.reason),
+            link=link,
+        )
         table = ", ".join(f"{m.old!r} -> {m.new}" for m in change.values)
+        said = {"name": name, "old": old, "new": new, "since": since, "table": table}
         if old in own.unpacked and old not in own.keywords:
             ctx.report(
                 view.node,
-                f"{name}: {old}= (passed through a ** mapping) is {new}= {since}; map its value"
-                f" there ({table})",
+                say(
+                    "{name}: {old}= (passed through a ** mapping) is {new}= {since}; map its value"
+                    " there ({table})",
+                    "{name}：`{old}=`（经 `**` 映射传入）改名为 `{new}=`{since}；请在那里映射它的值"
+                    "（`{table}`）",
+                    **said,
+                ),
             )
             return
         keyword = own.keywords.get(old)
@@ -148,7 +161,12 @@ class ValueMigrations(Rule):
         if new in own.keyword_names():
             ctx.report(
                 view.node,
-                f"{name}: {old}= and {new}= both passed; {old}= is {new}= {since}: drop {old}=",
+                say(
+                    "{name}: {old}= and {new}= both passed; {old}= is {new}= {since}: drop {old}=",
+                    "{name}：`{old}=` 和 `{new}=` 都传了；`{old}=` 改名为 `{new}=`{since}：请去掉"
+                    " `{old}=`",
+                    **said,
+                ),
             )
             return
         source = ast.get_source_segment(ctx.text, keyword.value) or ast.unparse(keyword.value)
@@ -157,13 +175,19 @@ class ValueMigrations(Rule):
         if mapped is None and not computed:
             ctx.report(
                 view.node,
-                f"{name}: {old}= is {new}= {since}; {old}={source} is not in the map ({table}):"
-                " map it by hand",
+                say(
+                    "{name}: {old}= is {new}= {since}; {old}={source} is not in the map ({table}):"
+                    " map it by hand",
+                    "{name}：`{old}=` 改名为 `{new}=`{since}；`{old}={source}` 不在映射表"
+                    "（`{table}`）中：请手动映射",
+                    source=source,
+                    **said,
+                ),
             )
             return
         imports: tuple[AddImport, ...] = ()
         placed: tuple[Edit, ...] = ()  # (an import put where the file imports FlashInfer)
-        clash: str | None = None
+        clash: Said | None = None
         written: str | None = None
         if change.import_module and change.import_name:
             written, imports, clash, placed = flashinfer_name(
@@ -179,7 +203,13 @@ class ValueMigrations(Rule):
 
         if mapped is not None:
             value = spell(mapped.new)
-            told = f"{name}: {old}={source} is {new}={value} {since}"
+            told = say(
+                "{name}: {old}={source} is {new}={value} {since}",
+                "{name}：`{old}={source}` 改为 `{new}={value}`{since}",
+                source=source,
+                value=value,
+                **said,
+            )
             safety = FixSafety.SAFE
         else:
             # a value read at run time: mapped where it is read, with the table (a value
@@ -189,14 +219,18 @@ class ValueMigrations(Rule):
             # one step for the argument, one more for the entries)
             step = "    "
             value = "{\n" + "".join(f"{step}    {e}\n" for e in entries) + f"{step}}}[{source}]"
-            told = (
-                f"{name}: {old}= is {new}= {since}; {source} is read at run time: mapped with the"
-                f" table ({table}; any other value raises KeyError): check that it only ever"
-                " holds those"
+            told = say(
+                "{name}: {old}= is {new}= {since}; {source} is read at run time: mapped with the"
+                " table ({table}; any other value raises KeyError): check that it only ever holds"
+                " those",
+                "{name}：`{old}=` 改名为 `{new}=`{since}；`{source}` 在运行时才读到：按映射表"
+                "（`{table}`；其他值会抛出 `KeyError`）转换：请确认它只会取这些值",
+                source=source,
+                **said,
             )
             safety = FixSafety.REVIEW
         if clash:
-            ctx.report(view.node, f"{told}; {clash}")
+            ctx.report(view.node, say("{told}; {clash}", "{told}；{clash}", told=told, clash=clash))
             return
         # (a call on one line that the longer keyword pushes past the line length is laid out
         # one argument per line, as the formatters would)

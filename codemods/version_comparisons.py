@@ -14,6 +14,7 @@ from migrate_fi.analysis.resolver import NameResolver
 from migrate_fi.analysis.scopes import Scope
 from migrate_fi.analysis.values import assigned_values
 from migrate_fi.base import patterns
+from migrate_fi.base.messages import say
 from migrate_fi.base.results import FixSafety
 from migrate_fi.editing.edits import AddImport, replace_with
 from migrate_fi.framework.rule import FileContext, Rule, RunOptions
@@ -110,15 +111,22 @@ class VersionComparisons(Rule):
                 self._report(ctx, node, scope, wrong)
 
     def _report(self, ctx: FileContext, node: ast.Compare, scope: Scope, wrong: list[str]) -> None:
-        on = " and ".join(dict.fromkeys(wrong))
-        source = _source(ctx, node)
-        told = (
-            f"FlashInfer's version compared as a string (`{source}`): strings order 0.6.10 before"
-            f" 0.6.4, so on {on} this gives the opposite of what it means"
+        told = say(
+            "FlashInfer's version compared as a string (`{source}`): strings order 0.6.10 before"
+            " 0.6.4, so on {on} this gives the opposite of what it means",
+            "把 FlashInfer 的版本当作字符串比较（`{source}`）：字符串把 0.6.10 排在 0.6.4 之前，"
+            "所以在 {on} 上结果与本意相反",
+            source=_source(ctx, node),
+            on=" and ".join(dict.fromkeys(wrong)),
+        )
+        by_hand = say(
+            "{told}: compare packaging.version.Version objects",
+            "{told}：请比较 `packaging.version.Version` 对象",
+            told=told,
         )
         found = ctx.resolver.resolve(ast.Name(id="Version", ctx=ast.Load()), scope)
         if found.candidates and found.qualnames != {_VERSION}:
-            ctx.report(node, f"{told}: compare packaging.version.Version objects")
+            ctx.report(node, by_hand)
             return
         imports = (
             () if found.qualnames == {_VERSION} else (AddImport("packaging.version", "Version"),)
@@ -126,13 +134,14 @@ class VersionComparisons(Rule):
         sides = (node.left, node.comparators[0])
         kinds = [_LIBCST.get(type(side)) for side in sides]
         if any(kind is None for kind in kinds) or any("\n" in _source(ctx, s) for s in sides):
-            ctx.report(node, f"{told}: compare packaging.version.Version objects")
+            ctx.report(node, by_hand)
             return
         edits = [
             ctx.replace(side, str(kind), replace_with(f"Version({_source(ctx, side)})"))
             for side, kind in zip(sides, kinds, strict=True)
         ]
-        ctx.fix(node, f"{told}: compare Version objects", *edits, imports=imports)
+        fixed = say("{told}: compare Version objects", "{told}：改为比较 `Version` 对象", told=told)
+        ctx.fix(node, fixed, *edits, imports=imports)
 
 
 # the LibCST node an expression is, for the ones a version is written as

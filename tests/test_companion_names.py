@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from migrate_fi.api import releases
+from migrate_fi.base.messages import Said
 from migrate_fi.codemods import companion_requirements as fi007
 
 
@@ -66,9 +67,10 @@ def test_a_move_names_only_a_release_the_index_serves() -> None:
     said = fi007._published_floor(
         "no-such-package-anywhere", SpecifierSet(">=2.0"), [unknown], unknown, Version("2.0")
     )
-    assert isinstance(said, str) and "not checked against the package index" in said
+    assert isinstance(said, Said) and "not checked against the package index" in said.en
     low, high = ref(">=", "0.1.5", "apache-tvm-ffi"), ref("<", "0.1.6", "apache-tvm-ffi")
     said = fi007._published_floor(
         "apache-tvm-ffi", SpecifierSet(">=0.1.11,<0.2"), [low, high], low, Version("0.1.11")
     )
-    assert isinstance(said, str) and "change the pin by hand" in said
+    assert isinstance(said, Said) and "change the pin by hand" in said.en
+    assert "请手动修改版本约束" in said.zh

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 
+from migrate_fi.base.messages import Said, say
 from migrate_fi.base.results import FileResult, FixAvailability, FixSafety, RunResult, Status
 from migrate_fi.base.versions import parse_version
 from migrate_fi.editing.edits import AddImport, add_keyword, replace_with
@@ -47,7 +48,7 @@ class _Rule(Rule):
         statement = function.body[0]
         ctx.fix(
             call,
-            "pass the group",
+            say("pass the group", "传入 group"),
             ctx.replace(call, "Call", add_keyword("group", "group")),
             ctx.insert_before(statement, "torch.cuda.synchronize()\n"),
             imports=[AddImport("torch")],
@@ -130,7 +131,7 @@ class _ReportsOne(_Rule):
 
     def find(self, ctx: FileContext) -> None:
         (call,) = calls(ctx)
-        ctx.report(call, "a person must look")
+        ctx.report(call, say("a person must look", "需要人工查看"))
 
 
 def test_a_rule_that_always_fixes_may_not_report_a_bare_site() -> None:
@@ -158,7 +159,7 @@ def test_two_fixes_of_one_call_are_made_one_rewrite() -> None:
         def find(self, ctx: FileContext) -> None:
             (call,) = calls(ctx)
             for name in ("a", "b"):
-                ctx.fix(call, name, ctx.replace(call, "Call", add_keyword(name, "1")))
+                ctx.fix(call, Said(name, name), ctx.replace(call, "Call", add_keyword(name, "1")))
 
     Both.id = "both"
     result = run(Both)
@@ -173,9 +174,9 @@ def test_overlapping_edits_fail_the_file_and_write_nothing() -> None:
 
         def find(self, ctx: FileContext) -> None:
             (call,) = calls(ctx)
-            ctx.fix(call, "call", ctx.replace(call, "Call", replace_with("g()")))
+            ctx.fix(call, say("call", "调用"), ctx.replace(call, "Call", replace_with("g()")))
             arg = call.args[0]
-            ctx.fix(arg, "arg", ctx.replace(arg, "Integer", replace_with("9")))
+            ctx.fix(arg, say("arg", "参数"), ctx.replace(arg, "Integer", replace_with("9")))
 
     Overlapping.id = "overlapping"
     result = run(Overlapping)

@@ -117,8 +117,8 @@ def test_both_reference_shapes_fill_every_section(
 def test_the_chinese_report_has_no_english_sentence(
     monkeypatch: pytest.MonkeyPatch, project: str
 ) -> None:
-    """Outside code, paths and links, no run of three English words: the rules' lines are
-    given in Chinese (`summary_zh`), the messages' prose only in the English report."""
+    """Outside code, paths and links, no run of three English words: the rules' lines
+    (`summary_zh`) and their messages (`say`) are given in Chinese."""
     monkeypatch.chdir(PROJECTS)
     text = _report("--lang", "zh", project)[1]
     text = re.sub(r"```.*?```", "", text, flags=re.S)

@@ -17,6 +17,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from migrate_fi.base import patterns
+from migrate_fi.base.messages import Said, say
 from migrate_fi.base.results import Diagnostic
 
 __all__ = ["UNUSED_CODE", "Suppressions"]
@@ -88,7 +89,18 @@ class Suppressions:
         for c in self.comments:
             if c.used or not (ran >= (set(every) if c.names is None else c.names)):
                 continue
-            which = "every rule" if c.names is None else ", ".join(sorted(c.names))
+            which = (
+                say("every rule", "所有规则")
+                if c.names is None
+                else Said(", ".join(sorted(c.names)), ", ".join(sorted(c.names)))
+            )
+            said = say(
+                "this `migrate-fi: ignore` ({which}) silences nothing here: remove it, or it will"
+                " hide the next site on its line",
+                "这个 `migrate-fi: ignore`（{which}）在这里没有屏蔽任何问题：请删除它，否则它会"
+                "掩盖这一行以后出现的问题",
+                which=which,
+            )
             out.append(
                 Diagnostic(
                     path=path,
@@ -96,10 +108,10 @@ class Suppressions:
                     col=c.col + 1,
                     code=UNUSED_CODE,
                     rule=UNUSED_ID,
-                    message=f"this `migrate-fi: ignore` ({which}) silences nothing here: remove"
-                    " it, or it will hide the next site on its line",
+                    message=said.en,
                     end_line=c.line,
                     end_col=c.end_col + 1,
+                    message_zh=said.zh,
                 )
             )
         return out

@@ -28,6 +28,7 @@ from migrate_fi.api.store import (
     on_forget,
 )
 from migrate_fi.base import patterns
+from migrate_fi.base.messages import Said, say
 
 __all__ = [
     "Api",
@@ -498,7 +499,7 @@ def moved_alike(old: Api, new: Api, path: str) -> str | None:
     return alike[0] if len(alike) == 1 else None
 
 
-def moved_hint(old: Api, new: Api, path: str, limit: int = 3) -> str:
+def moved_hint(old: Api, new: Api, path: str, limit: int = 3) -> Said:
     """A hint for a ``path`` that ``new`` no longer has: `` (moved to X: the same code)`` when
     `moved_to` finds the same definition, else `` (the same name is defined at X: compare before
     switching)`` for definitions (or modules) of the same name and kind; ``""`` when nowhere, or
@@ -509,10 +510,16 @@ def moved_hint(old: Api, new: Api, path: str, limit: int = 3) -> str:
     else:
         same, places = moved_to(old, new, path)
         if same is not None:
-            return f" (moved to {same}: the same code)"
+            return say(
+                " (moved to {same}: the same code)", "（移到了 `{same}`：代码相同）", same=same
+            )
     if not places or len(places) > limit:
-        return ""
-    return f" (the same name is defined at {' and '.join(places)}: compare before switching)"
+        return say("", "")
+    return say(
+        " (the same name is defined at {places}: compare before switching)",
+        "（同名定义位于 {places}：切换前请比较两者）",
+        places=Said(" and ".join(places), "、".join(f"`{p}`" for p in places)),
+    )
 
 
 def _instance_call(path: str) -> str:

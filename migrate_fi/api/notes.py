@@ -20,8 +20,9 @@ say nothing of a function that starts to refuse a GPU. ``migrate_fi/data/notes/<
 Keys of an entry: ``api`` (a public path as `migrate-fi api-diff` prints it, instances as
 ``Class().method``), ``parameter`` (same, deprecated), ``old`` and ``new`` (same: the defaults
 before and after, as the API data writes them), ``why`` (same, deprecated), ``what`` and
-``kind`` (behaviour), ``moved_to`` (deprecated, optional) and ``source`` (every entry: the
-wheel's file and line, or the release notes or pull request it was read from).
+``kind`` (behaviour), ``moved_to`` (deprecated, optional), ``source`` (every entry: the
+wheel's file and line, or the release notes or pull request it was read from) and ``why_zh`` /
+``what_zh`` (``why`` / ``what`` in Chinese, code in backquotes: what the Chinese report says).
 """
 
 from __future__ import annotations
@@ -52,11 +53,11 @@ NOTES_DIR = os.path.join(
 )
 KINDS = ("architecture", "input-format", "numerics", "error", "other", "fix")
 _TABLES = {
-    "same": {"api", "parameter", "old", "new", "why", "source"},
-    "deprecated": {"api", "parameter", "moved_to", "why", "source"},
-    "behaviour": {"api", "kind", "what", "source", "reverts", "when"},
+    "same": {"api", "parameter", "old", "new", "why", "why_zh", "source"},
+    "deprecated": {"api", "parameter", "moved_to", "why", "why_zh", "source"},
+    "behaviour": {"api", "kind", "what", "what_zh", "source", "reverts", "when"},
 }
-_OPTIONAL = {"moved_to", "reverts", "when"}
+_OPTIONAL = {"moved_to", "reverts", "when", "why_zh", "what_zh"}
 
 
 class NotesError(Exception):
@@ -72,6 +73,7 @@ class Same:
     source: str
     old: str = ""  # the default before and after the release, as the API data writes them
     new: str = ""
+    why_zh: str = ""  # ``why`` in Chinese (the report's `--lang zh`); "": not given
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,7 @@ class Deprecated:
     why: str
     source: str
     moved_to: str | None = None
+    why_zh: str = ""
 
 
 @dataclass(frozen=True)
@@ -95,6 +98,7 @@ class Behaviour:
     # the arguments the change is tied to: "name" (passed at all) or "name=literal"; a call
     # none of whose conditions may hold is not touched by it (empty: every call)
     when: tuple[str, ...] = ()
+    what_zh: str = ""  # ``what`` in Chinese (the report's `--lang zh`); "": not given
 
 
 Note = Same | Deprecated | Behaviour
@@ -174,6 +178,7 @@ def _note(release: str, path: str, table: str, index: int, entry: Any, keys: set
             entry["source"],
             entry["old"],
             entry["new"],
+            entry.get("why_zh", ""),
         )
     if table == "deprecated":
         return Deprecated(
@@ -183,6 +188,7 @@ def _note(release: str, path: str, table: str, index: int, entry: Any, keys: set
             entry["why"],
             entry["source"],
             entry.get("moved_to"),
+            entry.get("why_zh", ""),
         )
     if entry["kind"] not in KINDS:
         raise NotesError(f"{where}: `kind` must be one of {', '.join(KINDS)}")
@@ -193,7 +199,14 @@ def _note(release: str, path: str, table: str, index: int, entry: Any, keys: set
         except VersionError:
             raise NotesError(f"{where}: `reverts` must be a release") from None
     return Behaviour(
-        release, entry["api"], entry["kind"], entry["what"], entry["source"], reverts, tuple(when)
+        release,
+        entry["api"],
+        entry["kind"],
+        entry["what"],
+        entry["source"],
+        reverts,
+        tuple(when),
+        entry.get("what_zh", ""),
     )
 
 

@@ -10,7 +10,8 @@ by FI010 (`migrate_fi.codemods.value_migrations`); a file in the user's data fol
 (``<data folder>/values/<release>.toml``, next to what `signatures update` writes) adds releases.
 For a release in both, the bundled file is used.
 
-The format (every key but ``new_keyword``, ``import``, ``link`` and ``old_member`` required)::
+The format (every key but ``new_keyword``, ``import``, ``link``, ``reason_zh`` and ``old_member``
+required)::
 
     [[change]]
     apis = ["flashinfer.CuteDslMoEWrapper"]   # public paths of the callables (on the old release)
@@ -18,6 +19,7 @@ The format (every key but ``new_keyword``, ``import``, ``link`` and ``old_member
     new_keyword = "activation_type"          # its name on this release (default: the same)
     import = { module = "flashinfer", name = "ActivationType" }   # what the new values need
     reason = "the activation is an ActivationType member, no longer a string"
+    reason_zh = "激活函数改为 `ActivationType` 成员，不再是字符串"   # (the Chinese report)
     link = "https://github.com/flashinfer-ai/flashinfer/pull/3737"
     values = [
       # old: the literal the call passes; old_member: the same value written as an enum member
@@ -51,7 +53,7 @@ __all__ = [
 VALUES_DIR = os.path.join(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "values"
 )
-_KEYS = {"apis", "keyword", "new_keyword", "import", "reason", "link", "values"}
+_KEYS = {"apis", "keyword", "new_keyword", "import", "reason", "reason_zh", "link", "values"}
 _VALUE_KEYS = {"old", "old_member", "new"}
 
 
@@ -78,6 +80,7 @@ class ValueChange:
     reason: str
     link: str | None
     source: str  # the file it was read from (for messages)
+    reason_zh: str = ""  # ``reason`` in Chinese (code in backquotes); "": not given
 
     def mapped(self, value: object) -> ValueMap | None:
         for entry in self.values:
@@ -137,6 +140,9 @@ def _change(release: str, path: str, index: int, entry: Any) -> ValueChange:
     reason = entry.get("reason")
     if not isinstance(reason, str) or not reason.strip():
         raise ValueDataError(f"{where}: `reason` must say why (a sentence)")
+    reason_zh = entry.get("reason_zh", "")
+    if not isinstance(reason_zh, str):
+        raise ValueDataError(f"{where}: `reason_zh` must be a string (the reason in Chinese)")
     link = entry.get("link")
     if link is not None and (not isinstance(link, str) or not link.startswith("https://")):
         raise ValueDataError(f"{where}: `link` must be an https:// address")
@@ -184,6 +190,7 @@ def _change(release: str, path: str, index: int, entry: Any) -> ValueChange:
         reason.strip(),
         link,
         path,
+        reason_zh.strip(),
     )
 
 

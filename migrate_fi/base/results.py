@@ -70,6 +70,7 @@ class Diagnostic:
     replacements: tuple[Replacement, ...] = ()
     cell: int | None = None  # a notebook's cell (1-based), else None
     cell_line: int | None = None  # the line in that cell (``line``: in the notebook's file)
+    message_zh: str = ""  # the message in Chinese (`migrate_fi.base.messages`); "": none
 
     @property
     def fixable(self) -> bool:
@@ -91,6 +92,7 @@ class Diagnostic:
             "code": self.code,
             "codemod": self.rule,  # (the JSON key users read: kept, see CHANGELOG)
             "message": self.message,
+            "message_zh": self.message_zh,
             "fix": self.safety.value if self.safety is not None else None,
             "fixable": self.applies,
         } | ({"cell": self.cell, "cell_line": self.cell_line} if self.cell is not None else {})

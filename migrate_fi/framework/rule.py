@@ -4,7 +4,7 @@ A rule never reads or writes files and never prints. Given a `FileContext` it ca
 ``ctx.report(node, message)`` for a site a person must look at, or
 ``ctx.fix(node, message, *edits, imports=..., safety=...)`` for a site it can rewrite: one
 diagnostic carrying edits to one or more nodes of the file (see `migrate_fi.editing.edits`) and the imports
-they need. The engine applies a fix only in `apply`/`diff`, only whole (a suppression comment drops
+they need. A message is said in English and Chinese in one place (`migrate_fi.base.messages.say`). The engine applies a fix only in `apply`/`diff`, only whole (a suppression comment drops
 all of it), and only if its safety allows: `safe` fixes always, `review` fixes with
 ``--unsafe-fixes``. So `check` never loads LibCST and reports exactly the sites `apply` rewrites.
 
@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from migrate_fi.analysis.resolver import NameResolver
 from migrate_fi.base import patterns
+from migrate_fi.base.messages import Said
 from migrate_fi.base.results import Diagnostic, FixAvailability, FixSafety
 from migrate_fi.editing.edits import (
     AddImport,
@@ -317,7 +318,7 @@ class FileContext:
         return self.tree is not None
 
     def _diagnostic(
-        self, node: ast.AST | Span, message: str, safety: FixSafety | None
+        self, node: ast.AST | Span, message: Said, safety: FixSafety | None
     ) -> Diagnostic:
         assert self.rule is not None
         line, col, end_line, end_col = node if isinstance(node, tuple) else self.span(node)
@@ -327,13 +328,14 @@ class FileContext:
             col=col + 1,
             code=self.rule.code,
             rule=self.rule.id,
-            message=message,
+            message=message.en,
+            message_zh=message.zh,
             safety=safety,
             end_line=end_line,
             end_col=end_col + 1,
         )
 
-    def report(self, node: ast.AST | Span, message: str) -> None:
+    def report(self, node: ast.AST | Span, message: Said) -> None:
         """A site a person must look at; nothing is rewritten. ``node`` may be a span (text
         files have no nodes)."""
         self.diagnostics.append(self._diagnostic(node, message, None))
@@ -341,7 +343,7 @@ class FileContext:
     def fix(
         self,
         node: ast.AST | Span,
-        message: str,
+        message: Said,
         *edits: Edit,
         imports: Iterable[AddImport] = (),
         safety: FixSafety | None = None,

@@ -399,8 +399,11 @@ _LEADING_API = re.compile(r"^(?:this )?`?([A-Za-z_][\w.]*(?:\(\))?)`?:")
 
 
 def _what(d: Diagnostic, w: _Writer, rule: type[Rule] | None) -> str:
-    """What a site says: the rule's message in English; in Chinese, the rule's line in Chinese
-    after the API the message names (the message's prose is English only)."""
+    """What a site says: its message in the report's language; a message said in English only
+    (a record written by an older migrate-fi) gives, in Chinese, the rule's line after the API
+    the message names, with the code it names."""
+    if w.lang == "zh" and d.message_zh:
+        return d.message_zh.replace("|", "\\|")
     if w.lang == "en" or rule is None:
         return d.message.replace("|", "\\|")
     found = _LEADING_API.match(d.message)

@@ -57,7 +57,17 @@ def left_sites(
         line, end = place(d.line, max(d.end_line or d.line, d.line))
         block = "\n".join(lines[line - 1 : end])
         out.append(
-            LeftSite(relative(root, d.path), line, d.col, end, d.code, d.rule, d.message, block)
+            LeftSite(
+                relative(root, d.path),
+                line,
+                d.col,
+                end,
+                d.code,
+                d.rule,
+                d.message,
+                block,
+                d.message_zh,
+            )
         )
     return out
 
@@ -143,6 +153,7 @@ def carry_over(root: str, record: ApplyRecord, result: RunResult) -> None:
                 code=site.code,
                 rule=site.rule,
                 message=site.message,
+                message_zh=site.message_zh,
                 end_line=end,
                 end_col=len(lines[end - 1]) + 1,
             )

@@ -78,6 +78,7 @@ class LeftSite:
     rule: str
     message: str
     text: str  # lines ``line`` to ``end_line`` of the file as it was read
+    message_zh: str = ""  # the message in Chinese; "": none
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -89,7 +90,7 @@ class LeftSite:
             "rule": self.rule,
             "message": self.message,
             "text": self.text,
-        }
+        } | ({"message_zh": self.message_zh} if self.message_zh else {})
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> LeftSite:
@@ -102,6 +103,7 @@ class LeftSite:
             str(doc["rule"]),
             str(doc["message"]),
             str(doc["text"]),
+            str(doc.get("message_zh", "")),
         )
 
 

@@ -28,6 +28,7 @@ from migrate_fi.analysis.resolver import NameResolver
 from migrate_fi.analysis.suppression import Suppressions
 from migrate_fi.api.store import DataError
 from migrate_fi.base import patterns
+from migrate_fi.base.messages import say
 from migrate_fi.base.modules import export_parts, in_flashinfer, is_python_path, module_identity
 from migrate_fi.base.results import (
     FileError,
@@ -510,6 +511,14 @@ def _process(
     return result
 
 
+# what a fix in a notebook that cannot be written back says instead
+_NOTEBOOK_KEPT = say(
+    " (not rewritten here: the notebook's JSON layout cannot be written back byte for byte;"
+    " make the change in Jupyter)",
+    "（这里没有改写：这个 notebook 的 JSON 布局无法逐字节写回；请在 Jupyter 中修改）",
+)
+
+
 def _notebook(
     data: bytes,
     path: str,
@@ -548,8 +557,8 @@ def _notebook(
             changes = {
                 "safety": None,
                 "applies": False,
-                "message": d.message + " (not rewritten here: the notebook's JSON layout"
-                " cannot be written back byte for byte; make the change in Jupyter)",
+                "message": d.message + _NOTEBOOK_KEPT.en,
+                "message_zh": d.message_zh + _NOTEBOOK_KEPT.zh if d.message_zh else "",
             }
         out.diagnostics.append(
             dataclasses.replace(
