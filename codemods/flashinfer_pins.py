@@ -10,13 +10,19 @@ from typing import ClassVar
 
 from packaging.version import InvalidVersion, Version
 
-from migrate_fi.api.releases import FLASHINFER_INDEX, index_versions
+from migrate_fi.api.releases import (
+    FLASHINFER_INDEX,
+    engine_releases,
+    engine_requirements,
+    engines_read,
+    index_versions,
+)
 from migrate_fi.base import patterns
 from migrate_fi.base.messages import Said, join, say
 from migrate_fi.base.results import FixSafety
 from migrate_fi.framework.rule import FileContext, Rule, RuleOption, RunOptions
 from migrate_fi.project.discovery import wanted_files
-from migrate_fi.project.ownership import Owner, Place, owner_of, toml_places
+from migrate_fi.project.ownership import Owner, Place, engines_beside, owner_of, toml_places
 from migrate_fi.project.pins import (
     CUBIN,
     DEPENDENCY_FILE_PATTERNS,
@@ -87,6 +93,16 @@ class _Change:
     message: Said
     safety: FixSafety = FixSafety.SAFE
 
+
+def _later(version: str, than: str) -> bool:
+    try:
+        return Version(version) > Version(than)
+    except InvalidVersion:
+        return False
+
+
+# a requirements file (`requirements*.txt`, `*.in`, `constraints*.txt`): one dependency list
+_REQUIREMENTS_FILE = re.compile(r"\.(?:txt|in)$")
 
 # a check named for "installed at least": `is_flashinfer_version_at_least`, `..._ge`
 _AT_LEAST = re.compile(r"(?i)(at_?least|_ge|_gte|_min)$")
@@ -162,6 +178,13 @@ class FlashinferPins(Rule):
       another package (`[[tool.uv.dependency-metadata]]`), and an extra or dependency group
       that pins a serving engine exactly (`sglang==0.5.11` next to FlashInfer: that release
       requires its own FlashInfer); it is reported only where it excludes the target, with why;
+    - what a serving engine release requires of FlashInfer is read from its metadata (the
+      release data's `engines.json`, sglang's and vLLM's releases; `signatures update` adds the
+      newer ones through pip, `check` itself never asks the network): the project's own pin is
+      not moved where the same dependency list (a TOML array, a requirements file) pins an
+      engine release that requires another FlashInfer (reported with the engine's first later
+      release that accepts the target); beside a release the data does not know, it moves and
+      the fix says it was not checked;
     - a version check an `if` or `while` decides on (`if is_flashinfer_version_at_least("0.6.4"):`)
       is a feature gate, not a pin: the target answers it the same way every time, so it is
       never raised to the target. Where the check is named for "at least" and is the whole test
@@ -251,6 +274,8 @@ class FlashinferPins(Rule):
                 continue  # (the gate removed, in a review fix)
             if owner is None:
                 change, reports = self._plan(ref)
+                if change is not None and ref.kind is Kind.REQUIREMENT and not ref.in_comment:
+                    change, reports = self._beside_engines(ctx, ref, change, reports)
             else:  # (not the project's own requirement: never moved)
                 reports = self._owned(ref, owner)
             if change is not None:
@@ -372,18 +397,168 @@ class FlashinferPins(Rule):
                     **said,
                 )
             ]
+        accepted, told = self._engine(owner.detail, ref.package)
+        if accepted:
+            return [
+                say(
+                    "{pin} in {where}, next to {detail}, which accepts FlashInfer {target}"
+                    "{told}: left as it is, as the pin of {where}; move it by hand if {where}"
+                    " should run {target}",
+                    "{where} 中的 `{pin}`，与 `{detail}` 并列，而后者接受 FlashInfer {target}"
+                    "{told}：作为 {where} 的版本约束保持原样；如果 {where} 应当使用 {target}，"
+                    "请手动修改",
+                    detail=owner.detail,
+                    told=told,
+                    **said,
+                )
+            ]
         return [
             say(
                 "{pin} in {where}, next to {detail}: that release requires the FlashInfer it was"
                 " built for, so this pin moves with it: left as it is; move both to a release"
-                " that requires FlashInfer {target} (not checked here: no network)",
+                " that requires FlashInfer {target}{told}",
                 "{where} 中的 `{pin}`，与 `{detail}` 并列：那个版本要求它构建时所用的 FlashInfer，"
                 "所以这个版本约束随它而定：保持原样；请把两者一起改到要求 FlashInfer {target}"
-                " 的版本（此处未核对：没有网络）",
+                " 的版本{told}",
                 detail=owner.detail,
+                told=told,
                 **said,
             )
         ]
+
+    def _engine(self, pin: str, package: str) -> tuple[bool | None, Said]:
+        """Whether the serving engine release ``pin`` (``sglang[srt]==0.4.3``) accepts the
+        target of ``package`` (its metadata's requirement, with the extras the pin names; None:
+        not recorded), and what to say of it: the requirement, and where it does not accept the
+        target, the first later release that does."""
+        from packaging.requirements import InvalidRequirement, Requirement
+        from packaging.utils import canonicalize_name
+
+        engine, _, version = pin.partition("==")
+        extras = {""}
+        if "[" in engine:
+            engine, _, named = engine.partition("[")
+            extras |= {canonicalize_name(e) for e in named.rstrip("]").split(",") if e.strip()}
+
+        def wanted(lines: list[str]) -> list[Requirement]:
+            out = []
+            for line in lines:
+                try:
+                    req = Requirement(line)
+                except InvalidRequirement:
+                    continue
+                if canonicalize_name(req.name) != package:
+                    continue
+                if req.marker is None or any(req.marker.evaluate({"extra": e}) for e in extras):
+                    out.append(req)
+            return out
+
+        def accepts(reqs: list[Requirement]) -> bool:
+            return all(r.specifier.contains(self.target, prereleases=True) for r in reqs)
+
+        lines = engine_requirements(engine, version)
+        if lines is None:
+            return None, say(
+                " (not checked: what {engine} {version} requires of FlashInfer is not recorded;"
+                " `migrate-fi signatures update` reads it)",
+                "（未核对：没有记录 {engine} {version} 对 FlashInfer 的要求；"
+                "`migrate-fi signatures update` 会读取它）",
+                engine=engine,
+                version=version,
+            )
+        reqs = wanted(lines)
+        shown = ", ".join(  # (as required, without the marker that made it apply)
+            r.name + (f"[{','.join(sorted(r.extras))}]" if r.extras else "") + str(r.specifier)
+            for r in reqs
+        )
+        if not reqs:
+            return True, say(
+                " ({engine} {version} requires no {package}, by its metadata)",
+                "（按其元数据，{engine} {version} 不要求 {package}）",
+                engine=engine,
+                version=version,
+                package=package,
+            )
+        if accepts(reqs):
+            return True, say(
+                " ({engine} {version} requires {shown}, by its metadata)",
+                "（按其元数据，{engine} {version} 要求 `{shown}`）",
+                engine=engine,
+                version=version,
+                shown=shown,
+            )
+        later = sorted(
+            (
+                v
+                for v, found in engine_releases(engine).items()
+                if _later(v, version) and wanted(found) and accepts(wanted(found))
+            ),
+            key=Version,
+        )
+        first = (
+            say(
+                "; {engine} {first} is its first release that accepts FlashInfer {target}",
+                "；{engine} {first} 是它第一个接受 FlashInfer {target} 的版本",
+                engine=engine,
+                first=later[0],
+                target=self.target,
+            )
+            if later
+            else say(
+                "; no {engine} release read ({read}) accepts FlashInfer {target} yet",
+                "；截至 {read} 读取的 {engine} 版本都还不接受 FlashInfer {target}",
+                engine=engine,
+                read=engines_read(),
+                target=self.target,
+            )
+        )
+        return False, say(
+            " ({engine} {version} requires {shown}, by its metadata{first})",
+            "（按其元数据，{engine} {version} 要求 `{shown}`{first}）",
+            engine=engine,
+            version=version,
+            shown=shown,
+            first=first,
+        )
+
+    def _beside_engines(
+        self, ctx: FileContext, ref: VersionRef, change: _Change, reports: list[Said]
+    ) -> tuple[_Change | None, list[Said]]:
+        """A move of the project's own pin where the same dependency list (a TOML array, a
+        requirements file) pins a serving engine exactly: not made where that engine release
+        requires another FlashInfer (the environment could not be installed), said where what
+        it requires is not recorded."""
+        lines = [line.rstrip("\r\n") for line in ctx.lines]
+        if ctx.path.endswith(".toml"):
+            if self._places is None or self._places[0] != ctx.path:
+                self._places = (ctx.path, lines, toml_places(lines))
+            places: list[Place] | None = self._places[2]
+        elif _REQUIREMENTS_FILE.search(os.path.basename(ctx.path)):
+            places = None
+        else:
+            return change, reports
+        if ref.line > len(lines):
+            return change, reports
+        for engine, extras, version in engines_beside(lines, places, ref.line, _FAMILY):
+            admits, told = self._engine(f"{engine}{extras}=={version}", ref.package)
+            if admits is False:
+                return None, [
+                    *reports,
+                    say(
+                        "{package} {pin}: not moved to {target}: the same list pins {engine}"
+                        "{told}; move both",
+                        "{package} `{pin}`：未改为 {target}：同一个依赖列表固定了 `{engine}`"
+                        "{told}；请把两者一起修改",
+                        package=ref.package,
+                        pin=f"{ref.operator}{ref.version}",
+                        target=self.target,
+                        engine=f"{engine}{extras}=={version}",
+                        told=told,
+                    ),
+                ]
+            if admits is None:
+                change = _Change(change.ref, change.new, change.message + told, change.safety)
+        return change, reports
 
     # ------------------------------------------------------------------ data
 

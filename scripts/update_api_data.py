@@ -29,6 +29,7 @@ import urllib.request
 
 from migrate_fi.api.releases import read_requires_dist, write_index_data, write_requires
 from migrate_fi.api.store import DATA_DIR
+from migrate_fi.api.update import refresh_engines
 from migrate_fi.base.versions import KNOWN_RELEASES, parse_version
 
 INDEXED = ("flashinfer-cubin", "flashinfer-jit-cache")
@@ -87,6 +88,9 @@ def main() -> None:
             }
         )
     )
+    # (what each serving engine release requires of FlashInfer: FI006's check of a pin next to
+    # an engine's; only the releases not recorded yet are read)
+    refresh_engines((), DATA_DIR)
     added = [v for v in versions if v not in KNOWN_RELEASES]
     if added:
         print(add_known_releases(added))

@@ -243,3 +243,55 @@ def test_signatures_build_writes_to_the_user_folder(tmp_path: Path, index: Path)
         built.name
     )
     assert (data / "changes.json").exists()
+
+
+def engine_wheel(folder: Path, name: str, version: str, requires: list[str]) -> Path:
+    path = folder / f"{name}-{version}-py3-none-any.whl"
+    info = f"{name}-{version}.dist-info"
+    metadata = "\n".join(
+        ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
+        + [f"Requires-Dist: {r}" for r in requires]
+    )
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr(f"{name}/__init__.py", "")
+        zf.writestr(f"{info}/METADATA", metadata + "\n")
+        zf.writestr(
+            f"{info}/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+        )
+        zf.writestr(f"{info}/RECORD", "")
+    return path
+
+
+def test_update_reads_what_new_engine_releases_require_and_check_uses_it(
+    tmp_path: Path, index: Path
+) -> None:
+    """A serving engine release the data lacks (here sglang 9.0.0, requiring FlashInfer 0.7.5):
+    `signatures update` reads its `Requires-Dist` through pip into the user's `engines.json`,
+    and FI006 then moves a FlashInfer pin beside it, or says why not, from that data alone."""
+    wheel(index, "0.7.4", {"flashinfer/__init__.py": ""}, [])
+    release_075(index)
+    engine_wheel(index, "sglang", "9.0.0", ["torch", "flashinfer_python[cu13]==0.7.5"])
+    data = tmp_path / "data"
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "requirements.txt").write_text("sglang==9.0.0\nflashinfer-python==0.7.4\n")
+    before = run(project, index, "check", "--to", "0.7.4", "--output-format", "json", data=data)
+    assert before.returncode == 0, before.stderr  # (nothing to move yet)
+
+    r = run(tmp_path, index, "signatures", "update")
+    assert r.returncode == 0, r.stderr
+    assert "serving engines: 1 releases' FlashInfer requirements" in r.stdout
+    engines = json.loads((data / "engines.json").read_text())["engines"]
+    assert engines["sglang"] == {"9.0.0": ["flashinfer_python[cu13]==0.7.5"]}
+
+    moved = run(project, index, "check", "--output-format", "json", data=data)
+    assert moved.returncode == 1, moved.stderr
+    (site,) = json.loads(moved.stdout)["diagnostics"]
+    assert site["fixable"] and "moved to the target 0.7.5" in site["message"]
+    assert "not checked" not in site["message"]
+    # the bundled data: sglang 0.5.11 requires 0.6.8.post1, so the pin beside it stays
+    (project / "requirements.txt").write_text("sglang==0.5.11\nflashinfer-python==0.7.4\n")
+    kept = run(project, index, "check", "--output-format", "json", data=data)
+    (site,) = json.loads(kept.stdout)["diagnostics"]
+    assert not site["fixable"] and "not moved to 0.7.5" in site["message"]
+    assert "sglang 9.0.0 is its first release that accepts FlashInfer 0.7.5" in site["message"]

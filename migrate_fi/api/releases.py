@@ -7,10 +7,16 @@
   serves, with the date it was read (from 0.6.14 on, ``flashinfer-cubin`` is published only on
   FlashInfer's own wheel index, and ``flashinfer-jit-cache`` always was).
 
-Both are written by ``scripts/update_api_data.py`` into the bundled data. For the releases of
+- ``engines.json``: for the serving engines that pin FlashInfer (``ENGINES``: sglang, vllm),
+  what each of their releases requires of FlashInfer's packages (its `Requires-Dist` lines that
+  name ``flashinfer-*``; none for a release that does not), with the date it was read: a
+  release's metadata never changes once published, so an entry never goes stale.
+
+All three are written by ``scripts/update_api_data.py`` into the bundled data. For the releases of
 the user's data folder, ``migrate-fi signatures update`` keeps each wheel's `Requires-Dist` in
 that folder's ``releases.json`` and what the user's package index serves in its
-``indexes.json``; the newer of the two ``indexes.json`` is used.
+``indexes.json``; the newer of the two ``indexes.json`` is used; the engines' releases it
+reads are added to that folder's ``engines.json``.
 """
 
 from __future__ import annotations
@@ -23,18 +29,28 @@ from typing import Any
 from migrate_fi.api.store import DATA_DIR, on_forget, user_data_dir, user_releases, write_json
 
 __all__ = [
+    "ENGINES",
     "FLASHINFER_INDEX",
+    "engine_releases",
+    "engine_requirements",
+    "engines_read",
+    "flashinfer_lines",
     "forget",
     "index_versions",
     "read_requires_dist",
     "required_packages",
     "requirements_of",
+    "write_engine_data",
     "write_index_data",
     "write_requires",
 ]
 
+# serving engines whose releases pin FlashInfer in their metadata, as the index names them
+ENGINES = ("sglang", "vllm")
+
 FLASHINFER_INDEX = "https://flashinfer.ai/whl"
 REQUIRES_FILE = os.path.join(DATA_DIR, "requires.json")
+ENGINES_FILE = os.path.join(DATA_DIR, "engines.json")
 INDEXES_FILE = os.path.join(DATA_DIR, "indexes.json")
 
 
@@ -63,10 +79,90 @@ def write_index_data(data: dict[str, Any], folder: str = DATA_DIR) -> str:
     return write_json(os.path.join(folder, "indexes.json"), data)
 
 
+def flashinfer_lines(requires_dist: list[str]) -> list[str]:
+    """The `Requires-Dist` lines that name one of FlashInfer's packages (``flashinfer-python``,
+    ``flashinfer_cubin``...), as written."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    out = []
+    for line in requires_dist:
+        try:
+            name = canonicalize_name(Requirement(line).name)
+        except InvalidRequirement:
+            continue
+        if name.startswith("flashinfer-"):
+            out.append(line)
+    return out
+
+
+def write_engine_data(
+    engines: dict[str, dict[str, list[str]]], read: str, source: str, folder: str = DATA_DIR
+) -> str:
+    """``engines.json`` in ``folder``: engine -> release -> its FlashInfer lines."""
+    return write_json(
+        os.path.join(folder, "engines.json"), {"read": read, "source": source, "engines": engines}
+    )
+
+
+def engine_requirements(engine: str, version: str) -> list[str] | None:
+    """What release ``version`` of the serving engine ``engine`` requires of FlashInfer's
+    packages (its `Requires-Dist` lines naming them; [] when none); None when not recorded."""
+    from packaging.utils import canonicalize_name
+    from packaging.version import InvalidVersion, Version
+
+    releases = _engines().get("engines", {}).get(canonicalize_name(engine), {})
+    if version in releases:
+        return list(releases[version])
+    try:
+        wanted = Version(version)
+    except InvalidVersion:
+        return None
+    for recorded, lines in releases.items():
+        try:
+            if Version(recorded) == wanted:
+                return list(lines)
+        except InvalidVersion:
+            continue
+    return None
+
+
+def engine_releases(engine: str) -> dict[str, list[str]]:
+    """Every recorded release of ``engine`` with its FlashInfer lines."""
+    from packaging.utils import canonicalize_name
+
+    return dict(_engines().get("engines", {}).get(canonicalize_name(engine), {}))
+
+
+def engines_read() -> str:
+    """When the engines' metadata was last read (the newer of the bundled and the user's)."""
+    return str(_engines().get("read", "unknown"))
+
+
+def _engines() -> dict[str, Any]:
+    return _engines_in(user_data_dir())
+
+
+@cache
+def _engines_in(user_folder: str) -> dict[str, Any]:
+    """The bundled engines' data with the user's folder's added (a release's metadata never
+    changes: the two only add releases to each other)."""
+    bundled: dict[str, Any] = _read_json(ENGINES_FILE)
+    user: dict[str, Any] = _read_json(os.path.join(user_folder, "engines.json"))
+    merged: dict[str, dict[str, list[str]]] = {
+        name: dict(releases) for name, releases in bundled.get("engines", {}).items()
+    }
+    for name, releases in user.get("engines", {}).items():
+        merged.setdefault(name, {}).update(releases)
+    read = max(str(bundled.get("read", "")), str(user.get("read", ""))) or "unknown"
+    return {"read": read, "engines": merged}
+
+
 @on_forget
 def forget() -> None:
     _requires_in.cache_clear()
     _indexes_in.cache_clear()
+    _engines_in.cache_clear()
 
 
 def _requires() -> dict[str, list[str]]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import json
 import os
 import subprocess
 import sys
@@ -27,7 +28,7 @@ from typing import Any
 
 from migrate_fi.base.versions import VersionError, parse_version
 
-__all__ = ["UpdateError", "check_writable", "update"]
+__all__ = ["UpdateError", "check_writable", "refresh_engines", "update"]
 
 PACKAGE = "flashinfer-python"
 COMPANIONS = ("flashinfer-cubin", "flashinfer-jit-cache")
@@ -66,6 +67,25 @@ class _Pip:
                 listed = line.split(":", 1)[1]
                 return [v.strip() for v in listed.split(",") if v.strip()]
         raise UpdateError(f"pip index versions {package}: no version list in its output")
+
+    def requires_dist(self, package: str, version: str) -> list[str]:
+        """The `Requires-Dist` of ``package==version``, read by pip's resolver without
+        installing it (``install --dry-run --report``: the index's metadata file where it
+        serves one, so a 400 MB wheel is not downloaded; wheels only, nothing is built)."""
+        with tempfile.TemporaryDirectory(prefix="migrate-fi-") as folder:
+            report = os.path.join(folder, "report.json")
+            done = self.run(
+                "install", "--dry-run", "--no-deps", "--ignore-installed", "-q",
+                "--only-binary=:all:", "--report", report, f"{package}=={version}",
+            )  # fmt: skip
+            try:
+                with open(report, encoding="utf-8") as fh:
+                    found = json.load(fh)["install"][0]["metadata"]
+            except (OSError, ValueError, KeyError, IndexError):
+                raise UpdateError(
+                    f"pip could not read the metadata of {package} {version}: {_last(done)}"
+                ) from None
+        return [str(line) for line in found.get("requires_dist", [])]
 
     def download(self, version: str, folder: str) -> str:
         done = self.run(
@@ -186,6 +206,7 @@ def update(
             f" {len(record['defs'])} definitions -> {path}"
         )
     _refresh_companions(pip, folder, echo)
+    refresh_engines(pip_options, folder, echo)
     index = update_user_index()
     if index and read:
         echo(f"index of the changes between releases -> {index}")
@@ -219,3 +240,53 @@ def _refresh_companions(pip: _Pip, folder: str, echo: Callable[[str], None]) -> 
             },
         )
     forget()
+
+
+def refresh_engines(
+    pip_options: Sequence[str], folder: str, echo: Callable[[str], None] = print
+) -> int:
+    """What the serving engines' releases the data lacks require of FlashInfer (FI006 checks a
+    pin next to an engine's against it), added to ``folder``'s ``engines.json``; the number of
+    releases read. Kept as it was when the index cannot be asked."""
+    from migrate_fi.api.releases import (
+        ENGINES,
+        engine_releases,
+        flashinfer_lines,
+        forget,
+        write_engine_data,
+    )
+
+    pip = _Pip(tuple(pip_options))
+    path = os.path.join(folder, "engines.json")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            kept: dict[str, dict[str, list[str]]] = json.load(fh).get("engines", {})
+    except (OSError, ValueError, AttributeError):
+        kept = {}
+    added = 0
+    for engine in ENGINES:
+        try:
+            offered = pip.versions(engine, pre=False) or []
+        except UpdateError as exc:
+            echo(f"{engine}: not read ({exc})")
+            return added
+        recorded = engine_releases(engine)
+        for version in sorted(set(offered) - set(recorded), key=parse_version):
+            try:
+                lines = flashinfer_lines(pip.requires_dist(engine, version))
+            except UpdateError as exc:
+                echo(f"{engine} {version}: not read ({exc})")
+                continue
+            kept.setdefault(engine, {})[version] = lines
+            added += 1
+    if added:
+        with contextlib.suppress(OSError):
+            write_engine_data(
+                kept,
+                time.strftime("%Y-%m-%d"),
+                "pip install --dry-run --report <engine>==<release> (its Requires-Dist)",
+                folder,
+            )
+        forget()
+        echo(f"serving engines: {added} releases' FlashInfer requirements -> {path}")
+    return added

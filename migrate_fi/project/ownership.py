@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from migrate_fi.base import patterns
 from migrate_fi.project.pins import canonical_name
 
-__all__ = ["ENGINES", "Owner", "Place", "owner_of", "toml_places"]
+__all__ = ["ENGINES", "Owner", "Place", "engines_beside", "owner_of", "toml_places"]
 
 # Serving engines whose releases require a FlashInfer release of their own (their metadata pins
 # it): a pin of FlashInfer next to an exact pin of one of them is that release's requirement.
@@ -41,7 +41,7 @@ _HEADER = patterns.compile(r"^\s*\[(\[?)\s*([^\[\]]+?)\s*\]\]?\s*(?:#.*)?$")
 _KEY = patterns.compile(r"""^\s*("[^"]*"|'[^']*'|[A-Za-z0-9_.-]+)\s*=\s*(.*)$""")
 _NAME = patterns.compile(r"""^\s*name\s*=\s*["']([^"']+)["']""")
 _EXACT = patterns.compile(
-    r"""["']\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*==\s*([^"',;\s]+)"""
+    r"""["']\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*==\s*([^"',;\s]+)"""
 )
 
 
@@ -132,6 +132,24 @@ def _array_text(lines: list[str], places: list[Place], index: int) -> str:
     return "\n".join(lines[start : end + 1])
 
 
+def engines_beside(
+    lines: list[str], places: list[Place] | None, line: int, family: frozenset[str]
+) -> list[tuple[str, str, str]]:
+    """The serving engines pinned exactly (``sglang[srt]==0.5.11``) next to the pin on ``line``
+    (1-based), as ``(canonical name, extras as written, version)``: in the same array of a TOML
+    file (``places``), anywhere outside comments in a requirements file (``places`` None)."""
+    if places is not None:
+        text = _array_text(lines, places, line - 1)
+    else:
+        text = "\n".join(f'"{raw.split("#", 1)[0].strip()}"' for raw in lines)
+    out = []
+    for name, extras, version in _EXACT.findall(text):
+        canonical = canonical_name(name)
+        if canonical in ENGINES and canonical not in family:
+            out.append((canonical, extras, version))
+    return out
+
+
 def owner_of(
     lines: list[str], places: list[Place], line: int, family: frozenset[str]
 ) -> Owner | None:
@@ -155,9 +173,7 @@ def owner_of(
         "dependency-groups",
     )
     if grouped:
-        for name, version in _EXACT.findall(_array_text(lines, places, line - 1)):
-            canonical = canonical_name(name)
-            if canonical in ENGINES and canonical not in family:
-                where = f"the {place.key} extra" if "optional" in place.table else place.key
-                return Owner("engine", str(where), f"{canonical}=={version}")
+        for canonical, extras, version in engines_beside(lines, places, line, family):
+            where = f"the {place.key} extra" if "optional" in place.table else place.key
+            return Owner("engine", str(where), f"{canonical}{extras}=={version}")
     return None
