@@ -744,10 +744,11 @@ def _facts_from(base: str, common: _Common, record: ApplyRecord | None) -> Repor
         if target is None:
             try:
                 target = detect_current_version(paths)[0]  # (where the pins say it is now)
-            except ProjectVersionError:
+            except ProjectVersionError as exc:
+                why = str(exc).split(": pass --from", 1)[0]
                 raise Fatal(
                     "report --base: the release migrated to is not known (no record of the"
-                    " migration, and no pin says it): pass --to VERSION"
+                    f" migration, and {why}): pass --to VERSION"
                 ) from None
         os.chdir(os.path.join(folder, os.path.relpath(here, repo)))
         at_base = dataclasses.replace(common, from_version=origin, to_version=target)
