@@ -44,7 +44,12 @@ class ChangedDefaults(Rule):
     `fp4_quantize` runs the CUDA kernel unless `batch_invariant=True`), and parameters FlashInfer
     deprecated where they are (`BatchDecodeWithPagedKVCacheWrapper.run(q_len_per_req=)` belongs
     to `plan()` now): passing the old value there would change nothing a user needs, or add a
-    deprecated argument. The notes are data with their sources (`migrate_fi/data/notes/`).
+    deprecated argument. The notes are data with their sources (`migrate_fi/data/notes/`); the
+    release data says the same where the code does: a default that names a module constant is
+    its value (`max_blocks=AR_MAX_BLOCKS` is `128`), a `None` default the function replaces by
+    the old value before anything reads it (`if next_n is None: next_n = 1`) is the old value,
+    and a parameter the function warns about (`if x is not None: warnings.warn(...,
+    DeprecationWarning)`) is deprecated there.
     """
 
     code = "FI008"
@@ -101,8 +106,12 @@ class ChangedDefaults(Rule):
             for change in changes:
                 if (key, change.name) in owned:  # (another rule's, or deprecated there)
                     continue
+                if change.same:
+                    continue  # (the new release maps its new default back to the old value)
                 if _kept(old_v, new_v, key, (change.name, change.old, change.new)):
                     continue  # (the release notes: the new default does what the old did)
+                if _warns(new_v, change.path, change.name):
+                    continue  # (passing it on the new release warns: deprecated there)
                 self._check(ctx, view, change, old_api, keep, new_v)
 
     def _check(
@@ -195,6 +204,16 @@ def _same_notes(old_v: str, new_v: str) -> dict[tuple[str | None, str], set[tupl
         if isinstance(n, Same):
             out.setdefault((old_api.key(n.api), n.parameter), set()).add((n.old, n.new))
     return out
+
+
+def _warns(new_v: str, path: str, name: str) -> bool:
+    """Whether the new release warns that ``name`` is deprecated when a call of ``path``
+    passes it (the release data: an ``if`` on it around ``warnings.warn(...,
+    DeprecationWarning)``)."""
+    from migrate_fi.api.differ import api_for
+
+    after = api_for(new_v).callable(path)
+    return after is not None and name in after.deprecated
 
 
 def _kept(old_v: str, new_v: str, key: str, change: tuple[str, str, str]) -> bool:

@@ -529,18 +529,59 @@ def test_signatures_build_refuses_garbage(tmp_path: Path) -> None:
 # ------------------------------------------------- against the real wheels (network)
 
 
-def _render(args: ast.arguments) -> str:
-    """A parameter list without annotations, as Python prints it."""
+def _render(args: ast.arguments, constants: dict[str, str] | None = None) -> str:
+    """A parameter list without annotations, as Python prints it; a default that names one of
+    ``constants`` (module constants: name -> the literal) as that literal."""
     for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
         if a is not None:
             a.annotation = None
+    for i, d in enumerate(args.defaults):
+        if isinstance(d, ast.Name) and d.id in (constants or {}):
+            args.defaults[i] = ast.parse((constants or {})[d.id], mode="eval").body
+    for i, kd in enumerate(args.kw_defaults):
+        if isinstance(kd, ast.Name) and kd.id in (constants or {}):
+            args.kw_defaults[i] = ast.parse((constants or {})[kd.id], mode="eval").body
     return ast.unparse(args)
+
+
+def _constants(zf: zipfile.ZipFile, filename: str, tree: ast.Module) -> dict[str, str]:
+    """The module's constants, read independently of the extractor: names assigned once at the
+    top level to a literal, and those a relative import takes from a sibling module so."""
+
+    def own(t: ast.Module) -> dict[str, str]:
+        assigned: dict[str, list[ast.expr]] = {}
+        for stmt in t.body:
+            if isinstance(stmt, ast.Assign):
+                for target in stmt.targets:
+                    if isinstance(target, ast.Name):
+                        assigned.setdefault(target.id, []).append(stmt.value)
+        out = {}
+        for name, values in assigned.items():
+            try:
+                ast.literal_eval(values[0])
+            except ValueError:
+                continue
+            if len(values) == 1:
+                out[name] = ast.unparse(values[0])
+        return out
+
+    found = own(tree)
+    folder = filename.rsplit("/", 1)[0]
+    for stmt in tree.body:
+        if isinstance(stmt, ast.ImportFrom) and stmt.level == 1 and stmt.module:
+            other = f"{folder}/{stmt.module.replace('.', '/')}.py"
+            if other in zf.namelist():
+                theirs = own(ast.parse(zf.read(other)))
+                for alias in stmt.names:
+                    if alias.name in theirs:
+                        found.setdefault(alias.asname or alias.name, theirs[alias.name])
+    return found
 
 
 def _render_record(sig: list[list]) -> str:
     parts, slash_done, star_done = [], False, False
-    kinds = [k for _, k, _ in sig]
-    for name, kind, default in sig:
+    kinds = [entry[1] for entry in sig]
+    for name, kind, default, *_ in sig:
         if kind == "A" and "P" in kinds and not slash_done:
             parts.append("/")
             slash_done = True
@@ -613,7 +654,7 @@ def test_recorded_signatures_equal_the_wheel_source(version: str) -> None:
             sig = record["defs"][canonical]["methods"][method]["sig"]
         else:
             sig = record["defs"][canonical]["sig"]
-        source_text = _render(node.args)
+        source_text = _render(node.args, _constants(zf, filename, tree))
         recorded = _render_record(sig)
         if "..." in recorded:  # long defaults are kept to 60 characters
             pattern = re.escape(recorded).replace(re.escape("..."), ".*")
@@ -681,3 +722,77 @@ def test_first_change_is_the_first_release_that_binds_old_calls_otherwise(
         assert first_change.__wrapped__(path, old, new) == expected, path
         found += expected is not None
     assert found  # (each range changes some)
+
+
+def test_the_data_reads_what_defaults_mean_on_real_releases() -> None:
+    """On the bundled releases, without the release notes: 0.7.1's
+    `PcieIpcAllReduceWorkspace(max_blocks=AR_MAX_BLOCKS)` is 128 as before (no change at all),
+    `recurrent_kda(backend=None)` is mapped back to 'cute-dsl' by its body (a change that keeps
+    the value), and 0.7.4 warns about `BatchDecodeWithPagedKVCacheWrapper.run(q_len_per_req=)`."""
+    from migrate_fi.api.differ import defaults_of
+
+    old = api_for("0.7.0.post1")
+    workspace = old.key("flashinfer.comm.PcieIpcAllReduceWorkspace")
+    assert workspace is not None
+    assert "max_blocks" not in {c.name for c in defaults_of("0.7.0.post1", "0.7.1", workspace)}
+    kda = old.key("flashinfer.kda_decode.recurrent_kda")
+    assert kda is not None
+    (backend,) = [c for c in defaults_of("0.7.0.post1", "0.7.1", kda) if c.name == "backend"]
+    assert (backend.old, backend.new, backend.same) == ("'cute-dsl'", "None", True)
+    run = api_for("0.7.4").callable("flashinfer.BatchDecodeWithPagedKVCacheWrapper().run")
+    assert run is not None and "q_len_per_req" in run.deprecated
+    # a real change stays one: 0.7.4's use_fused_finalize=None is False under deterministic mode
+    moe = api_for("0.7.2.post1").key("flashinfer.cutlass_fused_moe")
+    assert moe is not None
+    changes = {c.name: c.same for c in defaults_of("0.7.2.post1", "0.7.4", moe)}
+    assert changes.get("use_fused_finalize") is False
+
+
+def test_fi008_reads_a_default_kept_from_the_data_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no release notes at all, FI008 still leaves `recurrent_kda(backend=)` (0.7.1 maps
+    None back to 'cute-dsl') and `PcieIpcAllReduceWorkspace(max_blocks=)` (AR_MAX_BLOCKS is
+    128), and fixes `tune_batches`, whose old default (the constant TUNE_BATCHES) is written
+    out as its value: 0.7.1's None derives the ladder from max_numel instead."""
+    from click.testing import CliRunner
+
+    from migrate_fi.api import notes
+    from migrate_fi.cli import cli
+
+    empty = tmp_path / "notes"
+    empty.mkdir()
+    monkeypatch.setattr(notes, "NOTES_DIR", str(empty))
+    notes.forget()
+    (tmp_path / "m.py").write_text(
+        "from flashinfer.comm import PcieIpcAllReduceWorkspace\n"
+        "from flashinfer.kda_decode import recurrent_kda\n\n\n"
+        "def decode(q, k, v, g, beta, group):\n"
+        "    workspace = PcieIpcAllReduceWorkspace(group)\n"
+        "    return workspace, recurrent_kda(q, k, v, g, beta)\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    try:
+        r = CliRunner().invoke(
+            cli, ["check", "--no-cache", "--from", "0.7.0.post1", "--to", "0.7.1", "m.py"]
+        )
+    finally:
+        notes.forget()
+    assert r.exit_code == 1, r.output
+    (line,) = r.stdout.splitlines()
+    assert "FI008" in line and "pass tune_batches=(1, 2, 4, 8, 16, 32, 64, 128)" in line
+    # 0.6.13 made `run(q_len_per_req=)` default to None and warns when it is passed: FI008
+    # never adds it (the data alone says so)
+    (tmp_path / "m.py").write_text(
+        "import flashinfer\n\n\n"
+        "def decode(ws, q, cache):\n"
+        "    w = flashinfer.BatchDecodeWithPagedKVCacheWrapper(ws, 'NHD')\n"
+        "    return w.run(q, cache)\n"
+    )
+    try:
+        r = CliRunner().invoke(
+            cli, ["check", "--no-cache", "--from", "0.6.12", "--to", "0.6.13", "m.py"]
+        )
+    finally:
+        notes.forget()
+    assert "q_len_per_req" not in r.output

@@ -211,3 +211,111 @@ def test_renames_declared_by_the_release(api: Api) -> None:
     c = api.callable("flashinfer.core.renamed")
     assert c is not None and c.aliases == (("old_name", "new_name"),)
     assert c.accepts_keyword("old_name")
+
+
+BEHAVIOUR = {
+    "__init__.py": """
+        from .comm import Workspace, top_k, quantize, decode
+        from .consts import MAX_BLOCKS as _MB
+    """,
+    "consts.py": """
+        MAX_BLOCKS = 128
+        ALIAS = MAX_BLOCKS
+        CHANGING = 1
+        CHANGING = 2
+        TABLE = make_table()
+    """,
+    "comm.py": """
+        import warnings
+        from .consts import MAX_BLOCKS, ALIAS, CHANGING, TABLE
+        from . import consts
+
+        LOCAL = "cuda"
+
+        class Workspace:
+            LOCAL = "class attribute"
+
+            def __init__(self, max_blocks=MAX_BLOCKS, alias=ALIAS, changing=CHANGING,
+                         table=TABLE, through=consts.MAX_BLOCKS, shadowed=LOCAL):
+                ...
+
+        def top_k(x, next_n=None, ratio=None, late=None, branch=None, expr=None):
+            '''Doc.'''
+            if next_n is None:
+                next_n = 1
+            ratio = LOCAL if ratio is None else ratio
+            print(late)
+            if late is None:
+                late = 3
+            if x:
+                if branch is None:
+                    branch = 4
+            if expr is None:
+                expr = x + 1
+
+        def quantize(x, backend=LOCAL, q_len=None, old=None):
+            if q_len is not None:
+                warnings.warn("q_len is deprecated: pass it to plan()", DeprecationWarning)
+            if old:
+                warnings.warn("old", category=FutureWarning)
+            if x is None:
+                warnings.warn("x is None", UserWarning)
+
+        def decode(x, n=None):
+            def inner(y=None):
+                if y is not None:
+                    warnings.warn("inner", DeprecationWarning)
+            if n is None:
+                n = 1
+""",
+}
+
+
+def test_constants_sentinels_and_deprecations_are_read(tmp_path: Path) -> None:
+    """A default naming a module constant is its value (bound once, to a literal, here, imported
+    or through another constant; not a class attribute of the same name, a name bound twice or
+    a computed value); a `None` replaced by a literal on every path before anything reads it is
+    recorded as that value; parameters warned about as deprecated are recorded."""
+    for name, text in BEHAVIOUR.items():
+        path = tmp_path / "flashinfer" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    api = Api("9.9.9", extract_release(str(tmp_path)))
+    assert params(api, "flashinfer.Workspace") == [
+        ("max_blocks", "A", "128"),
+        ("alias", "A", "128"),
+        ("changing", "A", "CHANGING"),
+        ("table", "A", "TABLE"),
+        ("through", "A", "128"),
+        ("shadowed", "A", "LOCAL"),
+    ]
+    top_k = api.callable("flashinfer.top_k")
+    assert top_k is not None
+    assert {p.name: p.mapped for p in top_k.params} == {
+        "x": None,
+        "next_n": "1",
+        "ratio": "'cuda'",
+        "late": None,  # (read before it is replaced)
+        "branch": None,  # (replaced on one path only)
+        "expr": None,  # (not a literal)
+    }
+    quantize = api.callable("flashinfer.quantize")
+    assert quantize is not None
+    assert quantize.deprecated == {"q_len", "old"}
+    assert params(api, "flashinfer.quantize")[1] == ("backend", "A", "'cuda'")
+    decode = api.callable("flashinfer.decode")
+    assert decode is not None and decode.deprecated == frozenset()
+    assert [p.mapped for p in decode.params] == [None, "1"]
+
+
+def test_a_default_mapped_back_is_the_same_default() -> None:
+    """`_default_changes`: 1 -> None where the new release maps None to 1 is the same value
+    for a call that leaves it out (FI008 leaves it; `api-diff` says why)."""
+    from migrate_fi.api.differ import CallSignature, Param, _default_changes
+
+    before = CallSignature("flashinfer.f", (Param("n", "A", "1"), Param("m", "A", "1")))
+    after = CallSignature(
+        "flashinfer.f", (Param("n", "A", "None", "1"), Param("m", "A", "None", "2"))
+    )
+    found = {c.name: c.same for c in _default_changes("flashinfer.f", before, after)}
+    assert found == {"n": True, "m": False}

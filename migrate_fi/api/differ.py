@@ -53,10 +53,17 @@ class Param:
     name: str
     kind: str  # P positional-only, A positional-or-keyword, V *args, K keyword-only, W **kwargs
     default: str | None
+    # what the function turns a ``None`` default into on every path (``if x is None: x = 1``)
+    mapped: str | None = None
 
     @property
     def positional(self) -> bool:
         return self.kind in ("P", "A")
+
+    @property
+    def effective(self) -> str | None:
+        """The value a call that leaves the parameter out gets."""
+        return self.mapped if self.mapped is not None else self.default
 
 
 @dataclass(frozen=True)
@@ -71,6 +78,8 @@ class CallSignature:
     # old keyword -> new name, declared by the release (`@deprecated_aliases(old="new")`):
     # the old keyword is still taken, with a warning
     aliases: tuple[tuple[str, str], ...] = ()
+    # parameters the function warns about as deprecated when they are passed
+    deprecated: frozenset[str] = frozenset()
 
     @property
     def positional(self) -> list[Param]:
@@ -398,7 +407,7 @@ class Api:
             if target is not None:
                 forward = _params(target["sig"])[1:]
         aliases = tuple(sorted(record.get("aliases", {}).items()))
-        return CallSignature(path, params, shim, forward, aliases)
+        return CallSignature(path, params, shim, forward, aliases, frozenset(record.get("dep", ())))
 
     def public_paths(self) -> dict[str, str]:
         """Every public path (no component starting with `_`) of a def -> its canonical path
@@ -528,7 +537,7 @@ def _instance_call(path: str) -> str:
 
 
 def _params(sig: list[list[Any]]) -> tuple[Param, ...]:
-    return tuple(Param(n, k, d) for n, k, d in sig)
+    return tuple(Param(*entry) for entry in sig)
 
 
 @lru_cache(maxsize=6)  # a release's record is large: keep the few a run compares
@@ -855,6 +864,9 @@ class DefaultChange:
     old: str  # the defaults as FlashInfer's source writes them
     new: str
     keyword: bool  # it can be passed by keyword on both releases
+    # what a call that leaves it out gets is the same on both: the function maps the new
+    # default back to the old value (`Param.mapped`), or the other way round
+    same: bool = False
 
 
 def literal_default(text: str) -> tuple[bool, object]:
@@ -892,7 +904,13 @@ def _default_changes(
         if is_cosmetic(p.default, q.default):
             continue
         keyword = p.kind in ("A", "K") and q.kind in ("A", "K")
-        found.append(DefaultChange(path, p.name, p.default, q.default, keyword))
+        before_, after_ = p.effective, q.effective
+        same = (
+            before_ is not None
+            and after_ is not None
+            and (before_ == after_ or is_cosmetic(before_, after_))
+        )
+        found.append(DefaultChange(path, p.name, p.default, q.default, keyword, same))
     return tuple(found)
 
 
@@ -1221,8 +1239,19 @@ def diff_releases(old_version: str, new_version: str) -> list[Change]:
                 and q.default != p.default
                 and not is_cosmetic(q.default, p.default)
             ):
+                kept = (
+                    q.effective is not None
+                    and p.effective is not None
+                    and (q.effective == p.effective or is_cosmetic(q.effective, p.effective))
+                )
+                mapped = f" (None is {p.mapped} there: the same value)" if kept and p.mapped else ""
+                back = f" ({q.default} was {q.mapped}: the same value)" if kept and q.mapped else ""
                 changes.append(
-                    Change(path, "default", f"default of {p.name}: {q.default} -> {p.default}")
+                    Change(
+                        path,
+                        "default",
+                        f"default of {p.name}: {q.default} -> {p.default}{mapped or back}",
+                    )
                 )
             if q.kind in ("P", "A") and p.kind == "K":
                 changes.append(Change(path, "keyword-only", f"{p.name} became keyword-only"))

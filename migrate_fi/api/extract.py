@@ -3,7 +3,7 @@
 The input is a `flashinfer-python` wheel (a zip of `.py` files) or a folder holding the
 `flashinfer` package (an installed copy, found without importing it). Nothing is imported or run.
 
-What is recorded, per release (format 3):
+What is recorded, per release (format 4):
 - ``modules``: every module, public or private, with every name it binds at import time
   (definitions, imports, assignments, names bound through ``global`` in a function, names its
   ``__getattr__`` serves), its star imports, and ``open`` when it may bind names that cannot be
@@ -14,7 +14,12 @@ What is recorded, per release (format 3):
   depth, by its defining path, plus definitions of private modules that a public path re-exports
   and the bases of kept classes. A function's signature is a list of ``[name, kind, default]``
   with kind ``P`` positional-only, ``A`` positional-or-keyword, ``V`` ``*args``, ``K``
-  keyword-only, ``W`` ``**kwargs``; default is its source text, or None when required. A class
+  keyword-only, ``W`` ``**kwargs``; default is its source text, or None when required, and a
+  module constant's value where it names one (``max_blocks=AR_MAX_BLOCKS``: ``128``); a fourth
+  item, where present, is the literal the body turns a ``None`` default into on every path
+  before reading it (``if next_n is None: next_n = 1``). ``dep`` lists the parameters a function
+  warns about as deprecated (an ``if`` on the parameter around ``warnings.warn(...,
+  DeprecationWarning)``). A class
   records its bases, its ``__init__``/``__call__``/public methods (``static``/``class``/
   ``property``), the other names its body binds, enum member values, and the ``__init__``
   Python synthesizes for ``@dataclass``, ``NamedTuple`` and ``attrs`` classes
@@ -27,7 +32,7 @@ What is recorded, per release (format 3):
   the same definition found at another path, never another one that shares the name.
 - ``attrs``: the names a public module imports from FlashInfer but leaves out of its
   ``__all__`` (``flashinfer.norm.gemma_rmsnorm_trace``): attributes a caller still reaches,
-  never suggested as where something moved (format 3 records without them say nothing).
+  never suggested as where something moved.
 - ``exports``: every public path bound to a FlashInfer definition or module defined elsewhere:
   re-exports through ``__init__`` files (conditional ones and ``try`` imports included),
   aliases, ``from x import *`` (honouring ``__all__``), names served by a module ``__getattr__``
@@ -159,14 +164,24 @@ def _version_from_sources(sources: Sources) -> str | None:
 # --------------------------------------------------------------------------- parsing
 
 
-def _default(node: ast.expr | None) -> str | None:
+def _default(
+    node: ast.expr | None, constant: Callable[[ast.expr], str | None] | None = None
+) -> str | None:
     if node is None:
         return None
-    text = ast.unparse(node)
+    found = constant(node) if constant is not None else None
+    text = found if found is not None else ast.unparse(node)
     return text if len(text) <= _DEFAULT_MAX else text[: _DEFAULT_MAX - 3] + "..."
 
 
-def signature_of(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[list[Any]]:
+def signature_of(
+    fn: ast.FunctionDef | ast.AsyncFunctionDef,
+    constant: Callable[[ast.expr], str | None] | None = None,
+) -> list[list[Any]]:
+    """``[name, kind, default]`` of each parameter; ``constant`` gives the literal a default
+    that names a module constant stands for (``max_blocks=AR_MAX_BLOCKS``: ``128``), and a
+    parameter whose default the body maps to a value on every path (``if x is None: x = 1``)
+    gets that value as a fourth item (`mapped_defaults`)."""
     a = fn.args
     out: list[list[Any]] = []
     positional = [*a.posonlyargs, *a.args]
@@ -175,14 +190,129 @@ def signature_of(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[list[Any]]:
     )
     for i, (arg, default) in enumerate(zip(positional, defaults, strict=True)):
         kind = "P" if i < len(a.posonlyargs) else "A"
-        out.append([arg.arg, kind, _default(default) if default is not None else None])
+        out.append([arg.arg, kind, _default(default, constant) if default is not None else None])
     if a.vararg is not None:
         out.append([a.vararg.arg, "V", None])
     for arg, default in zip(a.kwonlyargs, a.kw_defaults, strict=True):
-        out.append([arg.arg, "K", _default(default)])
+        out.append([arg.arg, "K", _default(default, constant)])
     if a.kwarg is not None:
         out.append([a.kwarg.arg, "W", None])
+    mapped = mapped_defaults(fn, constant) if any(e[2] == "None" for e in out) else {}
+    for entry in out:
+        effective = mapped.get(entry[0])
+        if effective is not None and entry[2] == "None":
+            entry.append(effective)
     return out
+
+
+def mapped_defaults(
+    fn: ast.FunctionDef | ast.AsyncFunctionDef,
+    constant: Callable[[ast.expr], str | None] | None = None,
+) -> dict[str, str]:
+    """Parameters whose ``None`` the function replaces by one literal on every path, before
+    anything else reads them: a statement of the body's top level (no branch or loop around
+    it) ``if x is None: x = <literal>`` (or ``x = <literal> if x is None else x``), with no
+    earlier statement that mentions ``x``. The literal as source text (a module constant: its
+    value, through ``constant``)."""
+    out: dict[str, str] = {}
+    seen: set[str] = set()  # names an earlier statement mentions
+    body = fn.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]  # (the docstring)
+    for stmt in body:
+        found = _maps_none(stmt)
+        if found is not None:
+            name, value = found
+            text = constant(value) if constant is not None else None
+            if text is None:
+                try:
+                    ast.literal_eval(value)
+                except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                    text = None
+                else:
+                    text = ast.unparse(value)
+            if text is not None and name not in seen and name not in out:
+                out[name] = text
+        seen.update(n.id for n in ast.walk(stmt) if isinstance(n, ast.Name))
+    return out
+
+
+def _maps_none(stmt: ast.stmt) -> tuple[str, ast.expr] | None:
+    """``(x, value)`` for ``if x is None: x = value`` (no ``else``) and ``x = value if x is
+    None else x``."""
+    if (
+        isinstance(stmt, ast.If)
+        and not stmt.orelse
+        and len(stmt.body) == 1
+        and isinstance(stmt.body[0], ast.Assign)
+        and len(stmt.body[0].targets) == 1
+    ):
+        name = _is_none_test(stmt.test)
+        target = stmt.body[0].targets[0]
+        if name is not None and isinstance(target, ast.Name) and target.id == name:
+            return name, stmt.body[0].value
+    if (
+        isinstance(stmt, ast.Assign)
+        and len(stmt.targets) == 1
+        and isinstance(stmt.targets[0], ast.Name)
+        and isinstance(stmt.value, ast.IfExp)
+    ):
+        name = _is_none_test(stmt.value.test)
+        orelse = stmt.value.orelse
+        if name == stmt.targets[0].id and isinstance(orelse, ast.Name) and orelse.id == name:
+            return name, stmt.value.body
+    return None
+
+
+def _is_none_test(test: ast.expr) -> str | None:
+    """``x`` for ``x is None``."""
+    if (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Is)
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
+    ):
+        return test.left.id
+    return None
+
+
+_WARNINGS = ("DeprecationWarning", "FutureWarning", "PendingDeprecationWarning")
+
+
+def deprecated_parameters(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+    """Parameters the function warns about as deprecated: an ``if`` whose test names the
+    parameter and whose body calls ``warnings.warn(..., DeprecationWarning)`` (or
+    ``FutureWarning``, ``PendingDeprecationWarning``; by position or ``category=``). Nested
+    functions are their own."""
+    a = fn.args
+    params = {x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)}
+    found: set[str] = set()
+    pending: list[ast.AST] = list(fn.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(node, ast.If):
+            named = {n.id for n in ast.walk(node.test) if isinstance(n, ast.Name)} & params
+            if named and any(_warns_deprecated(n) for b in node.body for n in ast.walk(b)):
+                found |= named
+        pending.extend(ast.iter_child_nodes(node))
+    return sorted(found)
+
+
+def _warns_deprecated(node: ast.AST) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    func = dotted_name(node.func) or ""
+    if func.rsplit(".", 1)[-1] != "warn":
+        return False
+    category = node.args[1] if len(node.args) > 1 else None
+    for kw in node.keywords:
+        if kw.arg == "category":
+            category = kw.value
+    return (dotted_name(category) or "").rsplit(".", 1)[-1] in _WARNINGS if category else False
 
 
 def _decorator_names(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
@@ -209,6 +339,7 @@ class _Module:
     classes: dict[str, ast.ClassDef] = field(default_factory=dict)
     constants: dict[str, list[str]] = field(default_factory=dict)  # tuples of strings
     values: dict[str, ast.expr] = field(default_factory=dict)  # every `name = value`
+    rebound: set[str] = field(default_factory=set)  # names bound more than once (not constants)
     served: Served | None = None  # names served by a module-level __getattr__
     dynamic: bool = False  # binds names we cannot list (`globals()[...] = ...`)
 
@@ -355,6 +486,7 @@ def _index(module: str, source: str, is_package: bool) -> _Module | None:
                 for node in ast.walk(stmt):
                     if isinstance(node, ast.Global):
                         m.local.update(node.names)
+                        m.rebound.update(node.names)
         elif isinstance(stmt, ast.ClassDef):
             m.local.add(stmt.name)
             m.classes[stmt.name] = stmt
@@ -386,8 +518,10 @@ def _index(module: str, source: str, is_package: bool) -> _Module | None:
                 if _is_globals_write(t):
                     m.dynamic = True
                 names = list(_target_names(t))
+                m.rebound.update(n for n in names if n in m.local or n in m.values)
                 m.local.update(names)
                 if not isinstance(t, ast.Name) or value is None or isinstance(stmt, ast.AugAssign):
+                    m.rebound.update(names)
                     continue
                 m.values.setdefault(t.id, value)
                 if t.id == "__all__":
@@ -524,6 +658,35 @@ class _Release:
                     names += self.public_names(star, seen | {module})
         return [n for n in dict.fromkeys(names) if not n.startswith("_")]
 
+    def _constant(self, m: _Module) -> Callable[[ast.expr], str | None]:
+        """The literal a name or attribute of ``m`` stands for when it is a module constant
+        of this release (bound once, to a literal: ``AR_MAX_BLOCKS = 128``, here or imported,
+        or through other such names), as source text; None for anything else."""
+        return lambda node: self._constant_value(m, node, 0)
+
+    def _constant_value(self, m: _Module, node: ast.expr, depth: int) -> str | None:
+        if not isinstance(node, (ast.Name, ast.Attribute)) or depth > 4:
+            return None
+        if isinstance(node, ast.Name) and node.id in m.values:
+            owner, name = m, node.id
+        else:
+            target = self._resolver(m)(node)
+            module, _, name = (target or "").rpartition(".")
+            found = self.modules.get(module)
+            if found is None or name not in found.values:
+                return None
+            owner = found
+        if name in owner.rebound or name in owner.functions or name in owner.classes:
+            return None
+        bound = owner.values[name]
+        if isinstance(bound, (ast.Name, ast.Attribute)):
+            return self._constant_value(owner, bound, depth + 1)
+        try:
+            ast.literal_eval(bound)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return None
+        return ast.unparse(bound)
+
     def _resolver(self, m: _Module) -> Callable[[ast.expr], str | None]:
         def resolve(node: ast.expr) -> str | None:
             dotted = dotted_name(node)
@@ -567,6 +730,22 @@ class _Release:
                 continue
             bases.append(self.canonical(target) or target)
         methods: dict[str, Any] = {}
+        # (a method's default names the class body's own names first: those are no constants)
+        own = {
+            n.id
+            for stmt in cls.body
+            if isinstance(stmt, (ast.Assign, ast.AnnAssign))
+            for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target])
+            for n in ast.walk(t)
+            if isinstance(n, ast.Name)
+        }
+        module_constant = self._constant(m)
+
+        def constant(node: ast.expr) -> str | None:
+            if isinstance(node, ast.Name) and node.id in own:
+                return None
+            return module_constant(node)
+
         for stmt in _module_statements(cls.body):
             if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
@@ -581,7 +760,10 @@ class _Release:
                 )
             ):
                 continue
-            record: dict[str, Any] = {"sig": signature_of(stmt)}
+            record: dict[str, Any] = {"sig": signature_of(stmt, constant)}
+            warned = deprecated_parameters(stmt)
+            if warned:
+                record["dep"] = warned
             decos = _decorator_names(stmt)
             for flag, names in (
                 ("static", ("staticmethod",)),
@@ -721,7 +903,14 @@ class _Release:
     def _function_record(
         self, m: _Module, fn: ast.FunctionDef | ast.AsyncFunctionDef
     ) -> dict[str, Any]:
-        record: dict[str, Any] = {"k": "f", "sig": signature_of(fn), "h": body_hash(fn)}
+        record: dict[str, Any] = {
+            "k": "f",
+            "sig": signature_of(fn, self._constant(m)),
+            "h": body_hash(fn),
+        }
+        warned = deprecated_parameters(fn)
+        if warned:
+            record["dep"] = warned
         shim = self.shim(m, fn)
         if shim:
             record["shim"] = shim
