@@ -146,6 +146,8 @@ def _deprecated(note: Deprecated) -> Said:
 
 
 def _changed(note: Behaviour) -> Said:
+    from migrate_fi.api.notes import kind_said
+
     return say(
         "{api}: FlashInfer {release} changed what it does ({kind}): {what} Source: {source}."
         " Check it against this project's GPUs and inputs, then mark the line"
@@ -154,21 +156,10 @@ def _changed(note: Behaviour) -> Said:
         "请在本项目的 GPU 和输入上核对，然后给该行加上 `# migrate-fi: ignore[FI012]`",
         api=_short(note.api),
         release=note.release,
-        kind=_KIND[note.kind],
+        kind=kind_said(note.kind),
         what=_told(note.what, note.what_zh),
         source=note.source,
     )
-
-
-# what a note's kind is called in a message
-_KIND = {
-    "architecture": say("architecture", "GPU 架构"),
-    "input-format": say("input-format", "输入格式"),
-    "numerics": say("numerics", "数值"),
-    "error": say("error", "报错"),
-    "other": say("other", "其他"),
-    "fix": say("fix", "修复"),
-}
 
 
 def _told(en: str, zh: str) -> Said:

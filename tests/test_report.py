@@ -177,6 +177,7 @@ def test_the_verify_outcome_is_reported_when_verify_ran() -> None:
                 "outcome": "failed",
                 "detail": "\nRuntimeError: fp4_quantize requires SM100 or newer\n  at line 3",
                 "why": ["FlashInfer 0.7.4 changed fp4_quantize (architecture): SM100 only"],
+                "why_zh": ["FlashInfer 0.7.4 改变了 `fp4_quantize`（architecture）：仅限 SM100"],
             },
         ],
     }
@@ -200,6 +201,8 @@ def test_the_verify_outcome_is_reported_when_verify_ran() -> None:
         " newer; the release notes: FlashInfer 0.7.4 changed fp4_quantize (architecture): SM100"
         " only)",
     ]
+    zh = render_markdown(facts, "zh")
+    assert "仅限 SM100" in zh  # (the note as it is said in Chinese)
 
 
 def test_rules_of_the_range_left_out_are_a_risk(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -274,5 +274,8 @@ def test_a_failure_that_names_an_api_a_release_changed_says_the_release_note() -
     explained = explain_failures(run, "0.6.10.post1", "0.6.11")
     assert list(explained) == ["tests/test_mla.py::test_xqa"]
     (why,) = explained["tests/test_mla.py::test_xqa"]
-    assert why.startswith("FlashInfer 0.6.11 changed xqa_batch_decode_with_kv_cache_mla")
+    assert why.en.startswith("FlashInfer 0.6.11 changed xqa_batch_decode_with_kv_cache_mla")
+    # (and in Chinese, with the note's own Chinese text)
+    assert why.zh.startswith("FlashInfer 0.6.11 改变了 `xqa_batch_decode_with_kv_cache_mla`")
+    assert "SM120" in why.zh
     assert explain_failures(run, "0.6.11", "0.6.12") == {}  # not a change of that range

@@ -34,6 +34,7 @@ from functools import cache
 from typing import Any
 
 from migrate_fi.api.store import release_files
+from migrate_fi.base.messages import Said
 from migrate_fi.base.versions import VersionError, parse_version
 
 __all__ = [
@@ -52,6 +53,22 @@ NOTES_DIR = os.path.join(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "notes"
 )
 KINDS = ("architecture", "input-format", "numerics", "error", "other", "fix")
+# what each kind is called in a message, in English and Chinese
+_KIND_ZH = {
+    "architecture": "GPU 架构",
+    "input-format": "输入格式",
+    "numerics": "数值",
+    "error": "报错",
+    "other": "其他",
+    "fix": "修复",
+}
+
+
+def kind_said(kind: str) -> Said:
+    """A note's kind as a message names it (``input-format``: 输入格式)."""
+    return Said(kind, _KIND_ZH.get(kind, kind))
+
+
 _TABLES = {
     "same": {"api", "parameter", "old", "new", "why", "why_zh", "source"},
     "deprecated": {"api", "parameter", "moved_to", "why", "why_zh", "source"},

@@ -981,10 +981,11 @@ def _verify_section(w: _Writer, report: Report, target: str) -> None:
         )
         said = said if len(said) <= 160 else said[:157] + "..."
         why = "; ".join(r.get("why") or [])
-        if w.lang != "en":  # (the test's words as code; the notes are in English only)
+        if w.lang != "en":  # (the test's words as code; the notes as they say it in Chinese)
             said = _quoted(said, w) if said else ""
-            why = w.say("verify_noted") if why else ""
-            reason = "; ".join(p for p in (said, why) if p)
+            zh = "；".join(r.get("why_zh") or [])
+            why = (w.say("verify_why", why=zh) if zh else w.say("verify_noted")) if why else ""
+            reason = "；".join(p for p in (said, why) if p)
         else:
             reason = "; ".join(p for p in (said, w.say("verify_why", why=why) if why else "") if p)
         failed.append(f"`{r['test']}`" + (f" ({reason})" if reason else ""))

@@ -28,6 +28,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from migrate_fi import __version__
+from migrate_fi.base.messages import Said, say
 from migrate_fi.base.modules import module_identity
 from migrate_fi.project.discovery import discover
 from migrate_fi.verify.junit import Outcome, TestResult, parse_junit
@@ -321,6 +322,7 @@ class VerifyOutcome:
     # what the release notes of the migration's range say of the APIs a failure names:
     # test id -> sentences ("FlashInfer 0.7.4: fp4_quantize ...")
     explained: dict[str, list[str]] = field(default_factory=dict)
+    explained_zh: dict[str, list[str]] = field(default_factory=dict)  # the same, in Chinese
 
     @property
     def exit_code(self) -> int:
@@ -424,22 +426,24 @@ def verify_command(
             except VerifyError as exc:
                 outcome.problem = str(exc)
     if outcome.run is not None and record is not None and target is not None:
-        outcome.explained = explain_failures(outcome.run, record.from_version, target)
+        said = explain_failures(outcome.run, record.from_version, target)
+        outcome.explained = {test: [w.en for w in whys] for test, whys in said.items()}
+        outcome.explained_zh = {test: [w.zh for w in whys] for test, whys in said.items()}
     return outcome.exit_code, render_verify(outcome, output_format)
 
 
-def explain_failures(run: VerifyRun, from_version: str, to_version: str) -> dict[str, list[str]]:
+def explain_failures(run: VerifyRun, from_version: str, to_version: str) -> dict[str, list[Said]]:
     """For each failed or errored test whose report names an API a release of the range
     changed in behaviour (the release notes, `migrate_fi.api.notes`), what the note says: a
     GPU refused, an input checked, is then told as the reason, not only as "failed"."""
-    from migrate_fi.api.notes import Behaviour, NotesError, notes_in_range
+    from migrate_fi.api.notes import Behaviour, NotesError, kind_said, notes_in_range
     from migrate_fi.base.versions import VersionError
 
     try:
         notes = [n for n in notes_in_range(from_version, to_version) if isinstance(n, Behaviour)]
     except (NotesError, VersionError):
         return {}
-    out: dict[str, list[str]] = {}
+    out: dict[str, list[Said]] = {}
     for r in run.results:
         if r.outcome not in (Outcome.FAILED, Outcome.ERROR) or not r.detail:
             continue
@@ -447,7 +451,14 @@ def explain_failures(run: VerifyRun, from_version: str, to_version: str) -> dict
             name = note.api.rsplit(".", 1)[-1].replace("()", "")
             if re.search(rf"\b{re.escape(name)}\b", r.detail):
                 out.setdefault(r.test_id, []).append(
-                    f"FlashInfer {note.release} changed {name} ({note.kind}): {note.what}"
+                    say(
+                        "FlashInfer {release} changed {name} ({kind}): {what}",
+                        "FlashInfer {release} 改变了 `{name}`（{kind}）：{what}",
+                        release=note.release,
+                        name=name,
+                        kind=kind_said(note.kind),
+                        what=Said(note.what, note.what_zh or "具体变化见发布说明"),
+                    )
                 )
     return out
 
@@ -470,7 +481,12 @@ def render_verify(outcome: VerifyOutcome, fmt: str) -> str:
             "verdict": verdict,
             "exit_code": outcome.exit_code,
             "results": [
-                {**r.to_json(), "why": outcome.explained.get(r.test_id, [])} for r in run.results
+                {
+                    **r.to_json(),
+                    "why": outcome.explained.get(r.test_id, []),
+                    "why_zh": outcome.explained_zh.get(r.test_id, []),
+                }
+                for r in run.results
             ]
             if run
             else [],
