@@ -85,6 +85,12 @@ def test_keywordize_refuses_a_keyword_argument() -> None:
         # on their own line, the closing parenthesis on the next
         ("f(\n    a, b=1\n)\n", "f(\n    a, b=1, group=g\n)\n"),
         ("f(\n    a\n)\n", "f(\n    a,\n    group=g\n)\n"),
+        # comment lines before the last argument stay its own, never copied to the new one
+        (
+            "f(\n    a=1,\n    # why b\n    # is off\n    b=False,\n)\n",
+            "f(\n    a=1,\n    # why b\n    # is off\n    b=False,\n    group=g,\n)\n",
+        ),
+        ("f(a,\n  # c\n  b)\n", "f(a,\n  # c\n  b,\n  group=g)\n"),
     ],
 )
 def test_add_keyword_follows_the_layout(source: str, expected: str) -> None:

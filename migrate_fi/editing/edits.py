@@ -279,14 +279,15 @@ def _append(items: list[Any], new: Any, opening: Any) -> list[Any]:
         )
     else:
         between = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-    # One element per line: a comment at the end of a line belongs to the element on it. The
-    # separator copied from the line before leaves that line's comment behind; the last
-    # element keeps its own, which the new element (now last) does not take.
+    # One element per line: a comment at the end of a line belongs to the element on it, and
+    # comment lines before an element belong to that element. The separator copied from the
+    # line before leaves both behind (the comment lines stay before the last element); the
+    # last element keeps its own, which the new element (now last) does not take.
     one_per_line = isinstance(between.whitespace_after, cst.ParenthesizedWhitespace)
     if one_per_line:
         between = between.with_changes(
             whitespace_after=between.whitespace_after.with_changes(
-                first_line=cst.TrailingWhitespace()
+                first_line=cst.TrailingWhitespace(), empty_lines=[]
             )
         )
     own: Any = None  # the last element's end-of-line comment, when it has one
