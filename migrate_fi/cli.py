@@ -1329,8 +1329,11 @@ def signatures_update(versions: tuple[str, ...], pre: bool, pip_options: tuple[s
 
     Asks the package index through pip (the only command that touches the network), downloads
     each new `flashinfer-python` wheel, extracts its API without importing it, and stores it in
-    the user's data folder ($MIGRATE_FI_DATA_DIR, else the per-user data folder). Every command
-    then reads the bundled data and that folder together. VERSIONS: these releases only.
+    the user's data folder ($MIGRATE_FI_DATA_DIR, else the per-user data folder). It also reads
+    what the serving engines' (sglang, vLLM) releases the data lacks require of FlashInfer
+    (their metadata, through pip: FI006 checks a FlashInfer pin beside an engine's against it).
+    Every command then reads the bundled data and that folder together. VERSIONS: these
+    releases only.
     """
     from migrate_fi.api.store import user_data_dir
     from migrate_fi.api.update import UpdateError, update
