@@ -7,6 +7,7 @@ import re
 from functools import cache
 from typing import TYPE_CHECKING
 
+from migrate_fi.analysis import nodes
 from migrate_fi.analysis.resolver import NameResolver
 from migrate_fi.analysis.scopes import Scope
 from migrate_fi.analysis.values import assigned_values, read_dict
@@ -439,7 +440,7 @@ class _Shape:
                     )
             return _UNREADABLE
         if isinstance(expr, ast.Attribute):
-            return say("an attribute, set elsewhere", "一个属性，在别处设置")
+            return self._why_attribute(expr)
         if isinstance(expr, ast.Subscript) and (key := _key(expr)) is not None:
             values = self._dict_values(expr, scope)
             if values:
@@ -500,6 +501,35 @@ class _Shape:
         if built is not None and all(built is not v for v, _ in values):
             values.insert(0, (built, assigned[0][1]))  # (in the dict as it was built)
         return values or None
+
+    def _why_attribute(self, expr: ast.Attribute) -> Said:
+        """An attribute: where this file sets one of that name (``x.attr = value``), the first
+        such place and its value, as a person checks it; else set elsewhere."""
+        written = [
+            (node.lineno, node.value)
+            for node in nodes.of_type(self.resolver.tree, ast.Assign)
+            if any(isinstance(t, ast.Attribute) and t.attr == expr.attr for t in node.targets)
+        ]
+        if not written:
+            return say("an attribute, set elsewhere", "一个属性，在别处设置")
+        line, value = min(written, key=lambda w: w[0])
+        more = (
+            say(
+                " and at {n} more places",
+                "，另有 {n} 处",
+                n=len(written) - 1,
+            )
+            if len(written) > 1
+            else say("", "")
+        )
+        return say(
+            "an attribute; this file sets .{attr} at line {line} to `{value}`{more}",
+            "一个属性；本文件在第 {line} 行把 `.{attr}` 设为 `{value}`{more}",
+            attr=expr.attr,
+            line=line,
+            value=_short(value),
+            more=more,
+        )
 
     def _why_parameter(self, name: str, scope: Scope, owner: Scope, depth: int) -> Said:
         where = getattr(owner.node, "name", None)
