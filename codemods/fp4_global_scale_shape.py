@@ -284,6 +284,12 @@ class _Shape:
             return ranks.pop() if len(ranks) == 1 else None
         if isinstance(expr, ast.Constant):
             return 0 if isinstance(expr.value, (int, float)) else None
+        if (  # `torch.finfo(dtype).max` and friends: Python numbers
+            isinstance(expr, ast.Attribute)
+            and isinstance(expr.value, ast.Call)
+            and self.qualname(expr.value.func, scope) in ("torch.finfo", "torch.iinfo")
+        ):
+            return 0
         if isinstance(expr, ast.UnaryOp):
             return self.rank(expr.operand, scope, depth + 1)
         if isinstance(expr, ast.BinOp):  # broadcasting: the larger rank
@@ -325,14 +331,8 @@ class _Shape:
             return None
         name = qual.rsplit(".", 1)[-1]
         if name in _SIZED and qual == f"torch.{name}" and args:
-            if isinstance(args[0], (ast.Tuple, ast.List)):
-                return (
-                    len(args[0].elts)
-                    if not any(isinstance(e, ast.Starred) for e in args[0].elts)
-                    else None
-                )
-            if name == "full":
-                return None
+            if name == "full" or len(args) == 1:  # (one argument: a size, a tuple or a shape)
+                return self._dims(args[0], scope, depth + 1)
             if any(isinstance(a, ast.Starred) for a in args):
                 return None
             return len(args)
@@ -348,6 +348,40 @@ class _Shape:
         if name in _TORCH_ELEMENTWISE and args:
             return self.rank(args[0], scope, depth + 1)
         return None
+
+    def _dims(self, size: ast.expr, scope: Scope, depth: int) -> int | None:
+        """How many dimensions a tensor made with the size ``size`` has (``torch.ones(size)``):
+        an integer gives 1; a tuple or list, its length; ``t.shape`` or ``t.size()``, the rank
+        of ``t``; a name, what it is bound to, or how many names it is unpacked into
+        (``b, m, n = shape``: 3). None when it cannot be read (a name that may be an int or a
+        tuple is not taken for either)."""
+        if depth > _DEPTH:
+            return None
+        if isinstance(size, (ast.Tuple, ast.List)):
+            if any(isinstance(e, ast.Starred) for e in size.elts):
+                return None
+            return len(size.elts)
+        if _int(size) is not None:
+            return 1
+        if isinstance(size, ast.Attribute) and size.attr == "shape":
+            return self.rank(size.value, scope, depth + 1)
+        if (
+            isinstance(size, ast.Call)
+            and isinstance(size.func, ast.Attribute)
+            and size.func.attr == "size"
+            and not size.args
+            and not size.keywords
+        ):
+            return self.rank(size.func.value, scope, depth + 1)
+        if not isinstance(size, ast.Name):
+            return None
+        found: set[int | None] = set()
+        bound = self.resolver.lookup(size.id, scope)
+        if bound is not None and len(bound[1]) == 1:  # (one binding: every use is that value)
+            found |= {len(t.elts) for t in _unpackings(bound[0].node, size.id)}
+        for value, where in assigned_values(self.resolver, size.id, scope) or ():
+            found.add(self._dims(value, where, depth + 1))
+        return found.pop() if len(found) == 1 else None
 
     @staticmethod
     def _reduced(
@@ -586,6 +620,28 @@ class _Shape:
 
 
 _UNREADABLE = say("its size cannot be read here", "这里读不出它的大小")
+
+
+def _unpackings(node: ast.AST, name: str) -> list[ast.Tuple | ast.List]:
+    """The targets of ``a, b, c = name`` statements in ``node``'s own body (not in the
+    functions, lambdas and classes it holds), without a starred target."""
+    out: list[ast.Tuple | ast.List] = []
+    pending = list(ast.iter_child_nodes(node))
+    while pending:
+        child = pending.pop()
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        if (
+            isinstance(child, ast.Assign)
+            and len(child.targets) == 1
+            and isinstance(child.targets[0], (ast.Tuple, ast.List))
+            and not any(isinstance(e, ast.Starred) for e in child.targets[0].elts)
+            and isinstance(child.value, ast.Name)
+            and child.value.id == name
+        ):
+            out.append(child.targets[0])
+        pending.extend(ast.iter_child_nodes(child))
+    return out
 
 
 def _annotated_scalar(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, name: str) -> bool:
