@@ -316,8 +316,8 @@ class _Shape:
                 and args
                 and not any(isinstance(a, ast.Starred) for a in args)
             ):
-                if len(args) == 1 and isinstance(args[0], (ast.Tuple, ast.List)):
-                    return len(args[0].elts)
+                if len(args) == 1:  # (a size, a tuple or a shape: `_dims`; a dtype: unknown)
+                    return self._dims(args[0], scope, depth + 1)
                 return len(args) if not isinstance(args[0], (ast.Tuple, ast.List)) else None
             if method == "flatten" and not args and not keywords:
                 return 1
