@@ -321,6 +321,9 @@ class _Shape:
                 return len(args) if not isinstance(args[0], (ast.Tuple, ast.List)) else None
             if method == "flatten" and not args and not keywords:
                 return 1
+            if method == "unsqueeze":  # (one more dimension: the same number of elements)
+                inner = self.rank(receiver, scope, depth + 1)
+                return None if inner is None else inner + 1
             if method in _SAME_SIZE and method not in ("squeeze", "flatten"):
                 return self.rank(receiver, scope, depth + 1)
             if method in _REDUCTIONS:
