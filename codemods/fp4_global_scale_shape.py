@@ -134,7 +134,10 @@ class _Shape:
                     self.one(v, where, depth + 1) for v, where in values
                 )
             if _one_element_subscript(expr.slice):
-                return True
+                # (the first scale, as the code means it; but not of a tensor known to have two
+                # dimensions or more, where it is a row)
+                rank = self.rank(expr.value, scope, depth + 1)
+                return rank is None or rank <= 1
             # one index into a 1-D tensor: a 0-d tensor
             return _single_index(expr.slice) and self.rank(expr.value, scope, depth + 1) == 1
         if isinstance(expr, ast.Attribute):
