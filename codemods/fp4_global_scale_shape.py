@@ -775,7 +775,11 @@ class Fp4GlobalScaleShape(Rule):
     - `None`, Python numbers and constant arithmetic (`1.0 / (448.0 * 6.0)`), `float(...)`,
       `math.*`, `torch.finfo(...).max`, `.item()`;
     - a slice of length one (`x[:1]`, `x[0:1]`, `x[i:i + 1]`, `x[-1:]`) or a constant index
-      (`x[0]`, of a 1-D scale);
+      (`x[0]`), the first scale as the code means it, unless `x` is known to have two
+      dimensions or more (then it is a row); any index into a tensor known to be 1-D. The
+      dimensions of a tensor are read from how it is made: `torch.ones(8, 2)`, a size argument
+      (`torch.randn(shape)` with `b, m, n = shape`: three), `.view(...)`, `.reshape(...)`,
+      `.unsqueeze(...)`, `.flatten()`, reductions over named dimensions;
     - `torch.tensor(v)`, `torch.tensor([v])`, `torch.ones(1)`, `torch.full((1,), v)`,
       `.reshape(1)`, `.view(1)`;
     - a reduction with no dimension (`x.abs().max()`, `torch.amax(x)`);
