@@ -401,3 +401,22 @@ def test_the_offsets_file_lists_the_definitions_that_hold_an_indexed_word(tmp_pa
     from migrate_fi.api import differ
 
     assert differ._ENUM_WORD in store.INDEXED
+
+
+def test_a_record_of_an_earlier_data_format_says_how_to_read_it_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A release the user's folder holds in an earlier data format is not read (its defaults
+    would compare unlike the bundled ones'): the error says to fetch it again."""
+    folder = _user_folder(tmp_path, monkeypatch, b"{}")
+    manifest = json.loads((folder / "releases.json").read_text())
+    manifest["releases"]["9.9.9"]["format"] = store.FORMAT - 1
+    (folder / "releases.json").write_text(json.dumps(manifest))
+    store.forget()
+    try:
+        assert "9.9.9" not in store.available_releases()
+        said = store.missing_data("9.9.9")
+        assert "in the data format of an earlier migrate-fi" in said
+        assert "`migrate-fi signatures update 9.9.9`" in said
+    finally:
+        store.forget()

@@ -232,6 +232,12 @@ def missing_data(version: object) -> str:
             advice += f"; flashinfer-python {v} is installed here: `{installed}` reads it offline"
     else:
         advice = "not a published release? `migrate-fi signatures list` names those covered"
+    older = read_manifest(user_data_dir()).get(str(v) if v is not None else str(version), {})
+    if older and older.get("format") != FORMAT:
+        advice = (
+            f"{user_data_dir()} holds it in the data format of an earlier migrate-fi: run"
+            f" `migrate-fi signatures update {version}` to read it again"
+        )
     user = len(user_releases())
     where = f", {user} of them in {user_data_dir()}" if user else ""
     return (
