@@ -13,8 +13,11 @@ from migrate_fi.framework.rule import FileContext, Rule, RuleOption, RuleSetupEr
 from ._api import api_calls, paths_words
 
 if TYPE_CHECKING:
-    from migrate_fi.analysis.calls import CalleeCall
-    from migrate_fi.api.differ import CallSignature
+    import ast
+
+    from migrate_fi.analysis.calls import CallArgs, CalleeCall
+    from migrate_fi.analysis.scopes import Scope
+    from migrate_fi.api.differ import Api, CallSignature
     from migrate_fi.api.notes import Behaviour, Deprecated
 
 
@@ -118,8 +121,10 @@ class BehaviourNotes(Rule):
                     if call.view.args.passed(note.parameter) is not None:
                         ctx.report(call.view.node, _deprecated(note))
                     continue
-                if (call.key, note.what) in told or not _may_apply(
-                    note, call.view, old_api.callable(call.path)
+                if (
+                    (call.key, note.what) in told
+                    or not _may_apply(note, call.view, old_api.callable(call.path))
+                    or not _built_with(ctx, note, call.view, old_api)
                 ):
                     continue  # (the first call of the API in the file says it)
                 told.add((call.key, note.what))
@@ -200,21 +205,36 @@ def _may_apply(note: Behaviour, view: CalleeCall, before: CallSignature | None) 
     """Whether the call may pass what the note's change is tied to (`Behaviour.when`): an
     argument passed at all, or with a value (by keyword, or at its place in ``before``, the
     signature the code is written for); unreadable arguments (``*args``, ``**kw``) may."""
-    import ast
-
     if not note.when:
         return True
-    args = view.args
+    return _may_pass(note.when, view.args, before, defaults=False)
+
+
+def _may_pass(
+    conditions: tuple[str, ...], args: CallArgs, before: CallSignature | None, defaults: bool
+) -> bool:
+    """Whether a call with ``args`` may meet one of ``conditions`` ("name", "name=literal");
+    with ``defaults``, an argument left out is its default in ``before``."""
+    import ast
+
     names = [p.name for p in before.positional] if before is not None else []
-    for condition in note.when:
+    for condition in conditions:
         name, _, literal = condition.partition("=")
         passed = args.passed(name)
         if passed is None and name in names and names.index(name) < len(args.positional):
             passed = args.positional[names.index(name)]
         if passed is None:
-            if not (args.starred or args.opaque_kwargs):
+            if args.starred or args.opaque_kwargs:
+                return True  # (it may be in ``*args`` or ``**kw``)
+            default = next(
+                (p.default for p in (before.params if before else ()) if p.name == name), None
+            )
+            if not (defaults and literal and default is not None):
                 continue
-            return True  # (it may be in ``*args`` or ``**kw``)
+            try:
+                passed = ast.parse(default, mode="eval").body
+            except SyntaxError:
+                return True
         if not literal:
             return True
         try:
@@ -223,6 +243,71 @@ def _may_apply(note: Behaviour, view: CalleeCall, before: CallSignature | None) 
         except ValueError:
             return True  # (a value read at run time: it may be that one)
     return False
+
+
+def _built_with(ctx: FileContext, note: Behaviour, view: CalleeCall, old_api: Api) -> bool:
+    """Whether the instance a method is called on may have been made with what the note's
+    change is tied to (`Behaviour.when_built`: `BatchPrefillWithPagedKVCacheWrapper(...,
+    backend="cudnn")`): every construction of it in sight is read (a local assigned
+    `Wrapper(...)`, a `self.w = Wrapper(...)` of the class), an argument left out as its
+    default; an instance made out of sight, or otherwise, may."""
+    import ast
+
+    from migrate_fi.analysis.calls import CallArgs
+    from migrate_fi.api.paths import ApiPath
+
+    if not note.when_built or not isinstance(view.node.func, ast.Attribute):
+        return True
+    cls = str(ApiPath(note.api).owner).removesuffix("()")
+    made = _constructions(ctx, view.node.func.value, view.scope)
+    if made is None:
+        return True
+    init = old_api.callable(cls)
+    target = old_api.canonical(cls)
+    for call, scope in made:
+        found = ctx.resolver.resolve(call.func, scope).qualnames
+        if target is None or {old_api.canonical(q) for q in found} != {target}:
+            return True  # (made by something else: a factory, another class)
+        args = CallArgs.of(call, ctx.resolver, scope)
+        if _may_pass(note.when_built, args, init, defaults=True):
+            return True
+    return False
+
+
+def _constructions(
+    ctx: FileContext, receiver: ast.expr, scope: Scope
+) -> list[tuple[ast.Call, Scope]] | None:
+    """The calls that made ``receiver`` where every one is in sight: the values a local name
+    is assigned, or those a class's methods assign to ``self.<name>``; None otherwise."""
+    import ast
+
+    from migrate_fi.analysis.values import assigned_values
+
+    if isinstance(receiver, ast.Name):
+        values = assigned_values(ctx.resolver, receiver.id, scope)
+    elif isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name):
+        owner: Scope | None = scope
+        while owner is not None and owner.kind != "class":
+            owner = owner.parent
+        if owner is None:
+            return None
+        values = [
+            (node.value, ctx.resolver.scope_at(node))
+            for node in ast.walk(owner.node)
+            if isinstance(node, ast.Assign)
+            and any(
+                isinstance(t, ast.Attribute)
+                and t.attr == receiver.attr
+                and isinstance(t.value, ast.Name)
+                and t.value.id == receiver.value.id
+                for t in node.targets
+            )
+        ]
+    else:
+        return None
+    if not values or not all(isinstance(value, ast.Call) for value, _ in values):
+        return None
+    return [(value, where) for value, where in values if isinstance(value, ast.Call)]
 
 
 def _notes(old_v: str, new_v: str) -> list[Behaviour | Deprecated]:

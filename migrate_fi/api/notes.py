@@ -15,7 +15,8 @@ say nothing of a function that starts to refuse a GPU. ``migrate_fi/data/notes/<
   calls work that failed before): FI012 reports the calls, with the note.
   ``reverts = "<release>"`` marks a change that undoes that release's change of the API: a
   range holding both has neither; ``when = ["do_finalize=False"]`` ties it to arguments (a
-  call that cannot pass them is left alone).
+  call that cannot pass them is left alone), ``when_built = ["backend='cudnn'"]`` (a method's
+  note) to the arguments its instance was made with, where that construction is in sight.
 
 Keys of an entry: ``api`` (a public path as `migrate-fi api-diff` prints it, instances as
 ``Class().method``), ``parameter`` (same, deprecated), ``old`` and ``new`` (same: the defaults
@@ -72,9 +73,9 @@ def kind_said(kind: str) -> Said:
 _TABLES = {
     "same": {"api", "parameter", "old", "new", "why", "why_zh", "source"},
     "deprecated": {"api", "parameter", "moved_to", "why", "why_zh", "source"},
-    "behaviour": {"api", "kind", "what", "what_zh", "source", "reverts", "when"},
+    "behaviour": {"api", "kind", "what", "what_zh", "source", "reverts", "when", "when_built"},
 }
-_OPTIONAL = {"moved_to", "reverts", "when", "why_zh", "what_zh"}
+_OPTIONAL = {"moved_to", "reverts", "when", "when_built", "why_zh", "what_zh"}
 
 
 class NotesError(Exception):
@@ -116,6 +117,9 @@ class Behaviour:
     # none of whose conditions may hold is not touched by it (empty: every call)
     when: tuple[str, ...] = ()
     what_zh: str = ""  # ``what`` in Chinese (the report's `--lang zh`); "": not given
+    # the same for the arguments the instance was made with (a method's note: the wrapper's
+    # `backend=` given to its constructor); an instance made out of sight may have them
+    when_built: tuple[str, ...] = ()
 
 
 Note = Same | Deprecated | Behaviour
@@ -178,6 +182,11 @@ def _note(release: str, path: str, table: str, index: int, entry: Any, keys: set
     when = entry.pop("when", [])
     if not isinstance(when, list) or not all(_condition(c) for c in when):
         raise NotesError(f'{where}: `when` must list conditions: "name" or "name=literal"')
+    built = entry.pop("when_built", [])
+    if not isinstance(built, list) or not all(_condition(c) for c in built):
+        raise NotesError(f'{where}: `when_built` must list conditions: "name" or "name=literal"')
+    if built and "()." not in entry.get("api", ""):
+        raise NotesError(f"{where}: `when_built` is for a method of an instance (Class().method)")
     for key, value in entry.items():
         if not isinstance(value, str) or not value.strip():
             raise NotesError(f"{where}: `{key}` must be a non-empty string")
@@ -224,6 +233,7 @@ def _note(release: str, path: str, table: str, index: int, entry: Any, keys: set
         reverts,
         tuple(when),
         entry.get("what_zh", ""),
+        tuple(built),
     )
 
 
