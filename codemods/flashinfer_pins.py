@@ -94,6 +94,25 @@ class _Change:
     safety: FixSafety = FixSafety.SAFE
 
 
+def _admits(operator: str, pinned: str, version: Version) -> bool:
+    """Whether a flashinfer-python pin ``operator pinned`` admits ``version`` (a companion's
+    release): exact, at least, compatible (``~=``, Poetry's ``^`` and ``~``); a pin written
+    without an operator (a variable) is exact."""
+    found = _public(pinned.rstrip(".*"))
+    if found is None:
+        return False
+    if operator in ("", "==", "==="):
+        if "*" in pinned:
+            return str(version).startswith(pinned.rstrip("*"))
+        return found == version
+    if operator == ">=":
+        return version >= found
+    if operator in ("~=", "^", "~"):
+        same = found.release[:2] if operator != "^" or found.major == 0 else found.release[:1]
+        return version >= found and version.release[: len(same)] == same
+    return False
+
+
 def _later(version: str, than: str) -> bool:
     try:
         return Version(version) > Version(than)
@@ -249,6 +268,12 @@ class FlashinferPins(Rule):
             and ref.operator in ("==", "===", "")
             and not self._in_step(ref.version)
         }
+        # what flashinfer-python's pins here admit: a companion at such a version is in step
+        self._main_specs = [
+            (ref.operator, ref.version)
+            for ref in refs
+            if ref.package == MAIN and ref.kind is not Kind.EXAMPLE and not ref.in_comment
+        ]
         declares = _DECLARING(ctx.path)
         for ref in refs:
             unpublished_pin = (
@@ -721,7 +746,10 @@ class FlashinferPins(Rule):
             else say("", "")
         )
         facts = {"name": name, "kind": kind, "version": ref.version, "target": target}
-        if ref.version in self._left:
+        # a companion (cubin, jit-cache) at a release neither the run's origin nor a
+        # flashinfer-python pin here names: another release's pin (test data, another setup)
+        stray = self._stray(ref)
+        if ref.version in self._left or stray:
             # (never a safe fix: which release the code there is written for decides; a
             # companion at the same version goes with it)
             said = say(
@@ -733,7 +761,19 @@ class FlashinferPins(Rule):
                 where=where,
                 **facts,
             )
-            if ref.package != MAIN:
+            if stray:
+                said = say(
+                    "FlashInfer versions disagree: this {name} {kind} is not the release the run"
+                    " migrates from ({origin}), nor one a flashinfer-python pin here admits:"
+                    " check which release it is for ({where})",
+                    "FlashInfer 版本不一致：这个 {name} 的{kind}既不是本次迁移的起始版本"
+                    "（{origin}），也不是这里的 flashinfer-python 约束所允许的版本：请确认它对应哪个版本"
+                    "（`{where}`）",
+                    origin=origin,
+                    where=where,
+                    **facts,
+                )
+            elif ref.package != MAIN:
                 said = say(
                     "{name} {kind}, in step with a flashinfer-python pin here that disagrees",
                     "{name} 的{kind}，与这里一个版本不一致的 flashinfer-python 约束保持同步",
@@ -762,6 +802,19 @@ class FlashinferPins(Rule):
             FixSafety.REVIEW if local else FixSafety.SAFE,
         )
         return change, []
+
+    def _stray(self, ref: VersionRef) -> bool:
+        """A companion (cubin, jit-cache) pin at a release neither the run's origin nor a
+        flashinfer-python pin here names or admits: another release's pin (test data, another
+        setup), never moved as a safe fix."""
+        version = _public(ref.version.rstrip(".*"))
+        return (
+            ref.package != MAIN
+            and version is not None
+            and ref.version not in self._left
+            and not self._in_step(ref.version)
+            and not any(_admits(op, v, version) for op, v in self._main_specs)
+        )
 
     def _in_step(self, version: str) -> bool:
         """Whether a pin at ``version`` names the release the run migrates from (or the one a
