@@ -283,26 +283,22 @@ def _constructions(
 
     from migrate_fi.analysis.values import assigned_values
 
+    values: list[tuple[ast.expr, Scope]] | None
     if isinstance(receiver, ast.Name):
         values = assigned_values(ctx.resolver, receiver.id, scope)
     elif isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name):
-        owner: Scope | None = scope
-        while owner is not None and owner.kind != "class":
-            owner = owner.parent
-        if owner is None:
+        # (`self.<name>`: what the class's methods assign to it, as the scopes record it)
+        found = ctx.resolver.lookup(receiver.value.id, scope)
+        owner = found[0] if found is not None else None
+        if owner is None or owner.owner_class is None or owner.self_name != receiver.value.id:
             return None
-        values = [
-            (node.value, ctx.resolver.scope_at(node))
-            for node in ast.walk(owner.node)
-            if isinstance(node, ast.Assign)
-            and any(
-                isinstance(t, ast.Attribute)
-                and t.attr == receiver.attr
-                and isinstance(t.value, ast.Name)
-                and t.value.id == receiver.value.id
-                for t in node.targets
-            )
+        # (a `None` it starts as is no instance a method is called on)
+        bindings = [
+            b for b in owner.owner_class.attributes.get(receiver.attr, []) if b.what != "None"
         ]
+        if any(b.value is None or b.scope is None for b in bindings):
+            return None  # (an annotation alone, a value not read)
+        values = [(b.value, b.scope) for b in bindings if b.value is not None and b.scope]
     else:
         return None
     if not values or not all(isinstance(value, ast.Call) for value, _ in values):

@@ -516,7 +516,7 @@ class FlashinferPins(Rule):
             (
                 v
                 for v, found in engine_releases(engine).items()
-                if _later(v, version) and wanted(found) and accepts(wanted(found))
+                if _later(v, version) and (reqs_v := wanted(found)) and accepts(reqs_v)
             ),
             key=Version,
         )

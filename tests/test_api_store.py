@@ -420,3 +420,26 @@ def test_a_record_of_an_earlier_data_format_says_how_to_read_it_again(
         assert "`migrate-fi signatures update 9.9.9`" in said
     finally:
         store.forget()
+
+
+def test_a_data_folder_file_that_holds_no_object_is_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`engines.json` or `indexes.json` of the user's folder holding a list (or damaged): the
+    bundled data answers, no traceback."""
+    from migrate_fi.api import releases
+
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / "engines.json").write_text("[]")
+    (folder / "indexes.json").write_text('["flashinfer-cubin"]')
+    monkeypatch.setenv(store.DATA_ENV, str(folder))
+    store.forget()
+    try:
+        assert releases.engine_requirements("sglang", "0.5.11") == [
+            "flashinfer_python==0.6.8.post1",
+            "flashinfer_cubin==0.6.8.post1",
+        ]
+        assert releases.index_versions("flashinfer-cubin")[0]
+    finally:
+        store.forget()

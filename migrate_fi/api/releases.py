@@ -38,6 +38,7 @@ __all__ = [
     "forget",
     "index_versions",
     "read_requires_dist",
+    "recorded_engines",
     "required_packages",
     "requirements_of",
     "write_engine_data",
@@ -50,7 +51,6 @@ ENGINES = ("sglang", "vllm")
 
 FLASHINFER_INDEX = "https://flashinfer.ai/whl"
 REQUIRES_FILE = os.path.join(DATA_DIR, "requires.json")
-ENGINES_FILE = os.path.join(DATA_DIR, "engines.json")
 INDEXES_FILE = os.path.join(DATA_DIR, "indexes.json")
 
 
@@ -147,12 +147,10 @@ def _engines() -> dict[str, Any]:
 def _engines_in(user_folder: str) -> dict[str, Any]:
     """The bundled engines' data with the user's folder's added (a release's metadata never
     changes: the two only add releases to each other)."""
-    bundled: dict[str, Any] = _read_json(ENGINES_FILE)
-    user: dict[str, Any] = _read_json(os.path.join(user_folder, "engines.json"))
-    merged: dict[str, dict[str, list[str]]] = {
-        name: dict(releases) for name, releases in bundled.get("engines", {}).items()
-    }
-    for name, releases in user.get("engines", {}).items():
+    bundled = _read_json(os.path.join(DATA_DIR, "engines.json"))
+    user = _read_json(os.path.join(user_folder, "engines.json"))
+    merged = {name: dict(releases) for name, releases in _engines_of(bundled).items()}
+    for name, releases in _engines_of(user).items():
         merged.setdefault(name, {}).update(releases)
     read = max(str(bundled.get("read", "")), str(user.get("read", ""))) or "unknown"
     return {"read": read, "engines": merged}
@@ -178,12 +176,25 @@ def _requires_in(user_folder: str) -> dict[str, list[str]]:
     return requires
 
 
-def _read_json(path: str) -> Any:
+def _read_json(path: str) -> dict[str, Any]:
+    """The JSON object of ``path``; {} when it cannot be read or holds no object."""
     try:
         with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
+            data = json.load(fh)
     except (OSError, ValueError):
         return {}
+    return data if isinstance(data, dict) else {}
+
+
+def recorded_engines(folder: str) -> dict[str, dict[str, list[str]]]:
+    """``engines.json`` of a data folder: engine -> release -> its FlashInfer lines ({} when
+    there is none, or it cannot be read)."""
+    return _engines_of(_read_json(os.path.join(folder, "engines.json")))
+
+
+def _engines_of(data: dict[str, Any]) -> dict[str, dict[str, list[str]]]:
+    engines = data.get("engines")
+    return engines if isinstance(engines, dict) else {}
 
 
 def requirements_of(version: str) -> list[str]:

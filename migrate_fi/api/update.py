@@ -253,16 +253,13 @@ def refresh_engines(
         engine_releases,
         flashinfer_lines,
         forget,
+        recorded_engines,
         write_engine_data,
     )
 
     pip = _Pip(tuple(pip_options))
     path = os.path.join(folder, "engines.json")
-    try:
-        with open(path, encoding="utf-8") as fh:
-            kept: dict[str, dict[str, list[str]]] = json.load(fh).get("engines", {})
-    except (OSError, ValueError, AttributeError):
-        kept = {}
+    kept = recorded_engines(folder)
     added = 0
     for engine in ENGINES:
         try:
