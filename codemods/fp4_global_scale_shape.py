@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Sequence
 from functools import cache
 from typing import TYPE_CHECKING
 
@@ -76,11 +77,19 @@ _SCALAR_ANNOTATIONS = frozenset(
     {"float", "int", "float|None", "None|float", "Optional[float]", "int|float", "float|int"}
 )
 _SCALAR_WORDS = patterns.compile(
-    r"\bscalar\b|\b(one|1|single)[- ]element\b|shape \[1\]|shape \(1,\)"
+    r"(?<!non-)(?<!non )(?<!not a )\bscalar(i[sz]ed)?\b"
+    r"|\b(one|1|single)[- ]element\b|shape \[1\]|shape \(1,\)"
 )
+# ... unless the same words also say it may be more (`scalarized for v2, per-expert for v1`)
+_MANY_WORDS = patterns.compile(r"\bper[- ](expert|token|row|channel|group|block|head)s?\b|\bvector")
 # functions of torch that keep the number of elements of their first argument
 _TORCH_ELEMENTWISE = frozenset({"abs", "reciprocal", "sqrt", "rsqrt", "exp", "log", "clamp"})
+# functions of torch of two tensors, elementwise (broadcast): one element when both are
+_TORCH_BINARY = frozenset(
+    {"maximum", "minimum", "fmax", "fmin", "mul", "div", "true_divide", "add", "sub"}
+)
 _DEPTH = 12
+_LINE_BREAK = patterns.compile(r"\r\n|\r|\n")  # (as `ast` counts lines)
 
 
 class _Shape:
@@ -91,10 +100,15 @@ class _Shape:
     (`rules._callers`), each caller's file with its own instance."""
 
     def __init__(
-        self, resolver: NameResolver, path: str, shared: dict[str, _Shape] | None = None
+        self,
+        resolver: NameResolver,
+        path: str,
+        shared: dict[str, _Shape] | None = None,
+        lines: Sequence[str] | None = None,
     ) -> None:
         self.resolver = resolver
         self.path = path
+        self._lines = lines  # the file's lines (its comments), read when first asked
         # one instance per file of the run, so a file's judgements are made once
         self.shared = {} if shared is None else shared
         self.shared.setdefault(path, self)
@@ -142,10 +156,9 @@ class _Shape:
             return _single_index(expr.slice) and self.rank(expr.value, scope, depth + 1) == 1
         if isinstance(expr, ast.Attribute):
             # `torch.finfo(dtype).max` and friends are Python numbers
-            return isinstance(expr.value, ast.Call) and self.qualname(expr.value.func, scope) in (
-                "torch.finfo",
-                "torch.iinfo",
-            )
+            if isinstance(expr.value, ast.Call):
+                return self.qualname(expr.value.func, scope) in ("torch.finfo", "torch.iinfo")
+            return self._declared_scalar(expr, scope)
         if isinstance(expr, ast.Call):
             return self._call(expr, scope, depth)
         if isinstance(expr, ast.Name):
@@ -168,6 +181,11 @@ class _Shape:
             for b in bindings:
                 if b.what == "parameter":
                     if not self._parameter(name, scope, depth):
+                        return False
+                elif b.what == "assignment" and b.value is None:
+                    # `lo, hi = x.aminmax()`: one element each; other unpackings unknown
+                    unpacked = _unpacked(owner.node, name, b.line)
+                    if unpacked is None or not self._pair_of_ones(unpacked, owner):
                         return False
                 elif b.value is None or b.scope is None:
                     return False  # an import, a loop variable, a `with ... as`: unknown
@@ -267,7 +285,76 @@ class _Shape:
             return True  # `torch.amax(x)`: 0-d
         if name in _TORCH_ELEMENTWISE and call.args:
             return self.one(call.args[0], scope, depth + 1)
+        if name in _TORCH_BINARY and len(call.args) == 2:  # `torch.maximum(lo.abs(), hi.abs())`
+            return all(self.one(a, scope, depth + 1) for a in call.args)
         return False
+
+    def _pair_of_ones(self, value: ast.expr, scope: Scope) -> bool:
+        """``value`` gives a tuple of one-element tensors: ``x.aminmax()`` or
+        ``torch.aminmax(x)``, no dimension named."""
+        if not isinstance(value, ast.Call) or any(k.arg in _DIM_KEYWORDS for k in value.keywords):
+            return False
+        func = value.func
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr == "aminmax"
+            and self._of_value(func, scope)
+        ):
+            return not value.args
+        return self.qualname(func, scope) == "torch.aminmax" and len(value.args) == 1
+
+    # ------------------------------------------------------------ declared attributes
+
+    def _declared_scalar(self, expr: ast.Attribute, scope: Scope) -> bool:
+        """``info.scale`` where ``info`` is a parameter annotated with a class of this module
+        whose body declares ``scale`` a scalar: annotated a Python number, or described as a
+        scalar (or one element) by a comment on or just above its line or by the class's
+        docstring (the author's contract, as a parameter's docstring is)."""
+        cls = self._declared_in(expr, scope)
+        return cls is not None and _field_scalar(cls, expr.attr, self.lines())
+
+    def _declared_in(self, expr: ast.Attribute, scope: Scope) -> ast.ClassDef | None:
+        """The class of this module that ``info`` of ``info.scale`` is annotated with, when
+        that class declares ``scale``."""
+        if not isinstance(expr.value, ast.Name):
+            return None
+        found = self.resolver.lookup(expr.value.id, scope)
+        if found is None or len(found[1]) != 1:
+            return None
+        (binding,) = found[1]
+        if binding.what != "parameter" or binding.scope is None:
+            return None
+        cls = self._class_of(binding.annotation, binding.scope)
+        if cls is None or _field(cls, expr.attr) is None:
+            return None
+        return cls
+
+    def _class_of(self, annotation: ast.expr | None, scope: Scope) -> ast.ClassDef | None:
+        """The class of this module an annotation names (``Info`` or ``"Info"``), bound once."""
+        if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+            name = annotation.value.strip()
+        elif isinstance(annotation, ast.Name):
+            name = annotation.id
+        else:
+            return None
+        found = self.resolver.lookup(name, scope)
+        if found is None or found[0] is not self.resolver.module_scope or len(found[1]) != 1:
+            return None
+        if found[1][0].what != "class":
+            return None
+        return next(
+            (n for n in self.resolver.tree.body if isinstance(n, ast.ClassDef) and n.name == name),
+            None,
+        )
+
+    def lines(self) -> Sequence[str]:
+        if self._lines is None:
+            try:
+                with open(self.path, encoding="utf-8", errors="replace", newline="") as f:
+                    self._lines = _LINE_BREAK.split(f.read())
+            except OSError:
+                self._lines = []
+        return self._lines
 
     def _of_value(self, func: ast.Attribute, scope: Scope) -> bool:
         qual = self.qualname(func, scope)
@@ -480,6 +567,15 @@ class _Shape:
                     )
             return _UNREADABLE
         if isinstance(expr, ast.Attribute):
+            cls = self._declared_in(expr, scope)
+            if cls is not None:
+                field = _field(cls, expr.attr)
+                return say(
+                    "a field of `{cls}` declared at line {line}, not as one element",
+                    "`{cls}` 在第 {line} 行声明的字段，未声明为单个元素",
+                    cls=cls.name,
+                    line=field.lineno if field else cls.lineno,
+                )
             return self._why_attribute(expr)
         if isinstance(expr, ast.Subscript) and (key := _key(expr)) is not None:
             values = self._dict_values(expr, scope)
@@ -650,6 +746,57 @@ def _unpackings(node: ast.AST, name: str) -> list[ast.Tuple | ast.List]:
     return out
 
 
+def _unpacked(node: ast.AST, name: str, line: int) -> ast.expr | None:
+    """The value of the ``a, b = value`` statement at ``line`` of ``node``'s own body whose
+    targets hold ``name`` (plainly, no starred target)."""
+    for child in nodes.of_type(node, ast.Assign):
+        if child.lineno != line or len(child.targets) != 1:
+            continue
+        target = child.targets[0]
+        if not isinstance(target, (ast.Tuple, ast.List)):
+            continue
+        elts = target.elts
+        if any(isinstance(e, ast.Name) and e.id == name for e in elts) and not any(
+            isinstance(e, ast.Starred) for e in elts
+        ):
+            return child.value
+    return None
+
+
+def _field(cls: ast.ClassDef, attr: str) -> ast.AnnAssign | None:
+    """The declaration ``attr: T`` of ``cls``'s body."""
+    return next(
+        (
+            stmt
+            for stmt in cls.body
+            if isinstance(stmt, ast.AnnAssign)
+            and isinstance(stmt.target, ast.Name)
+            and stmt.target.id == attr
+        ),
+        None,
+    )
+
+
+def _field_scalar(cls: ast.ClassDef, attr: str, lines: Sequence[str]) -> bool:
+    """``cls`` declares ``attr`` (``attr: T`` in its body) a scalar: see `_declared_scalar`."""
+    stmt = _field(cls, attr)
+    if stmt is not None:
+        text = ast.unparse(stmt.annotation).replace(" ", "").replace("typing.", "")
+        if text in _SCALAR_ANNOTATIONS:
+            return True
+        said = []
+        at = stmt.lineno - 1
+        if at < len(lines) and "#" in lines[at]:
+            said.append(lines[at].split("#", 1)[1])
+        at -= 1
+        while 0 <= at < len(lines) and lines[at].lstrip().startswith("#"):
+            said.append(lines[at].lstrip()[1:])
+            at -= 1
+        if said and _says_scalar(" ".join(said).lower()):
+            return True
+    return _documented_scalar(cls, attr)
+
+
 def _annotated_scalar(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, name: str) -> bool:
     """``name: float`` (or int, ``float | None``, ``Optional[float]``): a Python number."""
     for arg in _all_args(node):
@@ -660,9 +807,10 @@ def _annotated_scalar(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda,
 
 
 def _documented_scalar(
-    node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, name: str
+    node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef, name: str
 ) -> bool:
-    """The function's docstring describes ``name`` as a scalar (or one-element tensor)."""
+    """The function's (or class's) docstring describes ``name`` as a scalar (or one-element
+    tensor)."""
     if isinstance(node, ast.Lambda):
         return False
     doc = ast.get_docstring(node)
@@ -679,9 +827,12 @@ def _documented_scalar(
             if more.strip() and len(more) - len(more.lstrip()) <= indent:
                 break
             text.append(more)
-        described = " ".join(text).lower()
-        return _SCALAR_WORDS.search(described) is not None
+        return _says_scalar(" ".join(text).lower())
     return False
+
+
+def _says_scalar(text: str) -> bool:
+    return _SCALAR_WORDS.search(text) is not None and _MANY_WORDS.search(text) is None
 
 
 def _all_args(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> list[ast.arg]:
@@ -782,7 +933,12 @@ class Fp4GlobalScaleShape(Rule):
       `.unsqueeze(...)`, `.flatten()`, reductions over named dimensions;
     - `torch.tensor(v)`, `torch.tensor([v])`, `torch.ones(1)`, `torch.full((1,), v)`,
       `.reshape(1)`, `.view(1)`;
-    - a reduction with no dimension (`x.abs().max()`, `torch.amax(x)`);
+    - a reduction with no dimension (`x.abs().max()`, `torch.amax(x)`), either half of
+      `lo, hi = x.aminmax()`, and `torch.maximum`/`torch.minimum` of one-element operands;
+    - a field `info.scale` where `info` is a parameter annotated with a class of the same
+      module that declares `scale` a scalar: annotated `float`, or called a scalar (or
+      "scalarized", or one element) by a comment on or just above the declaration or by the
+      class docstring, and not per-expert (or per-token, per-row) in the same words;
     - any of these through `.to(...)`, `.float()`, `.cuda()`, `.contiguous()`, `.clone()` and
       other size-keeping methods, arithmetic of one-element operands (`1.0 / scale[:1]`), a
       variable assigned only such values, in any scope, and a call of a function of the same
@@ -807,7 +963,7 @@ class Fp4GlobalScaleShape(Rule):
     def find(self, ctx: FileContext) -> None:
         old_api, params = _targets(str(ctx.options.from_version), self.introduced_in)
         resolver = ctx.resolver
-        shape = _Shape(resolver, ctx.path)
+        shape = _Shape(resolver, ctx.path, lines=ctx.lines)
         try:
             for call in api_calls(ctx, old_api, params):
                 if not call.certain:
