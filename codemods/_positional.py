@@ -603,6 +603,12 @@ def _successor_hint(d: CallableDiff, name: str) -> Said:
             now=_default(new.default),
             was=_default(old.default),
         )
+    if old.kind == new.kind:  # (another name of the same kind and default: maybe renamed)
+        return say(
+            " (in its place: {new}, of the same kind and default: check whether it means the same)",
+            "（取代它位置的是同类、同默认值的 `{new}`：请核对含义是否相同）",
+            new=new.name,
+        )
     return say(
         " (in its place: {new}, {now}, not {was})",
         "（取代它位置的是 `{new}`，{now}，而不是{was}）",
