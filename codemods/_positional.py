@@ -589,12 +589,18 @@ def _old_default_hint(d: CallableDiff, name: str, given: ast.keyword | None) -> 
 def _successor_hint(d: CallableDiff, name: str) -> Said:
     """`` (in its place: x, default None instead of 1)`` when a new parameter fills the removed
     one's place with another kind or default: maybe a rename, but not the same parameter."""
-    from migrate_fi.api.differ import place_taken_by
+    from migrate_fi.api.differ import place_taken_by, share_words
 
     found = place_taken_by(d.old, d.new, name)
     if found is None:
         return say("", "")
     old, new = found
+    if (
+        old.kind == new.kind == "K"
+        and old.default == new.default
+        and not share_words(name, new.name)
+    ):
+        return say("", "")  # (no place among keywords, and nothing in common: unrelated)
     if old.default != new.default:
         return say(
             " (in its place: {new}, default {now}, not {was}; not the same parameter for certain)",

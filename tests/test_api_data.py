@@ -213,6 +213,13 @@ def test_renames_found_in_real_releases() -> None:
     assert _renames("0.7.2.post1", "0.7.4", "flashinfer.moe_ep.Nvfp4CutedslMegaMoeConfig") == {
         "apply_topk_in_fc1": ("apply_routing_weights_before_fc2", "declared")
     }
+    # torch's `dtype` is "data type" (vLLM 0.34's call passes the old keywords)
+    renames = _renames(
+        "0.7.2.post1", "0.7.4", "flashinfer.attention.prims_ts.BatchDecodePagedTSWrapper().plan"
+    )
+    assert renames["q_data_type"] == ("q_dtype", "same")
+    assert renames["kv_data_type"] == ("kv_dtype", "same")
+    assert renames["o_data_type"] == ("out_dtype", "likely")  # (`o` is not `out` for certain)
 
 
 def test_a_new_default_in_the_same_place_is_not_a_rename() -> None:

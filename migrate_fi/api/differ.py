@@ -588,12 +588,15 @@ _CAMEL = patterns.compile(r"([a-z0-9])([A-Z])")
 
 def _words(name: str) -> frozenset[str]:
     """The words of a parameter name, lower case, plurals made singular (`kvLens` and `kv_len`
-    are the same words)."""
-    words = set()
+    are the same words), torch's `dtype` the words it stands for (`kv_dtype` and
+    `kv_data_type`)."""
+    words: set[str] = set()
     for word in _CAMEL.sub(r"\1_\2", name).lower().split("_"):
         if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
             word = word[:-1]
-        if word:
+        if word == "dtype":
+            words.update(("data", "type"))
+        elif word:
             words.add(word)
     return frozenset(words)
 
@@ -602,6 +605,11 @@ def _likeness(a: str, b: str) -> float:
     """Shared words over all words of the two names (1.0: the same words)."""
     wa, wb = _words(a), _words(b)
     return len(wa & wb) / len(wa | wb) if wa or wb else 0.0
+
+
+def share_words(a: str, b: str) -> bool:
+    """Two parameter names with a word in common (`seq_len_q` and `max_q_len`)."""
+    return _likeness(a, b) > 0
 
 
 def _same_default(p: Param, q: Param) -> bool:
