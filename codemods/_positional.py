@@ -668,29 +668,11 @@ def _with_renames(
     return keeps_arguments(both)
 
 
-def _report_review(ctx: FileContext, site: Site, review: dict[str, str]) -> None:
-    if review:
-        ctx.report(
-            site.call,
-            say(
-                "{name}: {what}",
-                "{name}：{what}",
-                name=site.name,
-                what=_rename_message(site, review),
-            ),
-        )
-
-
 def _fix_renames(ctx: FileContext, site: Site, renames: Renames) -> None:
-    """One fix for the call's renamed keywords and dropped ones: the safe ones (the review ones
-    reported beside it), or else the review ones, for a person to read."""
-    todo, safety = renames.safe, FixSafety.SAFE
-    if todo or renames.dropped:
-        _report_review(ctx, site, renames.review)
-    else:
-        todo, safety = renames.review, FixSafety.REVIEW
-    if todo or renames.dropped:
-        said = [_rename_message(site, todo)] if todo else []
+    """The call's renamed keywords and dropped ones: one fix for the safe ones, and one for
+    the review ones, for a person to read (`apply --unsafe-fixes` merges the two)."""
+    if renames.safe or renames.dropped:
+        said = [_rename_message(site, renames.safe)] if renames.safe else []
         said += [_drop_message(site, renames.dropped)] if renames.dropped else []
         ctx.fix(
             site.call,
@@ -698,10 +680,32 @@ def _fix_renames(ctx: FileContext, site: Site, renames: Renames) -> None:
             ctx.replace(
                 site.call,
                 "Call",
-                _with_renames(keeps_arguments(lambda call: call), todo, renames.dropped),
-                None if renames.dropped else _as_text(ctx, site.call, {}, todo),
+                _with_renames(keeps_arguments(lambda call: call), renames.safe, renames.dropped),
+                None if renames.dropped else _as_text(ctx, site.call, {}, renames.safe),
             ),
-            safety=safety,
+        )
+    _fix_review(ctx, site, renames.review)
+
+
+def _fix_review(ctx: FileContext, site: Site, review: dict[str, str]) -> None:
+    """The renames a person should read (`likely` ones) as a review fix of their own, which
+    `apply --unsafe-fixes` merges with the call's other edits."""
+    if review:
+        ctx.fix(
+            site.call,
+            say(
+                "{name}: {what}",
+                "{name}：{what}",
+                name=site.name,
+                what=_rename_message(site, review),
+            ),
+            ctx.replace(
+                site.call,
+                "Call",
+                _with_renames(keeps_arguments(lambda call: call), review, {}),
+                _as_text(ctx, site.call, {}, review),
+            ),
+            safety=FixSafety.REVIEW,
         )
 
 
@@ -935,7 +939,7 @@ def _positional(ctx: FileContext, site: Site, wording: Wording, renames: Renames
         transform = _then_drop(transform, [_written_at(site, i) for i in dropped])
     text = None if dropped or renames.dropped else _as_text(ctx, call, names, safe)
     ctx.fix(call, message, ctx.replace(call, "Call", transform, text))
-    _report_review(ctx, site, renames.review)
+    _fix_review(ctx, site, renames.review)
 
 
 def _then_drop(transform: Transform, indexes: list[int]) -> Transform:
