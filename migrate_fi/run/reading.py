@@ -21,7 +21,7 @@ from migrate_fi.base import depends
 from migrate_fi.base.modules import is_python_path
 from migrate_fi.framework.rule import RunOptions
 from migrate_fi.run.cache import Signature
-from migrate_fi.run.pipeline import RuleTests, Without, must_see, rule_tests
+from migrate_fi.run.pipeline import RuleTests, Without, keep_tests, must_see, tests_of
 from migrate_fi.run.workers import SourceFile
 
 __all__ = ["Read", "Todo", "read_in_worker", "read_part", "share_tests"]
@@ -115,25 +115,14 @@ def read_in_worker(
 ) -> Read:
     """`read_part` in a worker process, with the rules' tests of the run: those `share_tests`
     gave before the worker was forked, else worked out there."""
-    tests = _shared.get((ids, options))
-    if tests is None:
-        tests = _shared[ids, options] = _tests(ids, options)
+    from migrate_fi.run.registry import all_rules
+
+    by_id = {c.id: c for c in all_rules()}
+    tests = tests_of([by_id[i] for i in ids], options)
     return read_part(todo, tests, options, every_import, ruled_out_imports, sign)
-
-
-_shared: dict[tuple[tuple[str, ...], RunOptions], RuleTests] = {}
 
 
 def share_tests(tests: RuleTests, ids: tuple[str, ...], options: RunOptions) -> None:
     """Give the workers forked from now on the rules' tests of this process for the run, built
     (the prefilters every Python file asks worked out here once, not again in each worker)."""
-    tests.build()
-    _shared.clear()
-    _shared[ids, options] = tests
-
-
-def _tests(ids: tuple[str, ...], options: RunOptions) -> RuleTests:
-    from migrate_fi.run.registry import all_rules
-
-    by_id = {c.id: c for c in all_rules()}
-    return rule_tests([by_id[i] for i in ids], options)
+    keep_tests(tests, ids, options)
