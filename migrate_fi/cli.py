@@ -204,10 +204,11 @@ def _load_config(paths: tuple[str, ...], explicit: str | None) -> Config:
         raise Fatal(str(exc)) from None
 
 
-def _settle(common: _Common) -> _Settled:
-    """Command line over configuration over defaults."""
+def _settle(common: _Common, config_path: str | None = None) -> _Settled:
+    """Command line over configuration over defaults (``config_path``: the configuration to
+    read where none is named or found upward)."""
     paths = common.paths or (".",)
-    config = _load_config(paths, common.config)
+    config = _load_config(paths, common.config or config_path)
 
     def pick(given: Any, key: str, default: Any) -> Any:
         return given if given is not None else config.get(key, default)
@@ -303,13 +304,20 @@ def _execute(
     for p in settled.paths:
         if not os.path.lexists(p):
             raise Fatal(f"{p}: no such file or folder")
-    from_given = _given(common.from_version, settled.config, "from")
     found = search_pins(list(settled.paths))  # (read once: the split and the range ask)
+    if settled.config.path is None and len(found.configs) == 1:
+        # none upward from the first path, and one under the paths (a repository whose one
+        # package lives in a folder, as SGLang's python/): the project's
+        settled = _settle(common, found.configs[0])
+    # (a configuration named on the command line is the one meant: no other is)
+    unread = [] if common.config else _unread_configs(found.configs, settled.config.path)
+    from_given = _given(common.from_version, settled.config, "from")
     parts = split(settled.paths, from_given, found) if common.changed_since is None else None
     if parts is None:
         result, span = _execute_range(
             common, settled, mode, use_cache, settled.paths, from_given, found=found
         )
+        result.notices += unread
         return result, settled, span
     results: list[tuple[RunResult, MigrationRange]] = []
     for part in parts:
@@ -318,7 +326,32 @@ def _execute(
         )
         result.notices[:0] = [n for n in (part.tree_note, part.note) if n]
         results.append((result, span))
-    return _merged(results), settled, _with_parts(results)
+    merged = _merged(results)
+    merged.notices += unread
+    return merged, settled, _with_parts(results)
+
+
+def _unread_configs(configs: list[str], used: str | None) -> list[str]:
+    """A notice for each ``[tool.migrate-fi]`` table under the checked paths that the run does
+    not read: one configuration applies to a run, the nearest upward from the first path, else
+    the one table under the paths (tables are not merged: a CI gate must not change with the
+    folder it starts from)."""
+    out = []
+    for path in configs:
+        if used is not None and os.path.samefile(path, used):
+            continue
+        shown = os.path.relpath(path)
+        out.append(
+            f"{shown} has a [tool.migrate-fi] table this run does not read"
+            + (
+                f" (it reads {os.path.relpath(used)}, the nearest one upward from the first path"
+                " given)"
+                if used
+                else f" (it reads none: {len(configs)} tables under the paths given)"
+            )
+            + f"; pass --config {shown}, or check {os.path.dirname(shown) or '.'}/ on its own"
+        )
+    return out
 
 
 def _merged(results: list[tuple[RunResult, MigrationRange]]) -> RunResult:

@@ -505,6 +505,43 @@ def s8_plain_edit() -> Outcome:
     return scenario(build, mutate, "8 plain edit, same size+mtime")
 
 
+def s9_nested_config_added() -> Outcome:
+    """9. A sub-folder gains a pyproject.toml with a [tool.migrate-fi] table (which the run
+    does not read, and says so)."""
+
+    def build(c: Ctx) -> None:
+        pass
+
+    def mutate(c: Ctx) -> None:
+        write(
+            c.p("tools/pyproject.toml"),
+            '[project]\nname = "tools"\n\n[tool.migrate-fi]\nignore = ["FI003"]\n',
+        )
+
+    return scenario(build, mutate, "9 nested [tool.migrate-fi] added")
+
+
+def s9_nested_config_edited() -> Outcome:
+    """9. The one [tool.migrate-fi] table under the paths (none upward: the run's) edited."""
+    table = '[tool.migrate-fi]\nto = "0.6.11"\nignore = ["FI006"]\n'
+
+    def build(c: Ctx) -> None:
+        write(
+            c.p("python/pyproject.toml"),
+            '[project]\nname = "x"\ndependencies = ["flashinfer-python==0.6.10"]\n\n' + table,
+        )
+        write(
+            c.p("python/x/q.py"),
+            "from flashinfer import fp4_quantize\n\n\n"
+            "def q(x, gs):\n    return fp4_quantize(x, gs[:1], 16, False, True, False, True)\n",
+        )
+
+    def mutate(c: Ctx) -> None:
+        edit_same_size(c.p("python/pyproject.toml"), 'ignore = ["FI006"]', 'ignore = ["FI002"]')
+
+    return scenario(build, mutate, "9 the one nested table edited", demo=False)
+
+
 SCENARIOS: list[Callable[[], Outcome]] = [
     s1_caller_edit_same_stat,
     s2_caller_cp_p,
@@ -520,6 +557,8 @@ SCENARIOS: list[Callable[[], Outcome]] = [
     s7_cache_is_tree_root,
     s7_control_cache_outside,
     s8_plain_edit,
+    s9_nested_config_added,
+    s9_nested_config_edited,
 ]
 
 

@@ -87,6 +87,40 @@ def test_explicit_config_file(project: Path) -> None:
     assert r.exit_code == 2 and "missing.toml: no such file" in r.stderr
 
 
+def test_the_one_table_under_the_paths_and_the_tables_not_read(project: Path) -> None:
+    """One configuration applies to a run: the nearest upward from the first path, else the one
+    table under the paths (a repository whose package lives in a folder, as SGLang's
+    `python/`); a table the run does not read is named, never silently left out."""
+    configure(project, "")  # (the pin, no table)
+    sub = project / "src" / "vendored"
+    (sub / "pyproject.toml").write_text(
+        '[project]\nname = "v"\n\n[tool.migrate-fi]\nto = "0.6.10"\n'
+    )
+    # the only table: read (to = 0.6.10 is the pin: nothing to migrate)
+    r = invoke("check", ".")
+    assert r.exit_code == 0 and "does not read" not in r.stderr
+    # two tables under the paths, none upward: neither is read, both are named
+    (project / "src" / "pyproject.toml").write_text('[tool.migrate-fi]\nto = "0.6.10"\n')
+    r = invoke("check", "--to", "0.6.11", ".")
+    note = "src/vendored/pyproject.toml has a [tool.migrate-fi] table this run does not read"
+    assert note in r.stderr and "(it reads none: 2 tables under the paths given)" in r.stderr
+    assert (
+        "pass --config src/vendored/pyproject.toml, or check src/vendored/ on its own" in r.stderr
+    )
+    (project / "src" / "pyproject.toml").unlink()
+    # one upward from the first path: that one, and the other is named
+    configure(project, '[tool.migrate-fi]\nto = "0.6.11"\n')
+    r = invoke("check", ".")
+    assert note + " (it reads pyproject.toml, the nearest one upward" in r.stderr
+    assert r.exit_code == 1  # (to = 0.6.11: the root's, not the folder's 0.6.10)
+    # the table named on the command line is the one meant; one outside the paths is not named
+    assert (
+        "does not read" not in invoke("check", "--config", str(sub / "pyproject.toml"), ".").stderr
+    )
+    assert "does not read" not in invoke("check", "src/legacy.py").stderr
+    assert "does not read" not in invoke("check", "src/vendored").stderr
+
+
 @pytest.mark.parametrize(
     ("table", "message"),
     [

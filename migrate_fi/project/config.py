@@ -15,8 +15,10 @@
     group-names = ["device_group", "tp_group"]
 
 Found next to the code: the nearest ``pyproject.toml`` with a ``[tool.migrate-fi]`` table, from
-the first path given upward (``--config FILE`` names one). Precedence: command line, then this
-table, then the built-in defaults. A key that is not known is an error naming it, as is a value
+the first path given upward (``--config FILE`` names one), else the one table under the paths
+checked (`migrate_fi.cli` reads it from the pin search); any other table under the paths is not
+read, and the run says so. Precedence: command line, then this table, then the built-in
+defaults. A key that is not known is an error naming it, as is a value
 of the wrong type: a typo must never silently change what a CI gate checks.
 """
 

@@ -132,6 +132,8 @@ class PinSearch:
     pins: list[Pin] = field(default_factory=list)  # each names the version the project is on
     unnamed: list[Pin] = field(default_factory=list)  # requirements naming no one version
     problems: list[str] = field(default_factory=list)  # pin files that could not be read
+    # pyproject.toml files with a [tool.migrate-fi] table (the run reads one: `find_config`)
+    configs: list[str] = field(default_factory=list)
 
 
 def search_pins(paths: Iterable[str]) -> PinSearch:
@@ -144,6 +146,8 @@ def search_pins(paths: Iterable[str]) -> PinSearch:
         except OSError as exc:
             out.problems.append(f"{_shown(filename)}: cannot be read ({exc.strerror})")
             continue
+        if os.path.basename(filename) == "pyproject.toml" and _configures(data):
+            out.configs.append(filename)
         if b"flashinfer" not in data.lower():
             continue
         text = data.decode("utf-8", errors="replace")
@@ -172,6 +176,18 @@ def search_pins(paths: Iterable[str]) -> PinSearch:
             else:
                 out.pins.append(pin)
     return out
+
+
+def _configures(data: bytes) -> bool:
+    """A pyproject.toml holding a ``[tool.migrate-fi]`` table."""
+    if b"migrate-fi" not in data:
+        return False
+    toml = tomllib()
+    try:
+        tool = toml.loads(data.decode("utf-8", errors="replace")).get("tool", {})
+    except toml.TOMLDecodeError:
+        return False
+    return isinstance(tool, dict) and "migrate-fi" in tool
 
 
 def _names_a_release(operator: str, version: str) -> bool:
