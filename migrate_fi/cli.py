@@ -338,7 +338,7 @@ def _unread_configs(configs: list[str], used: str | None) -> list[str]:
     folder it starts from)."""
     out = []
     for path in configs:
-        if used is not None and os.path.samefile(path, used):
+        if used is not None and os.path.realpath(path) == os.path.realpath(used):
             continue
         shown = os.path.relpath(path)
         out.append(
