@@ -439,6 +439,13 @@ def _read(path: str) -> bytes | None:
     return data
 
 
+@depends.on_forget_stats
+def _forget_kept() -> None:
+    global _kept_bytes
+    _kept.clear()
+    _kept_bytes = 0
+
+
 def _keep(path: str, data: bytes | None) -> None:
     global _kept_bytes
     size = len(data or b"")
@@ -622,15 +629,23 @@ def _digest(files: Iterable[tuple[str, bytes]]) -> str:
     return h.hexdigest()
 
 
-@lru_cache(maxsize=256)
 def _resolver_for(path: str) -> tuple[NameResolver, bytes] | None:
-    """The resolver of another file of the project, with the bytes it was parsed from."""
+    """The resolver of another file of the project, with the bytes it was parsed from (kept
+    for the process, and used again only for the same bytes and package layout: a run after a
+    file changed, in the same process, parses it again)."""
     data = _read(path)
     if data is None:
         return None
+    module, is_package = module_identity(path)
+    return _parsed(path, data, module, is_package)
+
+
+@lru_cache(maxsize=64)
+def _parsed(
+    path: str, data: bytes, module: str | None, is_package: bool
+) -> tuple[NameResolver, bytes] | None:
     try:
         tree = ast.parse(data, filename=path)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    module, is_package = module_identity(path)
     return NameResolver(tree, module, is_package), data

@@ -215,7 +215,6 @@ def test_a_result_that_searched_is_reused_after_an_edit_elsewhere(
     from migrate_fi.base.versions import parse_version
     from migrate_fi.codemods import _callers
     from migrate_fi.framework.rule import RunOptions
-    from migrate_fi.project import discovery
     from migrate_fi.run import engine, pipeline
     from migrate_fi.run.registry import all_rules
 
@@ -244,9 +243,8 @@ def test_a_result_that_searched_is_reused_after_an_edit_elsewhere(
     monkeypatch.setattr(_callers, "mentions_hold", holding)
 
     def run() -> list[str]:
-        for memo in (discovery.python_files, discovery.tree_signature, _callers._resolver_for):
-            memo.cache_clear()  # (each run is a process of its own)
-        _callers._kept.clear()
+        _callers._parsed.cache_clear()  # (each run is a process of its own; the run forgets
+        # the trees and bytes it read itself, `depends.on_forget_stats`)
         analysed.clear()
         searched.clear()
         # (the package is checked; its callers are searched for from the folder above it)
@@ -424,3 +422,26 @@ def test_the_lines_naming_a_function_give_its_uses_as_the_whole_walk_does() -> N
                 assert called.get(id(n)) is nodes.called_by(tree).get(id(n))
         nodes.release()
     assert _callers._naming(ast.parse(b"a\rb\n"), b"a\rb\n", {b"a"}) is None  # (a lone CR)
+
+
+def test_a_caller_edited_between_two_runs_of_one_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Runs in one process (`CliRunner`, a library user) read a caller edited between them
+    again: what was parsed of it is used again only for the same bytes."""
+    from click.testing import CliRunner
+
+    from migrate_fi.cli import cli
+
+    root = _project(tmp_path, {"proj/user.py": ONE})
+    monkeypatch.chdir(root)
+    args = ["check", "--no-cache", "--from", "0.6.8.post1", "--to", "0.6.11"]
+    args += ["--select", "FI003", "--output-format", "json", "--exit-zero", "."]
+
+    def sites() -> list[object]:
+        out = CliRunner().invoke(cli, args, catch_exceptions=False).stdout
+        return list(json.loads(out)["diagnostics"])
+
+    assert sites() == []
+    (root / "proj" / "user.py").write_text(ONE.replace("torch.ones(1)", "torch.ones(8)"))
+    assert len(sites()) == 1

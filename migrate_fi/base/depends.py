@@ -167,9 +167,22 @@ def learn_stats(signatures: Iterable[tuple[str, tuple[int, int, int, int]]]) -> 
 
 
 def forget_stats() -> None:
-    """A run begins, or ends: every file is asked again."""
+    """A run begins, or ends: every file is asked again (and what the modules that registered
+    with `on_forget_stats` kept of files is dropped)."""
     _stats.clear()
     _absent.clear()
+    for forget in _forgetters:
+        forget()
+
+
+_forgetters: list[Callable[[], None]] = []
+
+
+def on_forget_stats(forget: Callable[[], None]) -> Callable[[], None]:
+    """Have ``forget`` drop what a module keeps of files' contents whenever a run begins or
+    ends: a process that runs again (a library user, the tests) reads them again."""
+    _forgetters.append(forget)
+    return forget
 
 
 # words (in lower case) -> the files this run read and found to hold none of them, in any case

@@ -353,6 +353,12 @@ def tree_signature(root: str) -> str:
     return tree_signature_with(root, {})
 
 
+@depends.on_forget_stats
+def _forget_trees() -> None:  # (a run in the same process walks the roots again)
+    python_files.cache_clear()
+    tree_signature.cache_clear()
+
+
 def tree_signature_with(root: str, stats: Mapping[str, depends.Stat]) -> str:
     """`tree_signature`, with the stats of ``stats`` for those files (what it was before they
     changed, when no other file did)."""
