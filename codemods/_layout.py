@@ -81,6 +81,11 @@ def _for_folder(folder: str) -> int:
     return _for_folder(parent)
 
 
+@depends.on_forget_stats
+def _forget_folders() -> None:  # (a run in the same process reads the configurations again)
+    _for_folder.cache_clear()
+
+
 def line_length(path: str) -> int:
     """The line length configured for the project ``path`` belongs to."""
     found = _for_folder(os.path.dirname(os.path.abspath(path)))

@@ -50,3 +50,27 @@ def test_more_folders_than_the_memo_keeps(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.chdir(tmp_path)
     paths = [str(tmp_path / f"d{i}" / "m.py") for i in range(3000)] + ["../up/m.py"]
     assert display_paths(paths) == [f"d{i}/m.py" for i in range(3000)] + ["../up/m.py"]
+
+
+def test_a_run_in_the_same_process_asks_the_files_again(tmp_path: Path) -> None:
+    """What is kept of the tree for a run (package layout, shebangs, configured line length)
+    is asked again once a run ends: a process that runs twice sees the files as they are."""
+    from migrate_fi.base import depends
+    from migrate_fi.base.modules import module_identity, python_script
+    from migrate_fi.codemods._layout import line_length
+
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "m.py").write_text("x = 1\n")
+    (tmp_path / "tool").write_text("echo\n")
+    (tmp_path / "pyproject.toml").write_text("[tool.ruff]\nline-length = 100\n")
+    assert module_identity(str(pkg / "m.py")) == ("m", False)
+    assert not python_script(str(tmp_path / "tool"))
+    assert line_length(str(pkg / "m.py")) == 100
+    (pkg / "__init__.py").write_text("")
+    (tmp_path / "tool").write_text("#!/usr/bin/env python3\n")
+    (tmp_path / "pyproject.toml").write_text("[tool.ruff]\nline-length = 120\n")
+    depends.forget_stats()  # (a run ends)
+    assert module_identity(str(pkg / "m.py")) == ("pkg.m", False)
+    assert python_script(str(tmp_path / "tool"))
+    assert line_length(str(pkg / "m.py")) == 120

@@ -7,6 +7,8 @@ import re
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
+from migrate_fi.base import depends
+
 __all__ = [
     "PYTHON_SUFFIXES",
     "TEMPORARY_SUFFIX",
@@ -146,6 +148,12 @@ def _package_parts(folder: str) -> tuple[str, ...]:
     if parent == folder:
         return (os.path.basename(folder),)
     return (*_package_parts(parent), os.path.basename(folder))
+
+
+@depends.on_forget_stats
+def _forget_files() -> None:  # (a run in the same process asks the files again)
+    python_script.cache_clear()
+    _package_parts.cache_clear()
 
 
 def enclosing_packages(folder: str) -> tuple[str, ...]:
