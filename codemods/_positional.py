@@ -56,6 +56,8 @@ class Site:
     old_v: str
     new_v: str
     since: str  # the first release in the range where positional calls need a rewrite
+    # renames this call makes that the data does not (`_keywords`): keyword -> evidence
+    passed_renames: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def call(self) -> ast.Call:
@@ -465,6 +467,15 @@ def _why(evidence: str, v: str) -> Said:
             "FlashInfer {v} 给它改了名：位置、类别、默认值和说明都相同",
             v=v,
         )
+    if evidence == "passed":
+        return say(
+            "renamed in FlashInfer {v}, likely: the same place and kind, and the words of one"
+            " name within the other's; its default changed, which a call that passes its own"
+            " value does not use",
+            "可能在 FlashInfer {v} 中改了名：位置和类别相同，一个名字的词包含在另一个之中；"
+            "它的默认值变了，但此调用传入自己的值，不受影响",
+            v=v,
+        )
     if evidence == "place":
         return say(
             "renamed in FlashInfer {v}, likely: the same place, kind and default, but other"
@@ -532,6 +543,12 @@ def _keywords(ctx: FileContext, site: Site) -> Renames:
             if default is not None:
                 renames.dropped[kw] = default
                 continue
+            successor = _renamed_with_default(d, kw)
+            if successor is not None and given is not None and successor not in site.args.keywords:
+                # (the call passes its own value: the default that changed is not its)
+                renames.review[kw] = successor
+                site.passed_renames[kw] = "passed"
+                continue
             hint = _successor_hint(d, kw) or _old_default_hint(d, kw, given)
             ctx.report(
                 site.call,
@@ -545,6 +562,29 @@ def _keywords(ctx: FileContext, site: Site) -> Renames:
                 ),
             )
     return renames
+
+
+def _renamed_with_default(d: CallableDiff, name: str) -> str | None:
+    """The parameter that took removed ``name``'s place with the same kind and a name of its
+    words or more (`max_seq_len_q` -> `max_q_len`, 0.7.4's prims_ts decode `plan()`), but
+    another default: a rename for a call that passes its own value, for a person to check.
+    None otherwise."""
+    from migrate_fi.api.differ import place_taken_by, words_within
+
+    found = place_taken_by(d.old, d.new, name)
+    if found is None:
+        return None
+    old, new = found
+    if old.kind != new.kind or old.kind not in ("A", "K") or old.default == new.default:
+        return None  # (the same default: the data's renames have judged it)
+    before = {p.name for p in d.old.params}
+    alike = [
+        q.name
+        for q in d.new.params
+        if q.name not in before and q.kind == old.kind and words_within(name, q.name)
+    ]
+    # (one parameter split in two, `in_dtype` -> `in_qk_dtype` and `in_pv_dtype`: no rename)
+    return new.name if alike == [new.name] else None
 
 
 def _old_default_passed(site: Site, name: str, given: ast.keyword | ast.expr | None) -> str | None:
@@ -636,7 +676,12 @@ _KINDS = {
 
 
 def _rename_message(site: Site, renames: dict[str, str]) -> Said:
-    evidence = sorted({site.diff.rename_evidence.get(old, "likely") for old in renames})
+    evidence = sorted(
+        {
+            site.passed_renames.get(old) or site.diff.rename_evidence.get(old, "likely")
+            for old in renames
+        }
+    )
     return say(
         "rename {names} ({whys})",
         "把 {names} 改名（{whys}）",

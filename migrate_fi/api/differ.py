@@ -607,6 +607,13 @@ def _likeness(a: str, b: str) -> float:
     return len(wa & wb) / len(wa | wb) if wa or wb else 0.0
 
 
+def words_within(a: str, b: str) -> bool:
+    """The words of one name within the other's, and at least half of them shared
+    (`max_seq_len_q` and `max_q_len`): the test of a rename in place (`match_renames`)."""
+    wa, wb = _words(a), _words(b)
+    return _likeness(a, b) >= _SAME_WORDS and (wa <= wb or wb <= wa)
+
+
 def share_words(a: str, b: str) -> bool:
     """Two parameter names with a word in common (`seq_len_q` and `max_q_len`)."""
     return _likeness(a, b) > 0
@@ -686,7 +693,7 @@ def match_renames(old: CallSignature, new: CallSignature) -> dict[str, Rename]:
             likeness = _likeness(g, f)
             if likeness == 1.0:
                 found.setdefault(g, []).append((f, "same"))
-            elif likeness >= _SAME_WORDS and (_words(g) <= _words(f) or _words(f) <= _words(g)):
+            elif words_within(g, f):
                 found.setdefault(g, []).append((f, "place"))
             elif whole and likeness >= _LIKELY_WORDS:
                 found.setdefault(g, []).append((f, "likely"))
