@@ -549,7 +549,21 @@ def _keywords(ctx: FileContext, site: Site) -> Renames:
                 renames.review[kw] = successor
                 site.passed_renames[kw] = "passed"
                 continue
-            hint = _successor_hint(d, kw) or _old_default_hint(d, kw, given)
+            hint = (
+                _successor_hint(d, kw)
+                or (
+                    say(
+                        " (FlashInfer {old_v} did not use its value: drop the argument, and what"
+                        " computes it if nothing else needs that)",
+                        "（FlashInfer {old_v} 本就不使用它的值：去掉这个参数，如果没有别处需要，"
+                        "也去掉计算它的代码）",
+                        old_v=site.old_v,
+                    )
+                    if kw in d.old.ignored and "()." not in str(site.path)
+                    else say("", "")
+                )
+                or _old_default_hint(d, kw, given)
+            )
             ctx.report(
                 site.call,
                 say(
@@ -587,27 +601,43 @@ def _renamed_with_default(d: CallableDiff, name: str) -> str | None:
     return new.name if alike == [new.name] else None
 
 
-def _old_default_passed(site: Site, name: str, given: ast.keyword | ast.expr | None) -> str | None:
-    """The old default of the removed parameter ``name``, as the data writes it, when the call
-    passes exactly that literal value for it (``tile_tokens_dim=None``) and no new parameter
-    takes its place: the call behaved as if it had not passed it, and dropping the argument
-    keeps that. None otherwise."""
+def _old_default_passed(
+    site: Site, name: str, given: ast.keyword | ast.expr | None, by_keyword: bool = True
+) -> str | None:
+    """What the call passes for the removed parameter ``name`` (as the data writes the old
+    default, or as the call writes its literal), when dropping the argument keeps what the call
+    did and no new parameter takes its place: exactly the old default's literal value
+    (``tile_tokens_dim=None``: as if it were not passed), or any literal passed by keyword
+    (``by_keyword``) for a parameter whose value the old release's function never used
+    (FlashInfer 0.5's `tile_tokens_dim` of the trtllm MoE functions, required there: only a
+    warning that it was passed; not a method, which a subclass may override). Not by position:
+    code already written for a later release (a wrong --from) puts another parameter's value
+    there, and only the keyword says which parameter the call means. None otherwise."""
     from migrate_fi.api.differ import literal_default, place_taken_by
 
     value = given.value if isinstance(given, ast.keyword) else given
     old = next((p for p in site.diff.old.params if p.name == name), None)
-    if value is None or isinstance(value, ast.Starred) or old is None or old.default is None:
+    if value is None or isinstance(value, ast.Starred) or old is None:
         return None
     if name not in site.diff.removed or place_taken_by(site.diff.old, site.diff.new, name):
         return None
-    known, default = literal_default(old.default)
     try:
         passed = ast.literal_eval(value)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return None
-    if not known or type(passed) is not type(default) or passed != default:
-        return None
-    return old.default
+    if old.default is not None:
+        known, default = literal_default(old.default)
+        if known and type(passed) is type(default) and passed == default:
+            return old.default
+    if by_keyword and name in site.diff.old.ignored and "()." not in str(site.path):
+        return ast.unparse(value)
+    return None
+
+
+def _unused(site: Site, name: str, passed: str) -> bool:
+    """A dropped argument that is not the old default: one the old release never used."""
+    old = next((p for p in site.diff.old.params if p.name == name), None)
+    return old is None or old.default != passed
 
 
 def _old_default_hint(d: CallableDiff, name: str, given: ast.keyword | None) -> Said:
@@ -755,19 +785,40 @@ def _fix_review(ctx: FileContext, site: Site, review: dict[str, str]) -> None:
 
 
 def _drop_message(site: Site, dropped: Mapping[str, str]) -> Said:
-    """What dropping the arguments of removed parameters passed their old defaults says."""
-    several = len(dropped) > 1
-    return say(
-        "drop {listed}: FlashInfer {new_v} removed the parameter{s}, and the call passes the old"
-        " default (as if it did not pass {them})",
-        "去掉 `{listed}`：FlashInfer {new_v} 删除了这个参数{s}，而此调用传的是旧的默认值"
-        "（等同于没有传{them}）",
-        listed=", ".join(f"{name}={default}" for name, default in dropped.items()),
-        new_v=site.new_v,
-        # (English grammar: nothing in Chinese)
-        s=Said("s" if several else "", ""),
-        them=Said("them" if several else "it", ""),
-    )
+    """What dropping the arguments of removed parameters passed their old defaults (or passed
+    to a parameter the old release never used) says."""
+    defaults = {n: v for n, v in dropped.items() if not _unused(site, n, v)}
+    unused = {n: v for n, v in dropped.items() if _unused(site, n, v)}
+    said = []
+    if defaults:
+        several = len(defaults) > 1
+        said.append(
+            say(
+                "drop {listed}: FlashInfer {new_v} removed the parameter{s}, and the call passes"
+                " the old default (as if it did not pass {them})",
+                "去掉 `{listed}`：FlashInfer {new_v} 删除了这个参数{s}，而此调用传的是旧的默认值"
+                "（等同于没有传{them}）",
+                listed=", ".join(f"{name}={default}" for name, default in defaults.items()),
+                new_v=site.new_v,
+                # (English grammar: nothing in Chinese)
+                s=Said("s" if several else "", ""),
+                them=Said("them" if several else "it", ""),
+            )
+        )
+    if unused:
+        said.append(
+            say(
+                "drop {listed}: FlashInfer {new_v} removed the parameter{s}, whose value"
+                " FlashInfer {old_v} did not use (at most it warned that it was passed)",
+                "去掉 `{listed}`：FlashInfer {new_v} 删除了这个参数{s}，而 FlashInfer {old_v}"
+                " 本就不使用它的值（至多警告它被传入）",
+                listed=", ".join(f"{name}={value}" for name, value in unused.items()),
+                new_v=site.new_v,
+                old_v=site.old_v,
+                s=Said("s" if len(unused) > 1 else "", ""),
+            )
+        )
+    return join(said, "; ", "；")
 
 
 def _as_text(
@@ -916,7 +967,7 @@ def _positional(ctx: FileContext, site: Site, wording: Wording, renames: Renames
         for i in range(start, n):
             index = site.view.node_index(i)
             if index is not None and not keyword_ok(i):
-                default = _old_default_passed(site, old_pos[i].name, call.args[index])
+                default = _old_default_passed(site, old_pos[i].name, call.args[index], False)
                 if default is not None:
                     dropped[i] = default
     names = {_written_at(site, i): old_pos[i].name for i in range(first, n) if i not in dropped}
@@ -936,6 +987,13 @@ def _positional(ctx: FileContext, site: Site, wording: Wording, renames: Renames
                 "`{p}`（已删除，传的是旧默认值 `{old}`：去掉它）",
                 p=p.name,
                 old=dropped[i],
+            )
+            if i in dropped and not _unused(site, p.name, dropped[i])
+            else say(
+                "{p} (removed, and unused by {old_v}: drop it)",
+                "`{p}`（已删除，{old_v} 也不使用它：去掉它）",
+                p=p.name,
+                old_v=site.old_v,
             )
             if i in dropped
             else Said(p.name, f"`{p.name}`")

@@ -308,6 +308,49 @@ def test_constants_sentinels_and_deprecations_are_read(tmp_path: Path) -> None:
     assert [p.mapped for p in decode.params] == [None, "1"]
 
 
+def test_parameters_whose_value_is_never_used() -> None:
+    """Not read at all, or read only to test it against None before a warning or a log line:
+    ignored. Any other read, a decorated function, or `locals()`: not."""
+    import ast
+
+    from migrate_fi.api.extract import ignored_parameters
+
+    source = textwrap.dedent(
+        """
+        def moe(x, tile_tokens_dim, unused=None, used=1, tested=None, raised=None):
+            if tile_tokens_dim is not None:
+                logger.warning_once("tile_tokens_dim is planned for deprecation")
+            if not tested:
+                warnings.warn("pass tested", DeprecationWarning)
+            if raised is not None:
+                raise ValueError("raised is gone")
+            return run(x, used)
+
+        @flashinfer_api
+        def decorated(x, y):
+            return x
+
+        def reads_locals(x, y):
+            return locals()
+
+        @staticmethod
+        def plain(x, y):
+            return x
+        """
+    )
+    found = {
+        fn.name: ignored_parameters(fn)
+        for fn in ast.parse(source).body
+        if isinstance(fn, ast.FunctionDef)
+    }
+    assert found == {
+        "moe": ["tile_tokens_dim", "unused", "tested"],
+        "decorated": [],
+        "reads_locals": [],
+        "plain": ["y"],
+    }
+
+
 def test_a_default_mapped_back_is_the_same_default() -> None:
     """`_default_changes`: 1 -> None where the new release maps None to 1 is the same value
     for a call that leaves it out (FI008 leaves it; `api-diff` says why)."""

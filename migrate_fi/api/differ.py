@@ -80,6 +80,8 @@ class CallSignature:
     aliases: tuple[tuple[str, str], ...] = ()
     # parameters the function warns about as deprecated when they are passed
     deprecated: frozenset[str] = frozenset()
+    # parameters whose value the function never uses (at most to warn that it was passed)
+    ignored: frozenset[str] = frozenset()
 
     @property
     def positional(self) -> list[Param]:
@@ -407,7 +409,15 @@ class Api:
             if target is not None:
                 forward = _params(target["sig"])[1:]
         aliases = tuple(sorted(record.get("aliases", {}).items()))
-        return CallSignature(path, params, shim, forward, aliases, frozenset(record.get("dep", ())))
+        return CallSignature(
+            path,
+            params,
+            shim,
+            forward,
+            aliases,
+            frozenset(record.get("dep", ())),
+            frozenset(record.get("ign", ())),
+        )
 
     def public_paths(self) -> dict[str, str]:
         """Every public path (no component starting with `_`) of a def -> its canonical path

@@ -302,6 +302,68 @@ def deprecated_parameters(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[st
     return sorted(found)
 
 
+# what a function may do with a parameter and still ignore its value: warn or log that it was
+# passed (FlashInfer 0.5's `tile_tokens_dim`: "planned for deprecation ... please remove it")
+_SAYS = frozenset(
+    {"warn", "warning", "warning_once", "warn_once", "info", "info_once", "debug", "log", "print"}
+)
+_PLAIN_DECORATORS = frozenset({"staticmethod", "classmethod"})
+
+
+def ignored_parameters(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+    """Parameters whose value the function never uses: not read at all, or read only to test
+    whether it is None (or truthy) before a warning or a log line. A call may drop any value it
+    passes for one, and behave the same. Not for a decorated function (the decorator may read
+    its arguments) or one that reads its locals as a whole (`locals()`, `vars()`)."""
+    if any((dotted_name(d) or "") not in _PLAIN_DECORATORS for d in fn.decorator_list):
+        return []
+    a = fn.args
+    params = [x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
+    allowed: set[int] = set()  # the Name nodes of the tests that only say something
+    loads: dict[str, list[ast.Name]] = {}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            if node.id in ("locals", "vars"):
+                return []
+            loads.setdefault(node.id, []).append(node)
+        elif isinstance(node, ast.If) and _only_says(node):
+            tested = _none_test(node.test)
+            if tested is not None:
+                allowed.add(id(tested))
+    return [p for p in params if all(id(n) in allowed for n in loads.get(p, ()))]
+
+
+def _none_test(test: ast.expr) -> ast.Name | None:
+    """The name of ``x is None``, ``x is not None``, ``x`` or ``not x``."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test = test.operand
+    if isinstance(test, ast.Name):
+        return test
+    if (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], (ast.Is, ast.IsNot))
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
+    ):
+        return test.left
+    return None
+
+
+def _only_says(node: ast.If) -> bool:
+    """An ``if`` whose branches only warn or log (or pass), with no `elif` chain of its own."""
+    for stmt in (*node.body, *node.orelse):
+        if isinstance(stmt, ast.Pass):
+            continue
+        if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+            return False
+        name = dotted_name(stmt.value.func) or ""
+        if name.rsplit(".", 1)[-1] not in _SAYS:
+            return False
+    return True
+
+
 def _warns_deprecated(node: ast.AST) -> bool:
     if not isinstance(node, ast.Call):
         return False
@@ -764,6 +826,9 @@ class _Release:
             warned = deprecated_parameters(stmt)
             if warned:
                 record["dep"] = warned
+            ignored = ignored_parameters(stmt)
+            if ignored:
+                record["ign"] = ignored
             decos = _decorator_names(stmt)
             for flag, names in (
                 ("static", ("staticmethod",)),
@@ -911,6 +976,9 @@ class _Release:
         warned = deprecated_parameters(fn)
         if warned:
             record["dep"] = warned
+        ignored = ignored_parameters(fn)
+        if ignored:
+            record["ign"] = ignored
         shim = self.shim(m, fn)
         if shim:
             record["shim"] = shim

@@ -75,7 +75,8 @@ MANIFEST = "releases.json"
 FORMAT = 4  # 2: every module with its names; defs at any depth; synthesized constructors
 # 3: a hash of each definition's code ("h")
 # 4: a default naming a module constant is its value; a `None` default the function maps to a
-# literal has it as a fourth item; `dep`: the parameters a function warns about as deprecated
+# literal has it as a fourth item; `dep`: the parameters a function warns about as deprecated;
+# `ign` (optional: a record without it claims nothing): the parameters whose value it never uses
 
 
 class DataError(Exception):
