@@ -988,14 +988,16 @@ def _positional(ctx: FileContext, site: Site, wording: Wording, renames: Renames
                 p=p.name,
                 old=dropped[i],
             )
-            if i in dropped and not _unused(site, p.name, dropped[i])
+            if i in dropped
             else say(
-                "{p} (removed, and unused by {old_v}: drop it)",
-                "`{p}`（已删除，{old_v} 也不使用它：去掉它）",
+                "{p} (removed; {old_v} did not use its value: if the call is written for"
+                " {old_v}, drop that argument)",
+                "`{p}`（已删除；{old_v} 本就不使用它的值：如果此调用是按 {old_v} 写的，"
+                "去掉这个参数）",
                 p=p.name,
                 old_v=site.old_v,
             )
-            if i in dropped
+            if p.name in d.old.ignored and "()." not in str(site.path)
             else Said(p.name, f"`{p.name}`")
             for i, p in enumerate(old_pos[:n])
             if i >= start and not keyword_ok(i)
