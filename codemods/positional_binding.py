@@ -37,19 +37,28 @@ class PositionalBinding(Rule):
     - Renamed keywords are renamed in the call (`sf_q=` -> `q_sf=` in 0.7.1). A rename is read
       from the two signatures: FlashInfer's own `@deprecated_aliases`, or a new parameter in
       the old one's place (between the same kept parameters) with the same kind and default
-      and a name of the same words: a safe fix. The same place, kind and default with words
-      dropped or added (`comm_backend` -> `comm`, `in_kernel_fc2_reduce` ->
-      `enable_in_kernel_fc2_reduce`), or the one closest name elsewhere in the signature, is a
-      review fix (`--unsafe-fixes`; only reported beside a safe fix of the same call). A new
-      parameter with another default or an unrelated name in the old one's place is no rename
-      (`gated_act_type=0` -> `activation_type=ActivationType.Swiglu.value`): positional calls
-      reaching it are reported, and the old keyword is said to be gone, naming what took its
-      place (FI010 maps such values where a value-change file says how).
+      and a name of the same words (torch's `dtype` is "data type": `q_data_type` -> `q_dtype`
+      in 0.7.4): a safe fix. The same place, kind and default with words dropped or added
+      (`comm_backend` -> `comm`, `in_kernel_fc2_reduce` -> `enable_in_kernel_fc2_reduce`), or
+      the one closest name elsewhere in the signature, is a review fix (`--unsafe-fixes`,
+      which merges it with the call's safe fix into one edit). A keyword the call passes
+      whose parameter has a new name of its words in its place but another default
+      (`max_seq_len_q=` -> `max_q_len=`, 1 -> None) is a review fix too: the call's own value
+      never meets the default; never where one parameter became two (`in_dtype` ->
+      `in_qk_dtype` and `in_pv_dtype`). A new parameter with another default or an unrelated
+      name in the old one's place is no rename (`gated_act_type=0` ->
+      `activation_type=ActivationType.Swiglu.value`): positional calls reaching it are
+      reported, and the old keyword is said to be gone, naming what took its place (FI010 maps
+      such values where a value-change file says how).
 
     - A removed parameter passed its old default (`bmm1_scale_log2_tensor=None` after 0.5.3,
       by keyword or by position) is dropped: the call behaved as if it had not passed it, and
       the later positional arguments are named so that nothing shifts. Only a literal equal to
-      the old default, and only where no new parameter takes the removed one's place.
+      the old default, and only where no new parameter takes the removed one's place. So is a
+      literal passed by keyword for a removed parameter whose value the old release's function
+      never used (FlashInfer 0.5's `tile_tokens_dim` of the trtllm MoE functions, required
+      there and only warned about); by position it is reported (code already written for a
+      later release puts another parameter's value there).
 
     Reported, not rewritten: a call whose old positional name no longer exists on the new release,
     keywords that no longer exist (removed parameters passed another value: the report says the
