@@ -56,8 +56,6 @@ class Site:
     old_v: str
     new_v: str
     since: str  # the first release in the range where positional calls need a rewrite
-    # renames this call makes that the data does not (`_keywords`): keyword -> evidence
-    passed_renames: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def call(self) -> ast.Call:
@@ -451,6 +449,8 @@ class Renames:
     review: dict[str, str]
     # keywords of parameters the new release removed, passed their old default: dropped
     dropped: dict[str, str] = field(default_factory=dict)  # name -> the default, as written
+    # how a rename the data does not make is known (`_keywords`): keyword -> evidence
+    evidence: dict[str, str] = field(default_factory=dict)
 
 
 def _why(evidence: str, v: str) -> Said:
@@ -547,7 +547,7 @@ def _keywords(ctx: FileContext, site: Site) -> Renames:
             if successor is not None and given is not None and successor not in site.args.keywords:
                 # (the call passes its own value: the default that changed is not its)
                 renames.review[kw] = successor
-                site.passed_renames[kw] = "passed"
+                renames.evidence[kw] = "passed"
                 continue
             hint = (
                 _successor_hint(d, kw)
@@ -559,7 +559,7 @@ def _keywords(ctx: FileContext, site: Site) -> Renames:
                         "也去掉计算它的代码）",
                         old_v=site.old_v,
                     )
-                    if kw in d.old.ignored and "()." not in str(site.path)
+                    if _unused_by_old(site, kw)
                     else say("", "")
                 )
                 or _old_default_hint(d, kw, given)
@@ -629,9 +629,15 @@ def _old_default_passed(
         known, default = literal_default(old.default)
         if known and type(passed) is type(default) and passed == default:
             return old.default
-    if by_keyword and name in site.diff.old.ignored and "()." not in str(site.path):
+    if by_keyword and _unused_by_old(site, name):
         return ast.unparse(value)
     return None
+
+
+def _unused_by_old(site: Site, name: str) -> bool:
+    """The old release's function never used the value of ``name`` (the data's `ign`); not
+    said of a method, which a subclass may override."""
+    return name in site.diff.old.ignored and "()." not in str(site.path)
 
 
 def _unused(site: Site, name: str, passed: str) -> bool:
@@ -705,12 +711,13 @@ _KINDS = {
 }
 
 
-def _rename_message(site: Site, renames: dict[str, str]) -> Said:
+def _rename_message(
+    site: Site, renames: dict[str, str], known: Mapping[str, str] | None = None
+) -> Said:
+    """``known``: the evidence of renames the data does not make (`Renames.evidence`)."""
+    known = known or {}
     evidence = sorted(
-        {
-            site.passed_renames.get(old) or site.diff.rename_evidence.get(old, "likely")
-            for old in renames
-        }
+        {known.get(old) or site.diff.rename_evidence.get(old, "likely") for old in renames}
     )
     return say(
         "rename {names} ({whys})",
@@ -759,12 +766,13 @@ def _fix_renames(ctx: FileContext, site: Site, renames: Renames) -> None:
                 None if renames.dropped else _as_text(ctx, site.call, {}, renames.safe),
             ),
         )
-    _fix_review(ctx, site, renames.review)
+    _fix_review(ctx, site, renames)
 
 
-def _fix_review(ctx: FileContext, site: Site, review: dict[str, str]) -> None:
+def _fix_review(ctx: FileContext, site: Site, renames: Renames) -> None:
     """The renames a person should read (`likely` ones) as a review fix of their own, which
     `apply --unsafe-fixes` merges with the call's other edits."""
+    review = renames.review
     if review:
         ctx.fix(
             site.call,
@@ -772,7 +780,7 @@ def _fix_review(ctx: FileContext, site: Site, review: dict[str, str]) -> None:
                 "{name}: {what}",
                 "{name}：{what}",
                 name=site.name,
-                what=_rename_message(site, review),
+                what=_rename_message(site, review, renames.evidence),
             ),
             ctx.replace(
                 site.call,
@@ -997,7 +1005,7 @@ def _positional(ctx: FileContext, site: Site, wording: Wording, renames: Renames
                 p=p.name,
                 old_v=site.old_v,
             )
-            if p.name in d.old.ignored and "()." not in str(site.path)
+            if _unused_by_old(site, p.name)
             else Said(p.name, f"`{p.name}`")
             for i, p in enumerate(old_pos[:n])
             if i >= start and not keyword_ok(i)
@@ -1044,7 +1052,7 @@ def _positional(ctx: FileContext, site: Site, wording: Wording, renames: Renames
         transform = _then_drop(transform, [_written_at(site, i) for i in dropped])
     text = None if dropped or renames.dropped else _as_text(ctx, call, names, safe)
     ctx.fix(call, message, ctx.replace(call, "Call", transform, text))
-    _fix_review(ctx, site, renames.review)
+    _fix_review(ctx, site, renames)
 
 
 def _then_drop(transform: Transform, indexes: list[int]) -> Transform:

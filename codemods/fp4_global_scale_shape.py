@@ -310,12 +310,14 @@ class _Shape:
         whose body declares ``scale`` a scalar: annotated a Python number, or described as a
         scalar (or one element) by a comment on or just above its line or by the class's
         docstring (the author's contract, as a parameter's docstring is)."""
-        cls = self._declared_in(expr, scope)
-        return cls is not None and _field_scalar(cls, expr.attr, self.lines())
+        declared = self._declared_in(expr, scope)
+        return declared is not None and _field_scalar(*declared, self.lines())
 
-    def _declared_in(self, expr: ast.Attribute, scope: Scope) -> ast.ClassDef | None:
-        """The class of this module that ``info`` of ``info.scale`` is annotated with, when
-        that class declares ``scale``."""
+    def _declared_in(
+        self, expr: ast.Attribute, scope: Scope
+    ) -> tuple[ast.ClassDef, ast.AnnAssign] | None:
+        """The class of this module that ``info`` of ``info.scale`` is annotated with, and its
+        declaration of ``scale``, when it declares it."""
         if not isinstance(expr.value, ast.Name):
             return None
         found = self.resolver.lookup(expr.value.id, scope)
@@ -325,9 +327,8 @@ class _Shape:
         if binding.what != "parameter" or binding.scope is None:
             return None
         cls = self._class_of(binding.annotation, binding.scope)
-        if cls is None or _field(cls, expr.attr) is None:
-            return None
-        return cls
+        field = _field(cls, expr.attr) if cls is not None else None
+        return (cls, field) if cls is not None and field is not None else None
 
     def _class_of(self, annotation: ast.expr | None, scope: Scope) -> ast.ClassDef | None:
         """The class of this module an annotation names (``Info`` or ``"Info"``), bound once."""
@@ -567,14 +568,14 @@ class _Shape:
                     )
             return _UNREADABLE
         if isinstance(expr, ast.Attribute):
-            cls = self._declared_in(expr, scope)
-            if cls is not None:
-                field = _field(cls, expr.attr)
+            declared = self._declared_in(expr, scope)
+            if declared is not None:
+                cls, field = declared
                 return say(
                     "a field of `{cls}` declared at line {line}, not as one element",
                     "`{cls}` 在第 {line} 行声明的字段，未声明为单个元素",
                     cls=cls.name,
-                    line=field.lineno if field else cls.lineno,
+                    line=field.lineno,
                 )
             return self._why_attribute(expr)
         if isinstance(expr, ast.Subscript) and (key := _key(expr)) is not None:
@@ -777,32 +778,35 @@ def _field(cls: ast.ClassDef, attr: str) -> ast.AnnAssign | None:
     )
 
 
-def _field_scalar(cls: ast.ClassDef, attr: str, lines: Sequence[str]) -> bool:
-    """``cls`` declares ``attr`` (``attr: T`` in its body) a scalar: see `_declared_scalar`."""
-    stmt = _field(cls, attr)
-    if stmt is not None:
-        text = ast.unparse(stmt.annotation).replace(" ", "").replace("typing.", "")
-        if text in _SCALAR_ANNOTATIONS:
-            return True
-        said = []
-        at = stmt.lineno - 1
-        if at < len(lines) and "#" in lines[at]:
-            said.append(lines[at].split("#", 1)[1])
+def _field_scalar(cls: ast.ClassDef, stmt: ast.AnnAssign, lines: Sequence[str]) -> bool:
+    """``cls`` declares the field of ``stmt`` a scalar: see `_declared_scalar`."""
+    if _scalar_annotation(stmt.annotation):
+        return True
+    said = []
+    at = stmt.lineno - 1
+    if at < len(lines) and "#" in lines[at]:
+        said.append(lines[at].split("#", 1)[1])
+    at -= 1
+    while 0 <= at < len(lines) and lines[at].lstrip().startswith("#"):
+        said.append(lines[at].lstrip()[1:])
         at -= 1
-        while 0 <= at < len(lines) and lines[at].lstrip().startswith("#"):
-            said.append(lines[at].lstrip()[1:])
-            at -= 1
-        if said and _says_scalar(" ".join(said).lower()):
-            return True
-    return _documented_scalar(cls, attr)
+    if said and _says_scalar(" ".join(said).lower()):
+        return True
+    assert isinstance(stmt.target, ast.Name)  # (`_field` finds only these)
+    return _documented_scalar(cls, stmt.target.id)
+
+
+def _scalar_annotation(annotation: ast.expr) -> bool:
+    """``float`` (or int, ``float | None``, ``Optional[float]``): a Python number."""
+    text = ast.unparse(annotation).replace(" ", "").replace("typing.", "")
+    return text in _SCALAR_ANNOTATIONS
 
 
 def _annotated_scalar(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, name: str) -> bool:
     """``name: float`` (or int, ``float | None``, ``Optional[float]``): a Python number."""
     for arg in _all_args(node):
         if arg.arg == name and arg.annotation is not None:
-            text = ast.unparse(arg.annotation).replace(" ", "").replace("typing.", "")
-            return text in _SCALAR_ANNOTATIONS
+            return _scalar_annotation(arg.annotation)
     return False
 
 

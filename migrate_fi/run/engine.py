@@ -36,9 +36,10 @@ from migrate_fi.run.pipeline import (
     Mode,
     RuleTests,
     failed,
+    keep_tests,
     rule_tests,
 )
-from migrate_fi.run.reading import Read, Todo, read_in_worker, read_part, share_tests
+from migrate_fi.run.reading import Read, Todo, read_in_worker, read_part
 from migrate_fi.run.reexports import (
     MAX_ROUNDS,
     imported_modules,
@@ -265,7 +266,7 @@ def _read(
         whole = read_part(todo, tests, options, every_import, sign=sign)
         batch.reading(len(todo))
         return whole
-    share_tests(tests, batch.ids, options)  # (before the workers are forked)
+    keep_tests(tests, batch.ids, options)  # (before the workers are forked)
     parts = [todo[i : i + _PART] for i in range(0, len(todo), _PART)]
     found: dict[int, Read] = {}
 

@@ -21,10 +21,10 @@ from migrate_fi.base import depends
 from migrate_fi.base.modules import is_python_path
 from migrate_fi.framework.rule import RunOptions
 from migrate_fi.run.cache import Signature
-from migrate_fi.run.pipeline import RuleTests, Without, keep_tests, must_see, tests_of
+from migrate_fi.run.pipeline import RuleTests, Without, must_see, tests_of
 from migrate_fi.run.workers import SourceFile
 
-__all__ = ["Read", "Todo", "read_in_worker", "read_part", "share_tests"]
+__all__ = ["Read", "Todo", "read_in_worker", "read_part"]
 
 
 class Todo(NamedTuple):
@@ -113,16 +113,10 @@ def read_in_worker(
     ruled_out_imports: bool,
     sign: bool,
 ) -> Read:
-    """`read_part` in a worker process, with the rules' tests of the run: those `share_tests`
-    gave before the worker was forked, else worked out there."""
+    """`read_part` in a worker process, with the rules' tests of the run: those the engine kept
+    before the worker was forked (`keep_tests`), else worked out there."""
     from migrate_fi.run.registry import all_rules
 
     by_id = {c.id: c for c in all_rules()}
     tests = tests_of([by_id[i] for i in ids], options)
     return read_part(todo, tests, options, every_import, ruled_out_imports, sign)
-
-
-def share_tests(tests: RuleTests, ids: tuple[str, ...], options: RunOptions) -> None:
-    """Give the workers forked from now on the rules' tests of this process for the run, built
-    (the prefilters every Python file asks worked out here once, not again in each worker)."""
-    keep_tests(tests, ids, options)
