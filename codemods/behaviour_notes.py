@@ -204,10 +204,23 @@ def _by_key(
 def _may_apply(note: Behaviour, view: CalleeCall, before: CallSignature | None) -> bool:
     """Whether the call may pass what the note's change is tied to (`Behaviour.when`): an
     argument passed at all, or with a value (by keyword, or at its place in ``before``, the
-    signature the code is written for); unreadable arguments (``*args``, ``**kw``) may."""
+    signature the code is written for); unreadable arguments (``*args``, ``**kw``) may. A
+    change of a parameter's default (`Behaviour.parameter`) never touches a call that passes
+    it."""
+    if note.parameter is not None and _passes(note.parameter, view.args, before):
+        return False  # (a change of the parameter's default: this call gives its own value)
     if not note.when:
         return True
     return _may_pass(note.when, view.args, before, defaults=False)
+
+
+def _passes(name: str, args: CallArgs, before: CallSignature | None) -> bool:
+    """Whether a call with ``args`` certainly passes the parameter ``name`` (by keyword, or at
+    its place in ``before``)."""
+    if args.passed(name) is not None:
+        return True
+    names = [p.name for p in before.positional] if before is not None else []
+    return name in names and names.index(name) < len(args.positional)
 
 
 def _may_pass(

@@ -41,10 +41,14 @@ class ChangedDefaults(Rule):
     it, spellings of the same value (`1.0` and `1.`), parameters another rule handles
     (FI005: `CuteDslMoEWrapper(max_num_tokens=)`, ignored since 0.6.14), defaults whose change
     the release notes say does not change what the call does (0.7.4's `backend="auto"` of
-    `fp4_quantize` runs the CUDA kernel unless `batch_invariant=True`), and parameters FlashInfer
-    deprecated where they are (`BatchDecodeWithPagedKVCacheWrapper.run(q_len_per_req=)` belongs
-    to `plan()` now): passing the old value there would change nothing a user needs, or add a
-    deprecated argument. The notes are data with their sources (`migrate_fi/data/notes/`); the
+    `fp4_quantize` runs the CUDA kernel unless `batch_invariant=True`), defaults the notes say
+    now follow a mode the user turns on elsewhere, as the user would want (0.7.4's
+    `use_fused_finalize=None` of `cutlass_fused_moe`: the fused finalize as before, the
+    deterministic one under `torch.use_deterministic_algorithms(True)`; FI012 has the note), and
+    parameters FlashInfer deprecated where they are
+    (`BatchDecodeWithPagedKVCacheWrapper.run(q_len_per_req=)` belongs to `plan()` now): passing
+    the old value there would change nothing a user needs, undo what the user asked for, or add
+    a deprecated argument. The notes are data with their sources (`migrate_fi/data/notes/`); the
     release data says the same where the code does: a default that names a module constant is
     its value (`max_blocks=AR_MAX_BLOCKS` is `128`), a `None` default the function replaces by
     the old value before anything reads it (`if next_n is None: next_n = 1`) is the old value,
@@ -179,15 +183,17 @@ class ChangedDefaults(Rule):
 @lru_cache(maxsize=16)
 def _noted(old_v: str, new_v: str) -> frozenset[tuple[str | None, str]]:
     """(definition key on ``old_v``, parameter) of the parameters FlashInfer deprecated in the
-    range where they are (passing them would add a deprecated argument)."""
+    range where they are (passing them would add a deprecated argument), and of those whose
+    new default a behaviour note says a caller wants as it is (FI012's, where it reports that
+    kind; `migrate_fi.api.notes`)."""
     from migrate_fi.api.differ import api_for
-    from migrate_fi.api.notes import Deprecated, notes_in_range
+    from migrate_fi.api.notes import Behaviour, Deprecated, notes_in_range
 
     old_api = api_for(old_v)
     return frozenset(
         (old_api.key(n.api), n.parameter)
         for n in notes_in_range(old_v, new_v)
-        if isinstance(n, Deprecated)
+        if isinstance(n, (Deprecated, Behaviour)) and n.parameter is not None
     )
 
 

@@ -64,6 +64,15 @@ def test_notes_in_a_range_are_those_after_from_up_to_to() -> None:
             "`api` must be a public path",
         ),
         ('release = "0.9.1"\n[[same]\n', "not valid TOML"),
+        (  # (`parameter` is optional in a behaviour note only)
+            'release = "0.9.1"\n[[deprecated]]\napi = "flashinfer.f"\nwhy = "w"\nsource = "s"\n',
+            "`parameter` is missing",
+        ),
+        (
+            'release = "0.9.1"\n[[behaviour]]\napi = "flashinfer.f"\nkind = "numerics"\n'
+            'what = "x"\nsource = "y"\nparameter = "not one"\n',
+            "`parameter` must be one parameter's name",
+        ),
     ],
 )
 def test_a_broken_file_is_one_line_naming_it(user_notes: Path, text: str, message: str) -> None:
@@ -81,6 +90,15 @@ def test_a_users_file_adds_a_release(user_notes: Path) -> None:
     )
     found = [n for n in notes.load_notes() if n.release == "0.9.1"]
     assert [n.api for n in found] == ["flashinfer.fp4_quantize"]
+
+
+def test_a_behaviour_note_may_name_the_parameter_whose_default_it_is(user_notes: Path) -> None:
+    (user_notes / "0.9.1.toml").write_text(
+        'release = "0.9.1"\n[[behaviour]]\napi = "flashinfer.fp4_quantize"\nkind = "numerics"\n'
+        'what = "a mode now decides"\nsource = "https://example.org/notes"\nparameter = "backend"\n'
+    )
+    (found,) = [n for n in notes.load_notes() if n.release == "0.9.1"]
+    assert isinstance(found, notes.Behaviour) and found.parameter == "backend"
 
 
 def test_a_broken_file_of_the_range_stops_the_run_in_one_line(

@@ -17,6 +17,10 @@ say nothing of a function that starts to refuse a GPU. ``migrate_fi/data/notes/<
   range holding both has neither; ``when = ["do_finalize=False"]`` ties it to arguments (a
   call that cannot pass them is left alone), ``when_built = ["backend='cudnn'"]`` (a method's
   note) to the arguments its instance was made with, where that construction is in sight.
+  ``parameter = "<name>"`` says that the change is that of the parameter's default, to a value
+  a caller wants as it is (a default that now follows a mode the user turns on elsewhere, such
+  as torch's deterministic algorithms): FI008 does not pin the old value, and a call that
+  passes the parameter is not touched by the change.
 
 Keys of an entry: ``api`` (a public path as `migrate-fi api-diff` prints it, instances as
 ``Class().method``), ``parameter`` (same, deprecated), ``old`` and ``new`` (same: the defaults
@@ -43,6 +47,7 @@ __all__ = [
     "NOTES_DIR",
     "Behaviour",
     "Deprecated",
+    "Note",
     "NotesError",
     "Same",
     "load_notes",
@@ -73,9 +78,20 @@ def kind_said(kind: str) -> Said:
 _TABLES = {
     "same": {"api", "parameter", "old", "new", "why", "why_zh", "source"},
     "deprecated": {"api", "parameter", "moved_to", "why", "why_zh", "source"},
-    "behaviour": {"api", "kind", "what", "what_zh", "source", "reverts", "when", "when_built"},
+    "behaviour": {
+        "api",
+        "kind",
+        "what",
+        "what_zh",
+        "source",
+        "reverts",
+        "when",
+        "when_built",
+        "parameter",
+    },
 }
 _OPTIONAL = {"moved_to", "reverts", "when", "when_built", "why_zh", "what_zh"}
+_OPTIONAL_IN = {"behaviour": {"parameter"}}  # (optional in that table, required elsewhere)
 
 
 class NotesError(Exception):
@@ -120,6 +136,8 @@ class Behaviour:
     # the same for the arguments the instance was made with (a method's note: the wrapper's
     # `backend=` given to its constructor); an instance made out of sight may have them
     when_built: tuple[str, ...] = ()
+    # the parameter whose changed default the change is (FI008 leaves that default to the note)
+    parameter: str | None = None
 
 
 Note = Same | Deprecated | Behaviour
@@ -175,7 +193,7 @@ def _note(release: str, path: str, table: str, index: int, entry: Any, keys: set
     unknown = set(entry) - keys
     if unknown:
         raise NotesError(f"{where}: unknown key {sorted(unknown)[0]!r}")
-    missing = sorted(keys - _OPTIONAL - set(entry))
+    missing = sorted(keys - _OPTIONAL - _OPTIONAL_IN.get(table, set()) - set(entry))
     if missing:
         raise NotesError(f"{where}: `{missing[0]}` is missing")
     entry = dict(entry)
@@ -234,6 +252,7 @@ def _note(release: str, path: str, table: str, index: int, entry: Any, keys: set
         tuple(when),
         entry.get("what_zh", ""),
         tuple(built),
+        entry.get("parameter"),
     )
 
 
