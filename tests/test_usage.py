@@ -89,3 +89,55 @@ def test_methods_of_returned_values_are_not_apis_and_a_change_is_said_once(
     (enum,) = [a for a in apis.values() if a["api"].endswith("ActivationType")]
     said = [(k["kind"], k["detail"]) for k in enum["changes"]]
     assert said and len(said) == len(set(said))
+
+
+def test_calls_through_the_projects_reexports_are_uses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A module that binds a FlashInfer name (`from flashinfer import fp4_quantize as quantize`)
+    gives it to the modules that import it, which may never name FlashInfer themselves: their
+    calls are uses of what it reaches, as `check` reads them; a look-alike of another package
+    under the same name is not."""
+    monkeypatch.chdir(tmp_path)
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "kernels.py").write_text("from flashinfer import fp4_quantize as quantize\n")
+    (pkg / "layer.py").write_text(
+        "from pkg.kernels import quantize\n\n\ndef forward(x, s):\n    return quantize(x, s)\n"
+    )
+    (pkg / "other.py").write_text(
+        "from mylib.kernels import quantize\n\n\ndef forward(x, s):\n    return quantize(x, s)\n"
+    )
+    doc = json.loads(_usage("--from", "0.6.10", "--to", "0.6.11", "--output-format", "json", "."))
+    (fp4,) = doc["apis"]
+    assert fp4["api"] == "flashinfer.fp4_quantize"
+    assert [(w["path"], w["line"], w["use"]) for w in fp4["where"]] == [
+        ("pkg/kernels.py", 1, "import"),
+        ("pkg/layer.py", 5, "call"),
+    ]
+    # (other.py is read too: it names `quantize` and imports a `kernels`; it reaches mylib's)
+    assert doc["files"]["parsed"] == 3
+
+
+def test_release_notes_of_the_apis_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every note of the range on an API the project uses is listed, also the kinds `check`
+    leaves out: a default that keeps what the call does, a deprecated argument, numerics."""
+    monkeypatch.chdir(PROJECTS)
+    doc = json.loads(_usage("--output-format", "json", "demo"))
+    by_api = {a["api"]: a for a in doc["apis"]}
+    run = by_api["flashinfer.BatchDecodeWithPagedKVCacheWrapper().run"]["notes"]
+    assert [(n["release"], n["table"], n["parameter"]) for n in run] == [
+        ("0.6.13", "same", "q_len_per_req"),
+        ("0.6.13", "deprecated", "q_len_per_req"),
+    ]
+    assert all(n["source"].startswith("flashinfer-python 0.6.13 wheel") for n in run)
+    fp4 = by_api["flashinfer.fp4_quantize"]["notes"]
+    assert ("0.6.11", "behaviour", "input-format") in {
+        (n["release"], n["table"], n.get("kind")) for n in fp4
+    }
+    # an API with a note and no signature change is among the changed ones
+    text = _usage("demo")
+    changed = text.split("Unchanged:")[0]
+    assert "  flashinfer.BatchDecodeWithPagedKVCacheWrapper: 2 sites" in changed
+    assert "0.7.1 note, error: backend='prims-ts'" in changed

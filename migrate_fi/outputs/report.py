@@ -16,6 +16,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from migrate_fi.api.notes import Behaviour, Deprecated
+from migrate_fi.base.messages import Said
 from migrate_fi.base.results import Diagnostic, RunResult
 from migrate_fi.base.versions import parse_version
 from migrate_fi.framework.rule import Rule
@@ -64,6 +66,8 @@ _TEXT: dict[str, dict[str, str]] = {
         " unchanged.",
         "changed": "Changed",
         "unchanged": "Unchanged",
+        "note_deprecated": "deprecated",
+        "note_source": "source: ",
         "risks": "Risks and impact",
         "risk_behaviour": "**behaviour**: {what}",
         "risk_install": "**install flow**: pins or install steps change in {files}",
@@ -203,6 +207,8 @@ _TEXT: dict[str, dict[str, str]] = {
         " 个无变更。",
         "changed": "有变更",
         "unchanged": "无变更",
+        "note_deprecated": "已弃用",
+        "note_source": "来源：",
         "risks": "风险与影响",
         "risk_behaviour": "**行为变化**：{what}",
         "risk_install": "**安装流程**：{files} 中的版本或安装步骤有变",
@@ -389,6 +395,21 @@ class _Writer:
 
     def heading(self, key: str) -> None:
         self.add("", f"## {self.say(key)}", "")
+
+
+def _note(note: Behaviour | Deprecated, w: _Writer) -> str:
+    """A release note of an API the project uses, as the report lists it: its release, what
+    changed (a kind of behaviour, or a deprecated argument), what it says (in the report's
+    language) and its source."""
+    from migrate_fi.api.notes import kind_said
+
+    if isinstance(note, Behaviour):
+        label, text = kind_said(note.kind).text(w.lang), Said(note.what, note.what_zh)
+    else:
+        label = f"{w.say('note_deprecated')} `{note.parameter}=`"
+        text = Said(note.why, note.why_zh)
+    source = f"{w.say('note_source')}`{note.source}`"
+    return f"{note.release}, {label}{w.say('colon')}{text.text(w.lang)} ({source})"
 
 
 def _site(d: Diagnostic, w: _Writer, rule: type[Rule] | None) -> str:
@@ -668,7 +689,11 @@ def render_markdown(report: Report, lang: str = "en") -> str:
         w.add("", f"{w.say('changed')}:", "")
         for a in inv.changed:
             kinds = ", ".join(f"`{k}`" for k in dict.fromkeys(k for k, _ in a.changes))
-            w.add(f"- `{a.api}` ({w.count('sites', len(a.sites))}): {kinds}")
+            w.add(f"- `{a.api}` ({w.count('sites', len(a.sites))}): {kinds}".rstrip(": "))
+            # (a default that keeps what the call does is `usage`'s, not a reviewer's)
+            w.add(
+                *(f"  - {_note(n, w)}" for n in a.notes if isinstance(n, (Behaviour, Deprecated)))
+            )
     if inv.unchanged:
         names = ", ".join(f"`{a.api}`" for a in inv.unchanged[:_LISTED])
         more = (

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from migrate_fi.analysis.calls import callee_calls
 from migrate_fi.analysis.resolver import NameResolver
 from migrate_fi.api.differ import Api, api_for, diff_releases
+from migrate_fi.api.notes import Note, notes_in_range
 from migrate_fi.api.paths import ApiPath, is_flashinfer
 from migrate_fi.base.modules import display_path, in_flashinfer, module_identity
 from migrate_fi.editing.sources import SourceError, decode_source
@@ -57,6 +58,9 @@ class ApiUse:
     # the releases in the range whose calls of it may bind otherwise (from the prefilter index;
     # empty when only a default, an enum or a hand rule's change concerns it)
     releases: list[str] = field(default_factory=list)
+    # what the range's release notes say of it (`migrate_fi.api.notes`): every kind, also those
+    # `check` leaves out (a default that keeps what the call does, numerics)
+    notes: list[Note] = field(default_factory=list)
 
     @property
     def files(self) -> int:
@@ -70,8 +74,42 @@ class ApiUse:
             "in_tests": self.tests,
             "changes": [{"kind": k, "detail": d} for k, d in self.changes],
             "releases": self.releases,
+            "notes": [_note_json(n) for n in self.notes],
             "where": [{"path": p, "line": n, "use": u} for p, n, u in self.sites],
         }
+
+
+def _note_json(note: Note) -> dict[str, object]:
+    """A release note as `usage --output-format json` gives it."""
+    from migrate_fi.api.notes import Behaviour, Deprecated
+
+    out: dict[str, object] = {"release": note.release, "source": note.source}
+    if isinstance(note, Behaviour):
+        out.update(table="behaviour", kind=note.kind, what=note.what)
+        if note.parameter is not None:
+            out["parameter"] = note.parameter
+    elif isinstance(note, Deprecated):
+        out.update(table="deprecated", parameter=note.parameter, why=note.why)
+        if note.moved_to:
+            out["moved_to"] = note.moved_to
+    else:
+        out.update(table="same", parameter=note.parameter, old=note.old, new=note.new)
+        out["why"] = note.why
+    return out
+
+
+def _note_line(note: Note) -> str:
+    """A release note as `usage` says it, on one line."""
+    from migrate_fi.api.notes import Behaviour, Deprecated
+
+    if isinstance(note, Behaviour):
+        said = f"{note.kind}: {note.what}"
+    elif isinstance(note, Deprecated):
+        where = f" (pass it to {note.moved_to})" if note.moved_to else ""
+        said = f"deprecated: {note.parameter}={where}: {note.why}"
+    else:
+        said = f"same behaviour: default of {note.parameter} {note.old} -> {note.new}: {note.why}"
+    return f"{note.release} note, {said} [{note.source}]"
 
 
 @dataclass
@@ -85,11 +123,11 @@ class Inventory:
 
     @property
     def changed(self) -> list[ApiUse]:
-        return [a for a in self.apis if a.changes]
+        return [a for a in self.apis if a.changes or a.notes]
 
     @property
     def unchanged(self) -> list[ApiUse]:
-        return [a for a in self.apis if not a.changes]
+        return [a for a in self.apis if not a.changes and not a.notes]
 
 
 def in_tests(path: str) -> bool:
@@ -148,12 +186,21 @@ def inventory(
     rules: Iterable[type[Rule]] = (),
 ) -> Inventory:
     """The FlashInfer APIs the Python files under ``paths`` use, with what changed in each: from
-    the release data, and from ``rules`` (the run's), each for the APIs it concerns."""
+    the release data, and from ``rules`` (the run's), each for the APIs it concerns. A call
+    through the project's own re-exports of FlashInfer names (``from flashinfer import
+    fp4_quantize as q`` in one module, ``q(...)`` in another; vLLM's lazy-import wrappers) counts
+    as a use of what it reaches, as `check` reads it: the files that may import them are read
+    again with them, until no new one appears."""
+    from migrate_fi.run.pipeline import star_names
+    from migrate_fi.run.reexports import MAX_ROUNDS, importers, merge_exports
+    from migrate_fi.run.workers import SourceFile
+
     old, new = api_for(from_version), api_for(to_version)
-    by_key: dict[str, ApiUse] = {}
-    scanned = parsed = 0
+    scanned = 0
     unreadable: list[str] = []
     roots = [os.path.abspath(p) for p in paths]
+    files: dict[str, bytes] = {}  # the files read for their uses, by path
+    others: list[str] = []  # the Python files that never name FlashInfer
     for path in discover(list(paths)):
         scanned += 1
         try:
@@ -163,23 +210,46 @@ def inventory(
             unreadable.append(f"{display_path(path)}: {exc.strerror}")
             continue
         if b"flashinfer" not in data:
-            continue
-        module, is_package = module_identity(path)
-        if in_flashinfer(module):
-            continue  # FlashInfer's own source is the API, not a use of it
-        try:
-            text = decode_source(data).text
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                tree = ast.parse(text, filename=path)
-        except (SourceError, SyntaxError, ValueError, RecursionError) as exc:
-            unreadable.append(f"{display_path(path)}: cannot parse ({type(exc).__name__})")
-            continue
-        parsed += 1
+            others.append(path)
+        elif not in_flashinfer(module_identity(path)[0]):
+            files[path] = data  # (FlashInfer's own source is the API, not a use of it)
+    uses: dict[str, list[tuple[str, int, str]]] = {}
+    exports: dict[str, dict[str, str]] = {}
+    broken: set[str] = set()
+    stars = star_names(from_version)
+    aliases: dict[str, str] = {}
+    todo = list(files)
+    for _ in range(MAX_ROUNDS):
+        for path in todo:
+            module, is_package = module_identity(path)
+            try:
+                text = decode_source(files[path]).text
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    tree = ast.parse(text, filename=path)
+            except (SourceError, SyntaxError, ValueError, RecursionError) as exc:
+                if path not in broken:
+                    broken.add(path)
+                    unreadable.append(f"{display_path(path)}: cannot parse ({type(exc).__name__})")
+                continue
+            resolver = NameResolver(tree, module, is_package, aliases)
+            uses[path] = list(_uses(resolver))
+            exports[path] = resolver.exports(stars)
+            resolver.release()
+        found = merge_exports(exports.values(), None)
+        if found == aliases:
+            break
+        aliases = found
+        candidates = [SourceFile(data, path, ()) for path, data in files.items()]
+        again = importers(aliases, candidates, others)
+        for f in again:
+            files.setdefault(f.path, f.data)
+        todo = [f.path for f in again]
+    by_key: dict[str, ApiUse] = {}
+    for path in sorted(uses):
         shown = display_path(path)
         test = in_tests(_within(path, roots))
-        resolver = NameResolver(tree, module, is_package)
-        for api, line, use in _uses(resolver):
+        for api, line, use in uses[path]:
             if use == "import" and (old.canonical(api) in old.modules or api in old.modules):
                 continue  # a module: what is called from it is counted
             if not _known(old, api) and not _known(new, api):
@@ -190,6 +260,7 @@ def inventory(
                 entry.api = api
             entry.sites.append((shown, line, use))
             entry.tests += test
+    parsed = len(uses)
     changes: dict[str, list[tuple[str, str]]] = {}
     for change in diff_releases(from_version, to_version):
         if change.kind not in _AFFECTING:
@@ -200,12 +271,16 @@ def inventory(
     for rule in rules:
         for key in sorted({_key(old, api) for api in rule.concerns}):
             changes.setdefault(key, []).append((rule.code, rule.summary))
+    noted: dict[str, list[Note]] = {}
+    for note in notes_in_range(from_version, to_version):
+        noted.setdefault(_key(old, note.api), []).append(note)
     for key, entry in by_key.items():
         entry.sites.sort()
         entry.changes = changes.get(key, [])
+        entry.notes = noted.get(key, [])
         if entry.changes:
             entry.releases = _releases(old, entry.api, from_version, to_version)
-    apis = sorted(by_key.values(), key=lambda a: (not a.changes, a.api))
+    apis = sorted(by_key.values(), key=lambda a: (not a.changes and not a.notes, a.api))
     return Inventory(from_version, to_version, apis, scanned, parsed, unreadable)
 
 
@@ -242,6 +317,8 @@ def render(found: Inventory) -> str:
                 lines.append(f"    changed in {', '.join(a.releases)}")
             for kind, detail in a.changes:
                 lines.append(f"    {kind}: {detail}")
+            for note in a.notes:
+                lines.append(f"    {_note_line(note)}")
             first = a.sites[0]
             lines.append(f"    first at {first[0]}:{first[1]}")
     for problem in found.unreadable:

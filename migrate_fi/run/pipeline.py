@@ -67,6 +67,7 @@ __all__ = [
     "process_source",
     "reads",
     "rule_tests",
+    "star_names",
     "tests_of",
 ]
 
@@ -500,7 +501,7 @@ def _process(
         if made is not None and made is not resolver:
             built.append(made)
         if resolver is None and made is not None and text == original:
-            result.exports = made.exports(_star_names(str(options.from_version)))
+            result.exports = made.exports(star_names(str(options.from_version)))
         if made is not None:
             asked |= made.asked
         resolver = made  # shared by the next rule while the text is unchanged
@@ -638,7 +639,7 @@ def _check_still_valid(path: str, old: str, new: str, rule: str) -> None:
         raise EditError(f"{rule} produced a file that no longer parses ({exc})") from None
 
 
-def _star_names(version: str) -> Callable[[str], list[str]]:
+def star_names(version: str) -> Callable[[str], list[str]]:
     """The names ``from <FlashInfer module> import *`` gives on ``version``, as its API data
     lists them: the module's public names and those of its own star imports."""
 

@@ -41,15 +41,19 @@ __all__ = [
 MAX_ROUNDS = 4
 
 
-def merge_exports(results: Iterable[FileResult], relevant: set[bytes]) -> dict[str, str]:
-    """Every file's relevant exports. Two files that give the same module name (namespace
+def merge_exports(
+    results: Iterable[FileResult | Mapping[str, str]], relevant: set[bytes] | None
+) -> dict[str, str]:
+    """Every file's relevant exports (each result's, or each mapping of exports given; every
+    export where ``relevant`` is None). Two files that give the same module name (namespace
     packages: module names are counted from the outermost `__init__.py`) and bind the same name
     to different targets make that name ambiguous: it is dropped, never guessed."""
     merged: dict[str, str] = {}
     clashing: set[str] = set()
     for r in results:
-        for key, target in r.exports.items():
-            if not _relevant_alias(target, relevant):
+        exports = r.exports if isinstance(r, FileResult) else r
+        for key, target in exports.items():
+            if relevant is not None and not _relevant_alias(target, relevant):
                 continue
             if merged.setdefault(key, target) != target:
                 clashing.add(key)
