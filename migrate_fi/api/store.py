@@ -34,7 +34,7 @@ import time
 from array import array
 from collections.abc import Callable, ItemsView, Iterator, Mapping, MutableSequence, Sequence
 from functools import cache
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, overload
 
 from packaging.version import Version
 
@@ -644,20 +644,20 @@ def _from_offsets(
         if not isinstance(record, dict):
             return None
         text = _Text(raw, pieces=(ends, starts))
-        defs: list[str] = []
+        defs: Sequence[str] = ()
         for i, name in enumerate(_LAZY):
-            keys, at = _tabbed(lines[3 + 2 * i]), _numbers(lines[4 + 2 * i])
-            if len(keys) != len(at) or not _ascending(keys):
+            keys, at = _Keys.of(lines[3 + 2 * i], ascending=True), _numbers(lines[4 + 2 * i])
+            if keys is None or len(keys) != len(at):
                 return None
             holding = _holding(bytes(lines[-2]), keys) if name == "defs" else None
             record[name] = Section(text, _Sorted(keys, at, int), unreadable, holding)
             if name == "defs":
                 defs = keys
-        publics, targets = _tabbed(lines[-4]), _tabbed(lines[-3])
-        if len(publics) != len(targets) or not _ascending(publics):
+        publics, targets = _Keys.of(lines[-4], ascending=True), _Keys.of(lines[-3])
+        if publics is None or targets is None or len(publics) != len(targets):
             return None
 
-        def target(token: str) -> str:  # (a key of ``defs`` by its place: the same string)
+        def target(token: str) -> str:  # (a key of ``defs`` by its place)
             return token[1:] if token[:1] == "=" else defs[int(token)]
 
         record["exports"] = _Sorted(publics, targets, target)
@@ -672,7 +672,7 @@ def _numbers(line: memoryview) -> array[int]:
     return array("q", map(int, bytes(line).split()))
 
 
-def _holding(line: bytes, keys: list[str]) -> dict[bytes, list[str]]:
+def _holding(line: bytes, keys: Sequence[str]) -> dict[bytes, list[str]]:
     """The offsets file's line of `INDEXED` words: each word -> the keys (of ``keys``, by their
     places) whose entries hold it. ValueError or IndexError for a line that says otherwise."""
     found = json.loads(line)
@@ -692,6 +692,66 @@ def _ascending(keys: list[str]) -> bool:
     return all(map(str.__lt__, keys, keys[1:]))
 
 
+_STEP = 32  # (a `_Keys`'s strings between two of its sample)
+
+
+class _Keys(Sequence[str]):
+    """Strings kept as one text, between tabs, each made when it is asked for: a line of the
+    offsets file (0.7.2's and 0.7.4's names and exports, 75,000 strings: 8.7 MB held as
+    strings, 5 MB so, in every worker of a run), halved by `bisect` as a list would be."""
+
+    __slots__ = ("_sample", "_starts", "text")
+
+    def __init__(self, text: str, starts: array[int]) -> None:
+        self.text = text  # "\t" + the strings joined by tabs + "\t"
+        self._starts = starts  # where each string begins in it, and one more past the last
+        self._sample: list[str] | None = None  # every `_STEP`th string (`place`)
+
+    def place(self, key: str) -> int:
+        """Where ``key`` is among strings in order, each once; -1 where it is not: halving a
+        list of every `_STEP`th string, then the strings of its part (a halving of them all,
+        each made as it is compared, cost FlashInfer's own tree 5% of its check)."""
+        if self._sample is None:
+            self._sample = self[::_STEP]
+        n = len(self)
+        lo = max(bisect.bisect_right(self._sample, key) - 1, 0) * _STEP
+        i = bisect.bisect_left(self, key, lo, min(lo + _STEP, n))
+        return i if i < n and self[i] == key else -1
+
+    @classmethod
+    def of(cls, line: memoryview, ascending: bool = False) -> _Keys | None:
+        """The strings of a line of the offsets file, between tabs (none on an empty line);
+        with ``ascending``, None unless they are in order, each once (`_ascending`)."""
+        joined = str(line, "utf-8") if line else ""
+        parts = joined.split("\t") if joined else []
+        if ascending and not _ascending(parts):
+            return None
+        # (each string's place: one past the tab before it; `map` keeps it in C)
+        starts = array("l", itertools.accumulate(map((1).__add__, map(len, parts)), initial=1))
+        return cls(f"\t{joined}\t" if parts else "\t", starts)
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        starts = self._starts
+        if i < 0:
+            i += len(starts) - 1
+        if not 0 <= i < len(starts) - 1:
+            raise IndexError(i)
+        return self.text[starts[i] : starts[i + 1] - 1]
+
+    def __len__(self) -> int:
+        return len(self._starts) - 1
+
+    def __iter__(self) -> Iterator[str]:
+        text, starts = self.text, self._starts
+        return (text[a : b - 1] for a, b in itertools.pairwise(starts))
+
+
 _K = TypeVar("_K")  # (the raw form of a value, in `_Sorted`)
 _V = TypeVar("_V")
 
@@ -700,17 +760,18 @@ class _Sorted(Mapping[str, _V], Generic[_K, _V]):
     """A read-only mapping over keys in order and their values' raw forms, each value made
     (``make``) when it is asked for: what the offsets file holds, read without building a
     dict (0.7.4: 17,000 defs and 11,600 exports, 10 ms of each process that loads it, and
-    2 MB; a run over a serving tree asks a few thousand of them). Looked up by halving, until
-    it has been asked as many times as it has keys over `_INDEX_AFTER`: then a dict of its keys'
-    places is built (a rule that goes through every public path asks each)."""
+    2 MB; a run over a serving tree asks a few thousand of them). Looked up by halving, once
+    for each key asked: its place is kept (a dict of every key, built once it was asked an
+    eighth of their number, made each key a string again: a worker of a check of SGLang held
+    the 3.5 MB that `_Keys` saves)."""
 
-    __slots__ = ("_asked", "_index", "_joined", "_keys", "_make", "_raw")
+    __slots__ = ("_index", "_joined", "_keys", "_make", "_raw")
 
-    def __init__(self, keys: list[str], raw: Sequence[_K], make: Callable[[_K], _V]) -> None:
+    def __init__(self, keys: Sequence[str], raw: Sequence[_K], make: Callable[[_K], _V]) -> None:
         self._keys, self._raw, self._make = keys, raw, make
-        self._asked = 0
-        self._index: dict[str, int] | None = None
-        self._joined: str | None = None  # (the keys between tabs: `ending_with`)
+        self._index: dict[str, int] | None = None  # each key asked -> its place (-1: none)
+        # (the keys between tabs: `ending_with`; a `_Keys` is kept so)
+        self._joined: str | None = keys.text if isinstance(keys, _Keys) else None
 
     def ending_with(self, suffix: str) -> list[str]:
         """The keys that end with ``suffix`` (which holds no tab), in order: found in the keys
@@ -725,17 +786,21 @@ class _Sorted(Mapping[str, _V], Generic[_K, _V]):
         return out
 
     def _place(self, key: object) -> int:
-        if self._index is not None:
-            return self._index.get(key, -1) if isinstance(key, str) else -1
-        keys = self._keys
-        self._asked += 1
-        if self._asked * _INDEX_AFTER > len(keys):
-            self._index = {k: i for i, k in enumerate(keys)}
-        if isinstance(key, str):
-            i = bisect.bisect_left(keys, key)
-            if i < len(keys) and keys[i] == key:
-                return i
-        return -1
+        if not isinstance(key, str):
+            return -1
+        index = self._index
+        if index is None:
+            index = self._index = {}
+        place = index.get(key)
+        if place is None:  # (halving, once for each key asked: most are asked again and again)
+            keys = self._keys
+            if isinstance(keys, _Keys):
+                place = keys.place(key)
+            else:
+                i = bisect.bisect_left(keys, key)
+                place = i if i < len(keys) and keys[i] == key else -1
+            index[key] = place
+        return place
 
     def items(self) -> ItemsView[str, _V]:
         return _SortedItems(self)
@@ -754,9 +819,6 @@ class _Sorted(Mapping[str, _V], Generic[_K, _V]):
 
     def __len__(self) -> int:
         return len(self._keys)
-
-
-_INDEX_AFTER = 8  # (a dict of a `_Sorted`'s keys once it was asked an eighth of their number)
 
 
 def keys_holding(mapping: Mapping[str, Any], word: bytes) -> list[str]:
@@ -783,11 +845,6 @@ class _SortedItems(ItemsView[str, _V]):
     def __iter__(self) -> Iterator[tuple[str, _V]]:
         m = self._mapping
         return zip(m._keys, map(m._make, m._raw), strict=True)
-
-
-def _tabbed(line: memoryview) -> list[str]:
-    """The strings of a line of the offsets file, between tabs (none on an empty line)."""
-    return str(line, "utf-8").split("\t") if line else []
 
 
 def _share_targets(record: dict[str, Any]) -> None:
