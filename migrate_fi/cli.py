@@ -1627,7 +1627,7 @@ def report(
     else:
         text = reporting_pr.render_markdown(facts, lang)
     if post:
-        _post(text if output_format != "json" else reporting_pr.render_markdown(facts, lang))
+        _post(text if output_format != "json" else reporting_pr.render_markdown(facts, lang), lang)
     if output is None:
         if not post:
             click.echo(text, nl=False)
@@ -1639,13 +1639,13 @@ def report(
     click.echo(f"migrate-fi: report written to {output}", err=True)
 
 
-def _post(markdown: str) -> None:
+def _post(markdown: str, lang: str) -> None:
     """The report on the pull request and in the job summary (`report --post`)."""
     from migrate_fi.outputs.pullrequest import GitHubError, post_report, write_summary
 
     try:
         summary = write_summary(markdown)
-        where = post_report(markdown)
+        where = post_report(markdown, lang=lang)
     except GitHubError as exc:
         raise Fatal(str(exc)) from None
     if summary is not None:

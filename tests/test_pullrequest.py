@@ -14,7 +14,13 @@ import pytest
 from click.testing import CliRunner
 
 from migrate_fi.cli import cli
-from migrate_fi.outputs.pullrequest import MARKER, GitHubError, post_report
+from migrate_fi.outputs.pullrequest import (
+    COMMENT_LIMIT,
+    MARKER,
+    GitHubError,
+    fit_comment,
+    post_report,
+)
 
 PROJECTS = Path(__file__).parent / "fixtures" / "projects"
 
@@ -120,6 +126,40 @@ def test_report_post_from_the_command_line(
     assert len(posted) == 1 and "# Upgrade FlashInfer 0.6.8.post1 -> 0.7.4" in posted[0]["body"]
     assert (tmp_path / "summary.md").read_text().startswith("# Upgrade FlashInfer")
     assert "report posted on the pull request: pr#131" in r.stderr
+
+
+def _units(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_report_longer_than_a_comment_is_cut_where_nothing_is_open(
+    github: tuple[FakeGitHub, dict[str, str]], lang: str
+) -> None:
+    """GitHub refuses a comment over 65,536 characters (FlashInfer's own tree gives a report of
+    198,000): the comment holds what fits, cut after a line where no code block or folded part
+    is open, and says how much is left and where it is; a report that fits is posted whole."""
+    fake, env = github
+    word = "变更" if lang == "zh" else "change"
+    site = f"- `src/m.py:1` FI002: {word} " + "x" * 60
+    sections = [
+        "# Upgrade",
+        "## Left for a person\n\n" + "\n".join([site] * 700),
+        "## Key changes\n\n```diff\n" + "\n".join(["+ a line"] * 4000) + "\n```",
+        "<details><summary>more</summary>\n\n" + "\n".join(["- note"] * 4000) + "\n\n</details>",
+    ]
+    text = "\n\n".join(sections) + "\n"
+    body = fit_comment(text, lang)
+    assert _units(text) > COMMENT_LIMIT >= _units(body)
+    kept = body.rsplit("\n\n", 1)[0]
+    assert kept.count("```") % 2 == 0 and kept.count("<details>") == kept.count("</details>")
+    assert body.startswith(f"{MARKER}\n# Upgrade") and site in kept
+    assert f"{len(MARKER) + 1 + len(text) - len(kept):,}" in body.rsplit("\n\n", 1)[1]
+    assert ("作业摘要" if lang == "zh" else "job summary") in body.rsplit("\n\n", 1)[1]
+    post_report(text, env, lang=lang)
+    (ours,) = [c for c in fake.comments if c["body"].startswith(MARKER)]
+    assert ours["body"] == body
+    assert fit_comment("# Upgrade\nshort\n", lang) == f"{MARKER}\n# Upgrade\nshort\n"
 
 
 def test_outside_a_pull_request_it_says_why(tmp_path: Path) -> None:

@@ -18,9 +18,19 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["MARKER", "GitHubError", "post_report", "write_summary"]
+__all__ = ["COMMENT_LIMIT", "MARKER", "GitHubError", "fit_comment", "post_report", "write_summary"]
 
 MARKER = "<!-- migrate-fi report -->"
+# The most a comment's body may hold ("maximum is 65536 characters"), counted here as UTF-16
+# units: as many or more than any count of characters a server may make
+COMMENT_LIMIT = 65_536
+# What a comment cut to fit says of the rest, in the report's languages
+_CUT = {
+    "en": "*This description goes on for {more} more characters, more than a GitHub comment"
+    " holds: the job summary of this run has all of it, and `migrate-fi report` prints it.*",
+    "zh": "*本描述还有 {more} 个字符，超出了 GitHub 评论能容纳的长度：本次运行的作业摘要中有完整内容，"
+    "`migrate-fi report` 也会完整输出。*",
+}
 _PAGE = 100
 _MAX_PAGES = 30  # (3,000 comments: a conversation longer than that keeps a new comment)
 
@@ -66,11 +76,45 @@ def _call(
         raise GitHubError(f"GitHub cannot be reached at {url} ({exc})") from None
 
 
+def _units(text: str) -> int:
+    """The length of ``text`` in UTF-16 units."""
+    return len(text.encode("utf-16-le")) // 2
+
+
+def fit_comment(text: str, lang: str = "en", limit: int = COMMENT_LIMIT) -> str:
+    """``text`` as one comment's body, with the marker line first: whole where it fits in
+    ``limit``; else cut after the last line that fits where no code block or folded part
+    (``<details>``) is left open, with a line that says how much is left and where."""
+    body = f"{MARKER}\n{text}"
+    if _units(body) <= limit:
+        return body
+    lines = body.split("\n")
+    room = limit - _units("\n\n" + _CUT.get(lang, _CUT["en"]).format(more=f"{len(body):,}"))
+    cut, used, fence, folded = 1, 0, False, 0
+    for i, line in enumerate(lines):
+        used += _units(line) + 1
+        if used > room:
+            break
+        stripped = line.strip()
+        if stripped.startswith("```"):
+            fence = not fence
+        elif not fence:
+            folded += stripped.count("<details") - stripped.count("</details>")
+        if not fence and folded <= 0:
+            cut = i + 1  # (nothing open after this line)
+    head = "\n".join(lines[:cut]).rstrip("\n")
+    return head + "\n\n" + _CUT.get(lang, _CUT["en"]).format(more=f"{len(body) - len(head):,}")
+
+
 def post_report(
-    text: str, environ: Mapping[str, str] | None = None, opener: Opener | None = None
+    text: str,
+    environ: Mapping[str, str] | None = None,
+    opener: Opener | None = None,
+    lang: str = "en",
 ) -> str:
     """Post ``text`` on the pull request of this workflow run, or edit the comment an earlier
-    run posted; the comment's address. Raises `GitHubError`."""
+    run posted (cut to what a comment holds, `fit_comment`); the comment's address. Raises
+    `GitHubError`."""
     env = os.environ if environ is None else environ
     missing = [
         k for k in ("GITHUB_TOKEN", "GITHUB_REPOSITORY", "GITHUB_EVENT_PATH") if not env.get(k)
@@ -84,7 +128,7 @@ def post_report(
     token, repo = env["GITHUB_TOKEN"], env["GITHUB_REPOSITORY"]
     api = env.get("GITHUB_API_URL", "https://api.github.com").rstrip("/")
     number = _number(env["GITHUB_EVENT_PATH"])
-    body = {"body": f"{MARKER}\n{text}"}
+    body = {"body": fit_comment(text, lang)}
     for page in range(1, _MAX_PAGES + 1):
         url = f"{api}/repos/{repo}/issues/{number}/comments?per_page={_PAGE}&page={page}"
         comments = _call(call, "GET", url, token)

@@ -68,6 +68,9 @@ _TEXT: dict[str, dict[str, str]] = {
         "unchanged": "Unchanged",
         "note_deprecated": "deprecated",
         "note_source": "source: ",
+        "release_notes": "{n} release note",
+        "release_notes_plural": "{n} release notes",
+        "notes_of_apis": "What the release notes of the range say of these APIs ({n})",
         "risks": "Risks and impact",
         "risk_behaviour": "**behaviour**: {what}",
         "risk_install": "**install flow**: pins or install steps change in {files}",
@@ -209,6 +212,9 @@ _TEXT: dict[str, dict[str, str]] = {
         "unchanged": "无变更",
         "note_deprecated": "已弃用",
         "note_source": "来源：",
+        "release_notes": "{n} 条发布说明",
+        "release_notes_plural": "{n} 条发布说明",
+        "notes_of_apis": "本范围的发布说明对这些 API 的说明（{n} 条）",
         "risks": "风险与影响",
         "risk_behaviour": "**行为变化**：{what}",
         "risk_install": "**安装流程**：{files} 中的版本或安装步骤有变",
@@ -687,13 +693,22 @@ def render_markdown(report: Report, lang: str = "en") -> str:
     )
     if inv.changed:
         w.add("", f"{w.say('changed')}:", "")
+        noted: list[tuple[str, list[Behaviour | Deprecated]]] = []
         for a in inv.changed:
-            kinds = ", ".join(f"`{k}`" for k in dict.fromkeys(k for k, _ in a.changes))
-            w.add(f"- `{a.api}` ({w.count('sites', len(a.sites))}): {kinds}".rstrip(": "))
             # (a default that keeps what the call does is `usage`'s, not a reviewer's)
-            w.add(
-                *(f"  - {_note(n, w)}" for n in a.notes if isinstance(n, (Behaviour, Deprecated)))
-            )
+            notes = [n for n in a.notes if isinstance(n, (Behaviour, Deprecated))]
+            said = [f"`{k}`" for k in dict.fromkeys(k for k, _ in a.changes)]
+            if notes:
+                said.append(w.count("release_notes", len(notes)))
+                noted.append((a.api, notes))
+            listed = f": {', '.join(said)}" if said else ""
+            w.add(f"- `{a.api}` ({w.count('sites', len(a.sites))}){listed}")
+        if noted:
+            n = sum(len(notes) for _, notes in noted)
+            w.add("", f"<details><summary>{w.say('notes_of_apis', n=n)}</summary>", "")
+            for api, notes in noted:
+                w.add(f"- `{api}`", *(f"  - {_note(note, w)}" for note in notes))
+            w.add("", "</details>")
     if inv.unchanged:
         names = ", ".join(f"`{a.api}`" for a in inv.unchanged[:_LISTED])
         more = (
