@@ -1660,9 +1660,11 @@ def usage(
 ) -> None:
     """Every FlashInfer API the project uses, where, and what changed in it.
 
-    Calls and imports of FlashInfer's functions, classes and methods, grouped by the definition
-    they reach, each with its number of sites (and how many are in tests) and the changes the
-    release data records between --from and --to; the unchanged ones are listed too."""
+    Calls and imports of FlashInfer's functions, classes and methods (also through the
+    project's own re-exports of them), grouped by the definition they reach, each with its
+    number of sites (and how many are in tests), the changes the release data records between
+    --from and --to, and what the release notes of the range say of it, every kind of note
+    (also those `check` leaves out), each with its source; the unchanged ones are listed too."""
     from migrate_fi.api.store import missing_data
     from migrate_fi.outputs.usage import inventory, render
     from migrate_fi.project.discovery import DiscoveryError
