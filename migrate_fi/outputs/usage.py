@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from migrate_fi.analysis.calls import callee_calls
 from migrate_fi.analysis.resolver import NameResolver
 from migrate_fi.api.differ import Api, api_for, diff_releases
-from migrate_fi.api.notes import Note, notes_in_range
+from migrate_fi.api.notes import Behaviour, Deprecated, Note, notes_in_range
 from migrate_fi.api.paths import ApiPath, is_flashinfer
 from migrate_fi.base.modules import display_path, in_flashinfer, module_identity
 from migrate_fi.editing.sources import SourceError, decode_source
@@ -81,8 +81,6 @@ class ApiUse:
 
 def _note_json(note: Note) -> dict[str, object]:
     """A release note as `usage --output-format json` gives it."""
-    from migrate_fi.api.notes import Behaviour, Deprecated
-
     out: dict[str, object] = {"release": note.release, "source": note.source}
     if isinstance(note, Behaviour):
         out.update(table="behaviour", kind=note.kind, what=note.what)
@@ -100,8 +98,6 @@ def _note_json(note: Note) -> dict[str, object]:
 
 def _note_line(note: Note) -> str:
     """A release note as `usage` says it, on one line."""
-    from migrate_fi.api.notes import Behaviour, Deprecated
-
     if isinstance(note, Behaviour):
         said = f"{note.kind}: {note.what}"
     elif isinstance(note, Deprecated):
