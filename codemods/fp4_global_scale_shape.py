@@ -6,7 +6,7 @@ import ast
 import re
 from collections.abc import Sequence
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from migrate_fi.analysis import nodes
 from migrate_fi.analysis.resolver import NameResolver
@@ -141,12 +141,11 @@ class _Shape:
             return self.one(expr.left, scope, depth + 1) and self.one(expr.right, scope, depth + 1)
         if isinstance(expr, ast.IfExp):
             return self.one(expr.body, scope, depth + 1) and self.one(expr.orelse, scope, depth + 1)
+        lookup = _lookup(expr)
+        if lookup is not None:  # `scales["input"]`, `scales.get("input")`: a dict's value
+            values = self._dict_values(lookup, scope)
+            return values is not None and all(self.one(v, where, depth + 1) for v, where in values)
         if isinstance(expr, ast.Subscript):
-            if _key(expr) is not None:  # `scales["input"]`: a dict's value, not an index
-                values = self._dict_values(expr, scope)
-                return values is not None and all(
-                    self.one(v, where, depth + 1) for v, where in values
-                )
             if _one_element_subscript(expr.slice):
                 # (the first scale, as the code means it; but not of a tensor known to have two
                 # dimensions or more, where it is a row)
@@ -578,8 +577,9 @@ class _Shape:
                     line=field.lineno,
                 )
             return self._why_attribute(expr)
-        if isinstance(expr, ast.Subscript) and (key := _key(expr)) is not None:
-            values = self._dict_values(expr, scope)
+        lookup = _lookup(expr)
+        if lookup is not None:
+            values = self._dict_values(lookup, scope)
             if values:
                 for v, where in values:
                     if not self.one(v, where, depth + 1):
@@ -587,7 +587,7 @@ class _Shape:
             return say(
                 "the value at {key} of a dict whose values cannot all be read here",
                 "字典在 `{key}` 处的值，而这里读不出该字典的全部值",
-                key=repr(key),
+                key=repr(lookup.key),
             )
         if isinstance(expr, ast.Subscript):
             rank = self.rank(expr.value, scope)
@@ -620,23 +620,25 @@ class _Shape:
             )
         return _UNREADABLE
 
-    def _dict_values(
-        self, expr: ast.Subscript, scope: Scope
-    ) -> list[tuple[ast.expr, Scope]] | None:
-        """What ``d["k"]`` may be, where ``d`` is a local bound once to a dict whose keys can
-        be read (`migrate_fi.analysis.values.read_dict`: built in sight, keys written after):
-        the values given for ``"k"``; None where the keys cannot be read or none is ``"k"``."""
-        key = _key(expr)
-        if key is None or not isinstance(expr.value, ast.Name):
+    def _dict_values(self, lookup: _Lookup, scope: Scope) -> list[tuple[ast.expr, Scope]] | None:
+        """What ``d["k"]`` or ``d.get("k", default)`` may be, where ``d`` is a local bound once
+        to a dict whose keys can be read (`migrate_fi.analysis.values.read_dict`: built in
+        sight, keys written after): the values given for ``"k"``, and for ``get`` its default
+        (``None`` where none is given: the key may be missing); None where the keys cannot be
+        read or none is ``"k"``."""
+        if not isinstance(lookup.dict, ast.Name):
             return None
-        source = read_dict(self.resolver, expr.value, scope)
-        assigned = assigned_values(self.resolver, expr.value.id, scope)
+        source = read_dict(self.resolver, lookup.dict, scope)
+        assigned = assigned_values(self.resolver, lookup.dict.id, scope)
         if source is None or not assigned:
             return None
+        key = lookup.key
         values = [(w.value, w.scope) for w in source.writes if w.key == key and w.value]
         built = source.keys.get(key)
         if built is not None and all(built is not v for v, _ in values):
             values.insert(0, (built, assigned[0][1]))  # (in the dict as it was built)
+        if values and lookup.default is not None:
+            values.append((lookup.default, scope))
         return values or None
 
     def _why_attribute(self, expr: ast.Attribute) -> Said:
@@ -860,10 +862,35 @@ def _default(
     return None
 
 
-def _key(expr: ast.Subscript) -> str | None:
-    """The string key of ``d["k"]``: a dict's value, never a tensor's element."""
-    key = expr.slice
-    return key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
+class _Lookup(NamedTuple):
+    """A dict's value by a string key: ``d["k"]``, or ``d.get("k"[, default])``."""
+
+    dict: ast.expr  # ``d``
+    key: str
+    default: ast.expr | None  # `get`'s (a `None` constant where it gives none); None for ``d[k]``
+
+
+def _lookup(expr: ast.expr) -> _Lookup | None:
+    """``expr`` as a dict's value by a string key (a dict's value, never a tensor's element);
+    None for anything else. ``d.get(...)`` is one only when ``d`` is then found to be a dict
+    (`_Shape._dict_values`): any other ``get`` is judged as the call it is."""
+    if isinstance(expr, ast.Subscript):
+        key = expr.slice
+        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+            return _Lookup(expr.value, key.value, None)
+        return None
+    if (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Attribute)
+        and expr.func.attr == "get"
+        and not expr.keywords
+        and 1 <= len(expr.args) <= 2
+        and isinstance(expr.args[0], ast.Constant)
+        and isinstance(expr.args[0].value, str)
+    ):
+        default = expr.args[1] if len(expr.args) == 2 else ast.Constant(None)
+        return _Lookup(expr.func.value, expr.args[0].value, default)
+    return None
 
 
 def _single_index(s: ast.expr) -> bool:
@@ -947,9 +974,10 @@ class Fp4GlobalScaleShape(Rule):
       other size-keeping methods, arithmetic of one-element operands (`1.0 / scale[:1]`), a
       variable assigned only such values, in any scope, and a call of a function of the same
       file (undecorated, bound once) whose every `return` gives such a value;
-    - a dict's value (`scales["input"]`, a key, never a tensor's index) where the dict is built
-      in sight (`{...}`, `dict(...)`, keys written after) and each value given for the key is
-      one of these; a dict whose value for the key cannot be read is reported as such.
+    - a dict's value (`scales["input"]`, a key, never a tensor's index; `scales.get("input")`,
+      with its default if one is given) where the dict is built in sight (`{...}`, `dict(...)`,
+      keys written after) and each value given for the key is one of these; a dict whose value
+      for the key cannot be read is reported as such.
 
     A line a person has checked can be marked `# migrate-fi: ignore[FI003]`.
     """
