@@ -35,7 +35,13 @@ SCALES: dict[str, str] = {
 
 # torch constructors whose first argument is the size
 _SIZED = frozenset({"ones", "zeros", "empty", "full", "rand", "randn"})
-_ONE_ELEMENT_SIZES = frozenset({"1", "(1,)", "[1]", "(1)"})
+_ONE_ELEMENT_SIZES = frozenset({"1", "(1,)", "[1]", "(1)", "()", "[]"})  # (empty: 0-d)
+# a tensor's methods that make a new one of a size given first (`x.new_ones(1)`)
+_NEW_SIZED = frozenset({"new_ones", "new_zeros", "new_empty", "new_full"})
+# a tensor's methods that give a Python number (`x.numel()`; `x.size(0)` with one argument)
+_NUMBER_METHODS = frozenset({"item", "numel", "nelement", "dim", "ndimension", "element_size"})
+# torch functions that make a tensor of the data given first, as `torch.tensor` does
+_FROM_DATA = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray", "torch.scalar_tensor"})
 # methods that keep the number of elements (dtype, device, layout, elementwise maths)
 _SAME_SIZE = frozenset(
     {
@@ -236,8 +242,13 @@ class _Shape:
         named_dim = any(k.arg in _DIM_KEYWORDS for k in call.keywords)
         if isinstance(func, ast.Attribute):
             method, receiver = func.attr, func.value
-            if method == "item":
+            if method in _NUMBER_METHODS or (method == "size" and len(call.args) == 1):
                 return True
+            if method in _NEW_SIZED and call.args:  # `x.new_ones(1)`, `x.new_full((), v)`
+                size = ast.unparse(call.args[0]).replace(" ", "")
+                return size in _ONE_ELEMENT_SIZES and (method == "new_full" or len(call.args) == 1)
+            if method == "new_tensor" and call.args:  # as `torch.tensor`, of x's dtype and device
+                return self._from_data(call.args[0], scope, depth)
             if method in ("reshape", "view", "expand") and len(call.args) == 1:
                 size = ast.unparse(call.args[0]).replace(" ", "")
                 if size in _ONE_ELEMENT_SIZES:
@@ -272,11 +283,8 @@ class _Shape:
         if not qual.startswith("torch."):
             return False
         name = qual.rsplit(".", 1)[-1]
-        if qual in ("torch.tensor", "torch.scalar_tensor") and call.args:
-            data = call.args[0]
-            if isinstance(data, (ast.List, ast.Tuple)):
-                return len(data.elts) == 1 and not isinstance(data.elts[0], (ast.List, ast.Tuple))
-            return self.one(data, scope, depth + 1)
+        if qual in _FROM_DATA and call.args:
+            return self._from_data(call.args[0], scope, depth)
         if name in _SIZED and qual == f"torch.{name}" and call.args:
             size = ast.unparse(call.args[0]).replace(" ", "")
             return size in _ONE_ELEMENT_SIZES and (name == "full" or len(call.args) == 1)
@@ -287,6 +295,13 @@ class _Shape:
         if name in _TORCH_BINARY and len(call.args) == 2:  # `torch.maximum(lo.abs(), hi.abs())`
             return all(self.one(a, scope, depth + 1) for a in call.args)
         return False
+
+    def _from_data(self, data: ast.expr, scope: Scope, depth: int) -> bool:
+        """A tensor made of ``data`` (`torch.tensor(data)`) has one element: a list or tuple of
+        one value, or a value of one element."""
+        if isinstance(data, (ast.List, ast.Tuple)):
+            return len(data.elts) == 1 and not isinstance(data.elts[0], (ast.List, ast.Tuple))
+        return self.one(data, scope, depth + 1)
 
     def _pair_of_ones(self, value: ast.expr, scope: Scope) -> bool:
         """``value`` gives a tuple of one-element tensors: ``x.aminmax()`` or
@@ -955,15 +970,16 @@ class Fp4GlobalScaleShape(Rule):
     whose callers decide, an attribute set elsewhere, a computed index) and what to do.
     Certainly one element, and never reported:
     - `None`, Python numbers and constant arithmetic (`1.0 / (448.0 * 6.0)`), `float(...)`,
-      `math.*`, `torch.finfo(...).max`, `.item()`;
+      `math.*`, `torch.finfo(...).max`, `.item()`, `.numel()`, `.size(0)`;
     - a slice of length one (`x[:1]`, `x[0:1]`, `x[i:i + 1]`, `x[-1:]`) or a constant index
       (`x[0]`), the first scale as the code means it, unless `x` is known to have two
       dimensions or more (then it is a row); any index into a tensor known to be 1-D. The
       dimensions of a tensor are read from how it is made: `torch.ones(8, 2)`, a size argument
       (`torch.randn(shape)` with `b, m, n = shape`: three), `.view(...)`, `.reshape(...)`,
       `.unsqueeze(...)`, `.flatten()`, reductions over named dimensions;
-    - `torch.tensor(v)`, `torch.tensor([v])`, `torch.ones(1)`, `torch.full((1,), v)`,
-      `.reshape(1)`, `.view(1)`;
+    - `torch.tensor(v)`, `torch.tensor([v])` (`torch.as_tensor`, `x.new_tensor` alike),
+      `torch.ones(1)`, `torch.full((1,), v)`, `x.new_ones(1)`, `.reshape(1)`, `.view(1)`, and
+      the 0-d sizes (`torch.full((), v)`, `.reshape(())`);
     - a reduction with no dimension (`x.abs().max()`, `torch.amax(x)`), either half of
       `lo, hi = x.aminmax()`, and `torch.maximum`/`torch.minimum` of one-element operands;
     - a field `info.scale` where `info` is a parameter annotated with a class of the same
