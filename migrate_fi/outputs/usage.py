@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from migrate_fi.analysis.calls import callee_calls
-from migrate_fi.analysis.resolver import NameResolver
+from migrate_fi.analysis.resolver import NameResolver, ProjectAliases
 from migrate_fi.api.differ import Api, api_for, diff_releases
 from migrate_fi.api.notes import Behaviour, Deprecated, Note, notes_in_range
 from migrate_fi.api.paths import ApiPath, is_flashinfer
@@ -211,9 +211,13 @@ def inventory(
             files[path] = data  # (FlashInfer's own source is the API, not a use of it)
     uses: dict[str, list[tuple[str, int, str]]] = {}
     exports: dict[str, dict[str, str]] = {}
+    # each file read: the re-exports it was read with, and the names its reading followed
+    # through them (`NameResolver.asked`: where the new ones follow each the same way, reading
+    # it again gives the same uses)
+    read_with: dict[str, tuple[ProjectAliases, frozenset[str]]] = {}
     broken: set[str] = set()
     stars = star_names(from_version)
-    aliases: dict[str, str] = {}
+    aliases = ProjectAliases({})
     todo = list(files)
     for _ in range(MAX_ROUNDS):
         for path in todo:
@@ -228,19 +232,20 @@ def inventory(
                     broken.add(path)
                     unreadable.append(f"{display_path(path)}: cannot parse ({type(exc).__name__})")
                 continue
-            resolver = NameResolver(tree, module, is_package, aliases)
+            resolver = NameResolver(tree, module, is_package, aliases.aliases)
             uses[path] = list(_uses(resolver))
             exports[path] = resolver.exports(stars)
+            read_with[path] = (aliases, frozenset(resolver.asked))
             resolver.release()
         found = merge_exports(exports.values(), None)
-        if found == aliases:
+        if found == aliases.aliases:
             break
-        aliases = found
+        aliases = ProjectAliases(found)
         candidates = [SourceFile(data, path, ()) for path, data in files.items()]
-        again = importers(aliases, candidates, others)
+        again = importers(found, candidates, others)
         for f in again:
             files.setdefault(f.path, f.data)
-        todo = [f.path for f in again]
+        todo = [f.path for f in again if _changed_by(aliases, read_with.get(f.path))]
     by_key: dict[str, ApiUse] = {}
     for path in sorted(uses):
         shown = display_path(path)
@@ -278,6 +283,17 @@ def inventory(
             entry.releases = _releases(old, entry.api, from_version, to_version)
     apis = sorted(by_key.values(), key=lambda a: (not a.changes and not a.notes, a.api))
     return Inventory(from_version, to_version, apis, scanned, parsed, unreadable)
+
+
+def _changed_by(
+    aliases: ProjectAliases, read: tuple[ProjectAliases, frozenset[str]] | None
+) -> bool:
+    """Whether a file read with the re-exports and lookups ``read`` (None: never read) may
+    give other uses with ``aliases``: a name it followed leads elsewhere now."""
+    if read is None:
+        return True
+    before, asked = read
+    return any(before.follow(q) != aliases.follow(q) for q in asked)
 
 
 def _releases(old: Api, api: str, from_version: str, to_version: str) -> list[str]:
