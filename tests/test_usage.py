@@ -141,3 +141,40 @@ def test_release_notes_of_the_apis_used(monkeypatch: pytest.MonkeyPatch) -> None
     changed = text.split("Unchanged:")[0]
     assert "  flashinfer.BatchDecodeWithPagedKVCacheWrapper: 2 sites" in changed
     assert "0.7.1 note, error: backend='prims-ts'" in changed
+
+
+def test_a_file_the_new_reexports_cannot_change_is_read_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file that may import a re-export (it names `q` and star-imports the module that binds
+    it) is read again with it only where a name it followed now leads elsewhere: here it uses
+    another name of that module, and its uses stay what they were."""
+    import migrate_fi.outputs.usage as usage
+
+    monkeypatch.chdir(tmp_path)
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "k.py").write_text(
+        "import flashinfer\nfrom flashinfer import fp4_quantize as q\n\n\ndef helper():\n"
+        "    return flashinfer.fp4_quantize\n"
+    )
+    (pkg / "user.py").write_text("from pkg.k import q\n\n\ndef f(x, s):\n    return q(x, s)\n")
+    (pkg / "other.py").write_text(
+        "# not flashinfer's q\nfrom pkg.k import *\n\n\ndef g(q):\n    return helper()(q, q)\n"
+    )
+    made: list[str] = []
+    real = usage.NameResolver
+
+    def counted(tree: object, module: str | None, *args: object) -> object:
+        made.append(str(module))
+        return real(tree, module, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(usage, "NameResolver", counted)
+    doc = json.loads(_usage("--from", "0.6.10", "--to", "0.6.11", "--output-format", "json", "."))
+    (fp4,) = doc["apis"]
+    assert [(w["path"], w["use"]) for w in fp4["where"]] == [
+        ("pkg/k.py", "import"),
+        ("pkg/user.py", "call"),
+    ]
+    assert made.count("pkg.other") == 1 and made.count("pkg.user") == 1
