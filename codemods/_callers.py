@@ -42,6 +42,7 @@ __all__ = [
     "function_of_parameter",
     "named_only_in",
     "parents_of",
+    "read_kept",
 ]
 
 Def = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
@@ -201,7 +202,7 @@ def _method_arguments(function: Function, param: str) -> list[Passed] | None:
         p
         for p in _mentioning(search_root_noted(function.path), (cls.name.encode(),))
         if os.path.abspath(p) != os.path.abspath(function.path)
-        and node.name.encode() in (_read(p) or b"")
+        and node.name.encode() in (read_kept(p) or b"")
     ]
     module = function.resolver.module_name
     out: list[Passed] = []
@@ -429,7 +430,7 @@ _kept: dict[str, bytes | None] = {}  # path -> its bytes (None: unreadable), old
 _kept_bytes = 0
 
 
-def _read(path: str) -> bytes | None:
+def read_kept(path: str) -> bytes | None:
     """A file's bytes, kept while they fit in the budget (the oldest go first): the files a
     search found, and those whose callers are looked for, are asked again."""
     if path in _kept:
@@ -633,7 +634,7 @@ def _resolver_for(path: str) -> tuple[NameResolver, bytes] | None:
     """The resolver of another file of the project, with the bytes it was parsed from (kept
     for the process, and used again only for the same bytes and package layout: a run after a
     file changed, in the same process, parses it again)."""
-    data = _read(path)
+    data = read_kept(path)
     if data is None:
         return None
     module, is_package = module_identity(path)

@@ -795,8 +795,10 @@ def _fix_review(ctx: FileContext, site: Site, renames: Renames) -> None:
 def _drop_message(site: Site, dropped: Mapping[str, str]) -> Said:
     """What dropping the arguments of removed parameters passed their old defaults (or passed
     to a parameter the old release never used) says."""
-    defaults = {n: v for n, v in dropped.items() if not _unused(site, n, v)}
-    unused = {n: v for n, v in dropped.items() if _unused(site, n, v)}
+    defaults: dict[str, str] = {}
+    unused: dict[str, str] = {}
+    for name, value in dropped.items():
+        (unused if _unused(site, name, value) else defaults)[name] = value
     said = []
     if defaults:
         several = len(defaults) > 1

@@ -207,20 +207,22 @@ def _may_apply(note: Behaviour, view: CalleeCall, before: CallSignature | None) 
     signature the code is written for); unreadable arguments (``*args``, ``**kw``) may. A
     change of a parameter's default (`Behaviour.parameter`) never touches a call that passes
     it."""
-    if note.parameter is not None and _passes(note.parameter, view.args, before):
+    if note.parameter is not None and _given(note.parameter, view.args, before) is not None:
         return False  # (a change of the parameter's default: this call gives its own value)
     if not note.when:
         return True
     return _may_pass(note.when, view.args, before, defaults=False)
 
 
-def _passes(name: str, args: CallArgs, before: CallSignature | None) -> bool:
-    """Whether a call with ``args`` certainly passes the parameter ``name`` (by keyword, or at
-    its place in ``before``)."""
-    if args.passed(name) is not None:
-        return True
-    names = [p.name for p in before.positional] if before is not None else []
-    return name in names and names.index(name) < len(args.positional)
+def _given(name: str, args: CallArgs, before: CallSignature | None) -> ast.expr | None:
+    """What a call with ``args`` certainly passes for the parameter ``name``: by keyword, or at
+    its place in ``before``; None where it is not seen passed."""
+    passed = args.passed(name)
+    if passed is None and before is not None:
+        names = [p.name for p in before.positional]
+        if name in names and names.index(name) < len(args.positional):
+            passed = args.positional[names.index(name)]
+    return passed
 
 
 def _may_pass(
@@ -230,12 +232,9 @@ def _may_pass(
     with ``defaults``, an argument left out is its default in ``before``."""
     import ast
 
-    names = [p.name for p in before.positional] if before is not None else []
     for condition in conditions:
         name, _, literal = condition.partition("=")
-        passed = args.passed(name)
-        if passed is None and name in names and names.index(name) < len(args.positional):
-            passed = args.positional[names.index(name)]
+        passed = _given(name, args, before)
         if passed is None:
             if args.starred or args.opaque_kwargs:
                 return True  # (it may be in ``*args`` or ``**kw``)

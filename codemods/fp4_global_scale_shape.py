@@ -363,12 +363,11 @@ class _Shape:
         )
 
     def lines(self) -> Sequence[str]:
+        """The file's lines (another file's: from the bytes its resolver was parsed from, which
+        the caller search keeps, not read again)."""
         if self._lines is None:
-            try:
-                with open(self.path, encoding="utf-8", errors="replace", newline="") as f:
-                    self._lines = _LINE_BREAK.split(f.read())
-            except OSError:
-                self._lines = []
+            data = _callers.read_kept(self.path)
+            self._lines = [] if data is None else _LINE_BREAK.split(data.decode("utf-8", "replace"))
         return self._lines
 
     def _of_value(self, func: ast.Attribute, scope: Scope) -> bool:

@@ -141,12 +141,12 @@ def test_the_searched_files_kept_fit_in_their_budget(
         paths.append(str(path))
     (tmp_path / "big.py").write_bytes(b"x" * 300)
     for i, path in enumerate(paths):
-        assert _callers._read(path) == bytes([65 + i]) * 100
+        assert _callers.read_kept(path) == bytes([65 + i]) * 100
         assert _callers._kept_bytes == sum(len(v or b"") for v in _callers._kept.values()) <= 250
     assert list(_callers._kept) == paths[3:]  # the newest two fit
-    assert _callers._read(str(tmp_path / "big.py")) == b"x" * 300  # read, never kept
+    assert _callers.read_kept(str(tmp_path / "big.py")) == b"x" * 300  # read, never kept
     assert str(tmp_path / "big.py") not in _callers._kept
-    assert _callers._read(str(tmp_path / "missing.py")) is None
+    assert _callers.read_kept(str(tmp_path / "missing.py")) is None
 
 
 def test_a_search_holds_while_the_files_that_mention_its_words_are_the_same(

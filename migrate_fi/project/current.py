@@ -146,19 +146,26 @@ def search_pins(paths: Iterable[str]) -> PinSearch:
         except OSError as exc:
             out.problems.append(f"{_shown(filename)}: cannot be read ({exc.strerror})")
             continue
-        if os.path.basename(filename) == "pyproject.toml" and _configures(data):
-            out.configs.append(filename)
-        if b"flashinfer" not in data.lower():
+        pins = b"flashinfer" in data.lower()
+        config = os.path.basename(filename) == "pyproject.toml" and b"migrate-fi" in data
+        if not (pins or config):
             continue
         text = data.decode("utf-8", errors="replace")
-        if filename.endswith(".toml"):
+        if filename.endswith(".toml"):  # (parsed once: for its pins and its configuration)
             toml = tomllib()
             try:
-                toml.loads(text)
+                tool = toml.loads(text).get("tool")
             except toml.TOMLDecodeError as exc:
-                out.problems.append(
-                    f"{_shown(filename)}: not valid TOML ({exc}); its pins were read line by line"
-                )
+                tool = None
+                if pins:
+                    out.problems.append(
+                        f"{_shown(filename)}: not valid TOML ({exc}); its pins were read line by"
+                        " line"
+                    )
+            if config and isinstance(tool, dict) and "migrate-fi" in tool:
+                out.configs.append(filename)
+        if not pins:
+            continue
         for ref in scan(filename, text):
             if ref.in_comment or ref.kind not in (Kind.REQUIREMENT, Kind.VARIABLE):
                 continue
@@ -176,18 +183,6 @@ def search_pins(paths: Iterable[str]) -> PinSearch:
             else:
                 out.pins.append(pin)
     return out
-
-
-def _configures(data: bytes) -> bool:
-    """A pyproject.toml holding a ``[tool.migrate-fi]`` table."""
-    if b"migrate-fi" not in data:
-        return False
-    toml = tomllib()
-    try:
-        tool = toml.loads(data.decode("utf-8", errors="replace")).get("tool", {})
-    except toml.TOMLDecodeError:
-        return False
-    return isinstance(tool, dict) and "migrate-fi" in tool
 
 
 def _names_a_release(operator: str, version: str) -> bool:
