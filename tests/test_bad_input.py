@@ -192,6 +192,35 @@ def test_a_loop_of_links_is_skipped_with_a_note(tmp_path: Path) -> None:
         assert "3 symbolic link(s) skipped (self.py, pkg/one, pkg/two)" in note, note
 
 
+def test_a_file_name_that_is_not_utf8_and_a_named_pipe(tmp_path: Path) -> None:
+    """A file name is bytes: one that is not UTF-8 is read, analysed (its module re-exports a
+    FlashInfer name another module imports), named in messages and patches, and migrated; a
+    named pipe among the files is never opened (reading it would wait forever)."""
+    project = tmp_path / "project"
+    pkg = project / "pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    odd = os.fsdecode(b"\xff\xfemod.py")
+    try:
+        (pkg / odd).write_text(LEGACY)
+    except (OSError, UnicodeError):
+        pytest.skip("this file system refuses a name that is not UTF-8")
+    (pkg / "user.py").write_text(
+        "import importlib\n"
+        "q = importlib.import_module('pkg.x').fp4_quantize\n"
+        "q(x, gs[:1], 16, False, True, False, True)\n"
+    )
+    os.mkfifo(pkg / "pipe.py")
+    os.mkfifo(project / "requirements-dev.txt")
+    for command, code in (("check", 1), ("diff", 1), ("apply", 0)):
+        r = run(project, command, *RANGE, ".")
+        err = r.stderr.decode(errors="replace")
+        assert r.returncode == code, err
+        assert "internal error" not in err and "Traceback" not in err, err
+    assert (pkg / odd).read_text() == MIGRATED
+    assert run(project, "check", *RANGE, ".").returncode == 0
+
+
 @pytest.mark.slow
 def test_diff_patches_apply_and_apply_keeps_every_byte_it_does_not_mean_to_change(
     tree: Path, tmp_path: Path

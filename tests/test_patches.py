@@ -63,6 +63,48 @@ def test_git_applies_the_patch(
     assert (tmp_path / "src" / name).read_bytes() == expected
 
 
+# (a file's name as git writes it in a patch's header: quoted with C escapes where it holds a
+# quote, a backslash, a control character or bytes that are not UTF-8; a tab after a name with
+# a space, so that `patch` reads the name up to it)
+NAMES = [
+    (b"sp ace.py", b"a/sp ace.py\t"),
+    (b'q"uote.py', b'"a/q\\"uote.py"'),
+    (b"tab\tname.py", b'"a/tab\\tname.py"'),
+    ("\u6a21\u578b.py".encode(), b"a/" + "\u6a21\u578b.py".encode()),
+    (b"\xff\xfename.py", b'"a/\\377\\376name.py"'),
+]
+
+
+def test_a_patch_names_any_file_as_git_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    try:
+        for name, _ in NAMES:
+            (src / os.fsdecode(name)).write_text(LEGACY)
+    except (OSError, UnicodeError):
+        pytest.skip("this file system refuses one of the names")
+    git(tmp_path, "init", "-q")
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(cli, ["diff", "--from", "0.6.10", "--to", "0.6.11", "src"])
+    assert r.exit_code == 1, r.output
+    headers = [line for line in r.stdout_bytes.split(b"\n") if line.startswith(b"--- ")]
+    assert sorted(headers) == sorted(
+        b"--- " + shown.replace(b"a/", b"a/src/", 1) for _, shown in NAMES
+    )
+    (tmp_path / "change.patch").write_bytes(r.stdout_bytes)
+    if shutil.which("patch") is not None:  # (GNU patch reads git's quoting too)
+        dry = subprocess.run(
+            ["patch", "-p1", "--dry-run", "-i", "change.patch"],
+            cwd=tmp_path, capture_output=True, check=False, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        assert dry.returncode == 0, dry.stdout.decode(errors="replace")
+    assert git(tmp_path, "apply", "change.patch").returncode == 0
+    for name, _ in NAMES:
+        assert (src / os.fsdecode(name)).read_text() == MIGRATED
+
+
 def test_a_target_outside_the_current_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

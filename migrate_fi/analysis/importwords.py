@@ -242,9 +242,11 @@ class AliasImports:
         self.names_of: dict[bytes, set[bytes]] = {}  # last part of a module -> its names
         for key in keys:
             module, name = export_parts(key)
-            last = module.rsplit(".", 1)[-1].encode()
-            self.modules_of.setdefault(name.encode(), set()).add(last)
-            self.names_of.setdefault(last, set()).add(name.encode())
+            # (a file name that is not UTF-8 gives its bytes back: `os.fsencode`)
+            last = module.rsplit(".", 1)[-1].encode("utf-8", "surrogateescape")
+            named = name.encode("utf-8", "surrogateescape")
+            self.modules_of.setdefault(named, set()).add(last)
+            self.names_of.setdefault(last, set()).add(named)
         self.modules = Words(self.names_of)
 
     def imported_by(self, imports: FileImports, data: bytes, path: str) -> bool:

@@ -201,15 +201,42 @@ def unified_diff(path: str, old: bytes, new: bytes, roots: Sequence[str] = ()) -
     a = _LINES.findall(old.decode("latin-1"))
     b = _LINES.findall(new.decode("latin-1"))
     name = patch_path(path, roots)
-    out = [
-        f"--- a/{name}\n".encode(),
-        f"+++ b/{name}\n".encode(),
-    ]
+    out = [b"--- " + _patch_name("a/" + name) + b"\n", b"+++ " + _patch_name("b/" + name) + b"\n"]
     for line in _unified(a, b):
         out.append(line.encode("latin-1"))
         if not line.endswith("\n"):
             out.append(b"\n\\ No newline at end of file\n")
     return b"".join(out)
+
+
+# the bytes of a file's name git writes as C escapes in a patch (the others are written as they
+# are): a name that holds one is quoted
+_ESCAPED = {ord('"'): b'\\"', ord("\\"): b"\\\\", ord("\t"): b"\\t", ord("\n"): b"\\n",
+            ord("\r"): b"\\r", 7: b"\\a", 8: b"\\b", 11: b"\\v", 12: b"\\f"}  # fmt: skip
+
+
+def _patch_name(name: str) -> bytes:
+    """A file's name in a patch's header, as git writes it: as it is, or, where it holds a
+    quote, a backslash, a control character or bytes that are not UTF-8 (a file name is bytes),
+    quoted, those bytes written as C escapes (``"a/\\377name.py"``), which `git apply` and
+    `patch` read back."""
+    raw = os.fsencode(name)
+    try:
+        raw.decode("utf-8")
+        plain = not any(b < 0x20 or b == 0x7F or b in b'"\\' for b in raw)
+    except UnicodeDecodeError:
+        plain = False
+    if plain:  # (a space is followed by a tab at the line's end, as git does: `patch` reads
+        return raw + b"\t" if b" " in raw else raw  # the name up to it)
+    out = bytearray(b'"')
+    for b in raw:
+        if b in _ESCAPED:
+            out += _ESCAPED[b]
+        elif b < 0x20 or b >= 0x7F:
+            out += b"\\%03o" % b
+        else:
+            out.append(b)
+    return bytes(out + b'"')
 
 
 # Up to this many lines in all, difflib compares the whole files; above it, only the stretches

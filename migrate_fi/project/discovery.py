@@ -367,12 +367,14 @@ def tree_signature_with(root: str, stats: Mapping[str, depends.Stat]) -> str:
     for path in python_files(root) or ("(too many files)",):
         st = stats.get(path) or depends.stat(path)  # (the walk asked most of them)
         if st is None:
-            h.update(f"{path}\0-\0".encode())
+            h.update(f"{path}\0-\0".encode("utf-8", "surrogateescape"))
             continue
         if not depends.settled(st, now):
             return f"changed just now: {time.time_ns()}"  # never the same: not reused
         h.update(
-            f"{path}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}\0{st.st_ctime_ns}\0".encode()
+            f"{path}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}\0{st.st_ctime_ns}\0".encode(
+                "utf-8", "surrogateescape"
+            )
         )
     return h.hexdigest()
 

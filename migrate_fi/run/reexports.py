@@ -145,7 +145,8 @@ def imported_modules(
     out = []
     for path in paths:
         module = module_identity(path)[0]
-        if module is None or module.rsplit(".", 1)[-1].encode() not in imported:
+        last = None if module is None else module.rsplit(".", 1)[-1]
+        if last is None or last.encode("utf-8", "surrogateescape") not in imported:
             continue
         try:
             data = depends.read_bytes(path)
