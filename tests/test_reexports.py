@@ -493,6 +493,41 @@ def test_a_factory_of_another_module_gives_what_it_returns(
     assert found == [("proj/user.py", 12)], r.output
 
 
+def test_a_method_annotated_to_return_a_flashinfer_class_gives_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """vLLM 0.33.0's one-sided all-to-all: a manager class in one module whose method is
+    annotated to return FlashInfer's `NVLinkOneSidedAlltoAll` (imported for type checking
+    only), held in another module by a class attribute annotated with the manager's class:
+    the keyword that 0.7.4 renamed on its `dispatch` is found there. A manager of another
+    module whose method returns something else is not FlashInfer's."""
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "__init__.py").write_text("")
+    (tmp_path / "proj" / "all2all.py").write_text(
+        "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n"
+        "    from flashinfer.moe_ep import NVLinkOneSidedAlltoAll\n\n\n"
+        'class Manager:\n    def get_communication(self) -> "NVLinkOneSidedAlltoAll":\n'
+        "        return self.communication\n"
+    )
+    (tmp_path / "proj" / "mine.py").write_text(
+        "import mylib\n\n\nclass Manager:\n"
+        "    def get_communication(self) -> mylib.NVLinkOneSidedAlltoAll:\n"
+        "        return self.communication\n"
+    )
+    (tmp_path / "proj" / "user.py").write_text(
+        "from proj import mine\nfrom proj.all2all import Manager\n\n\n"
+        "class Prepare:\n    all2all_manager: Manager\n    other: mine.Manager\n\n"
+        "    def go(self, x):\n        communication = self.all2all_manager.get_communication()\n"
+        "        communication.dispatch(x, max_tokens_per_rank=4)\n"
+        "        self.other.get_communication().dispatch(x, max_tokens_per_rank=4)\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    args_ = ["check", "--from", "0.7.2.post1", "--to", "0.7.4", "--no-cache", "--select", "FI002"]
+    r = CliRunner().invoke(cli, [*args_, "--output-format", "json", "."], catch_exceptions=False)
+    found = [(d["path"], d["line"]) for d in json.loads(r.stdout)["diagnostics"]]
+    assert found == [("proj/user.py", 11)], r.output
+
+
 def test_a_file_that_imports_a_reexport_runs_the_rules_its_target_concerns() -> None:
     """Not every rule: those that would see the file if it named the re-export's target (the
     others are recorded as skipped, for a later round to run them if another re-export

@@ -122,6 +122,74 @@ def test_instances_and_self_attributes() -> None:
     assert resolve_call(src) == {"flashinfer.Wrapper().plan"}
 
 
+def test_what_a_method_of_the_project_is_annotated_to_return() -> None:
+    """A method (or property) of a class of the project annotated with a FlashInfer class
+    gives an instance of it, where the instance of the class is known: constructed, a
+    parameter or a class attribute annotated with the class. Another top package's class, a
+    decorated method and an annotation of another type give nothing; a method annotated with
+    a type reached through an attribute (``torch.Tensor``) is no cycle."""
+    src = """
+    from typing import TYPE_CHECKING, Optional
+    import functools
+    import torch
+    import other.comm
+    if TYPE_CHECKING:
+        from flashinfer.moe_ep import NVLinkOneSidedAlltoAll
+
+    class Manager:
+        def get_comm(self) -> "NVLinkOneSidedAlltoAll":
+            return self.c
+        @property
+        def comm(self) -> Optional[NVLinkOneSidedAlltoAll]:
+            return self.c
+        @functools.cache
+        def cached(self) -> "NVLinkOneSidedAlltoAll":
+            return self.c
+        def tensor(self) -> torch.Tensor:
+            return self.t
+
+    class User:
+        manager: Manager
+        theirs: other.comm.Manager
+        def __init__(self, m):
+            self.manager = m.manager
+        def go(self, m: Manager, o: other.comm.Manager):
+            m.get_comm().dispatch(x)
+            m.comm.dispatch(x)
+            Manager().get_comm().dispatch(x)
+            self.manager.get_comm().dispatch(x)
+            m.cached().dispatch(x)
+            m.tensor().dispatch(x)
+            o.get_comm().dispatch(x)
+            self.theirs.get_comm().dispatch(x)
+    """
+    r = resolver_for(src, module="proj.comm")
+    found = [
+        {c.qualname for c in r.resolve(call.func, scope).candidates}
+        for call, scope in r.calls
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "dispatch"
+    ]
+    instance = {"flashinfer.moe_ep.NVLinkOneSidedAlltoAll().dispatch"}
+    assert found[:4] == [instance] * 4
+    assert not any(q and q.startswith("flashinfer.") for f in found[4:] for q in f), found
+    assert r.exports() == {
+        "proj.comm.NVLinkOneSidedAlltoAll": "flashinfer.moe_ep.NVLinkOneSidedAlltoAll",
+        "proj.comm.Manager().get_comm()": "flashinfer.moe_ep.NVLinkOneSidedAlltoAll()",
+        "proj.comm.Manager().comm": "flashinfer.moe_ep.NVLinkOneSidedAlltoAll()",
+    }
+    # (in another module of the project: through the exports)
+    user = """
+    from proj.comm import Manager
+    class P:
+        manager: Manager
+        def go(self):
+            c = self.manager.get_comm()
+            c.dispatch(x)
+    """
+    aliases = r.exports()
+    assert resolve_call(user, module="proj.user", aliases=aliases) == instance
+
+
 def test_project_reexports() -> None:
     aliases = {"proj.ops.quant": "flashinfer.fp4_quantize"}
     src = "from proj.ops import quant\nquant(x)"

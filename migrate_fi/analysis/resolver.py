@@ -248,6 +248,7 @@ class NameResolver:
                 for name in star_names(module):
                     if name not in own:
                         out[f"{self.module_name}.{name}"] = f"{module}.{name}"
+        out.update(self._members())
         for name, bindings in self.module_scope.bindings.items():
             if len(bindings) == 1 and bindings[0].what == "def":
                 # a factory: ``<this module>.<name>()`` is what a call of it returns
@@ -266,6 +267,48 @@ class NameResolver:
                 (target,) = targets
                 if target and in_flashinfer(target):
                     out[f"{self.module_name}.{name}"] = target
+        return out
+
+    def _members(self) -> dict[str, str]:
+        """`_members_exported`, worked out once."""
+        found = self.derived.get(("members",))
+        if not isinstance(found, dict):
+            self.derived[("members",)] = {}  # (none while they are worked out: a cycle ends)
+            found = self.derived[("members",)] = (
+                self._members_exported() if self.module_name else {}
+            )
+        return found
+
+    def _members_exported(self) -> dict[str, str]:
+        """The methods and properties of this module's top-level classes whose return
+        annotation names one FlashInfer class: ``<module>.<Class>().<method>()`` (a property:
+        without the call; a static or class method: also through the class) -> an instance of
+        it. A caller holding an instance of the class, by its annotation or its construction,
+        reaches FlashInfer through them."""
+        out: dict[str, str] = {}
+        for cls in self.tree.body:
+            if not isinstance(cls, ast.ClassDef):
+                continue
+            for fn in cls.body:
+                if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or not fn.returns:
+                    continue
+                kinds = {d.id for d in fn.decorator_list if isinstance(d, ast.Name)}
+                if len(kinds) != len(fn.decorator_list) or len(kinds) > 1:
+                    continue  # (another decorator may change what a call gives)
+                made = self._annotated(fn.returns, self.module_scope, fn.lineno, frozenset())
+                targets = {c.qualname for c in made}
+                if len(targets) != 1 or len(made) != 1:
+                    continue
+                (target,) = targets
+                if not target or not _an_instance(target) or isinstance(fn, ast.AsyncFunctionDef):
+                    continue
+                owner = f"{self.module_name}.{cls.name}"
+                if kinds == {"property"}:
+                    out[f"{owner}().{fn.name}"] = target
+                elif kinds <= {"staticmethod", "classmethod"}:
+                    out[f"{owner}().{fn.name}()"] = target
+                    if kinds:
+                        out[f"{owner}.{fn.name}()"] = target
         return out
 
     def _project(self, qualname: str | None) -> str | None:
@@ -299,7 +342,9 @@ class NameResolver:
                     out.extend(held)
                     continue
                 inherited = self._inherited(cand, expr.attr, seen)
-                qual = inherited or self._project(f"{cand.qualname}.{expr.attr}")
+                # (a property of a class of this module annotated with what it gives)
+                own = self._members().get(f"{cand.qualname}.{expr.attr}")
+                qual = inherited or own or self._project(f"{cand.qualname}.{expr.attr}")
                 out.append(Candidate(qual, cand.line, cand.what))
             return out
         if isinstance(expr, ast.IfExp):  # `x if c else None`: None is no other implementation
@@ -344,6 +389,10 @@ class NameResolver:
             made = self._returned(funcs, seen)
             if made is not None:  # a factory of this module: what it returns
                 return made
+            members = self._members()
+            if members and all(c.qualname and f"{c.qualname}()" in members for c in funcs):
+                # (a method of a class of this module whose annotation says what it returns)
+                return [Candidate(members[f"{c.qualname}()"], c.line, c.what) for c in funcs]
             # what a call returns: `X()` stands for "an instance of X" (or X's result; a
             # factory of another module of the project: what it returns, `exports`)
             return [
@@ -766,6 +815,8 @@ class NameResolver:
             for cls in self._own_classes(owner.owner_class):
                 if expr.attr in cls.bindings or expr.attr in cls.attributes:
                     held = self._class_body_value(cls, expr.attr, True, seen)
+                    if held is None:  # (`attr: T` in its body: the type it declares)
+                        held = self._declared(cls, expr.attr, seen)
                     if held is not None:
                         return held
                     line = cls.node.lineno  # type: ignore[attr-defined]
@@ -782,7 +833,30 @@ class NameResolver:
                 out.extend(self._resolve(b.alias_of, b.scope, seen | {key}))
             else:
                 out.append(Candidate(b.qualname, b.line, b.what))
+        if not any(c.qualname and in_flashinfer(c.qualname) for c in out):
+            # (what is assigned is nothing of FlashInfer's that can be read here: the type the
+            # class declares for it, where it names FlashInfer's or the project's classes)
+            declared = self._declared(owner.owner_class, expr.attr, seen | {key})
+            if declared:
+                return declared
         return out
+
+    def _declared(
+        self, cls: Scope, attr: str, seen: frozenset[tuple[int, str]]
+    ) -> list[Candidate] | None:
+        """The instances the one annotation of ``attr`` in ``cls`` names (``attr: T`` in its
+        body, or ``self.attr: T = ...`` in a method), where it names FlashInfer's or the
+        project's classes."""
+        annotated = [
+            b
+            for b in (*cls.bindings.get(attr, ()), *cls.attributes.get(attr, ()))
+            if b.annotation is not None and b.scope is not None
+        ]
+        if len(annotated) != 1:
+            return None
+        (b,) = annotated
+        assert b.annotation is not None and b.scope is not None
+        return self._annotated(b.annotation, b.scope, b.line, seen) or None
 
     # ------------------------------------------------------------- parameters
 
@@ -821,12 +895,35 @@ class NameResolver:
         stands for each other type."""
         out: list[Candidate] = []
         for arm in self._type_arms(annotation, scope, seen):
-            quals = [c.qualname for c in self._resolve(arm, scope, seen)]
+            found = self._resolve(arm, scope, seen)
+            quals = [c.qualname for c in found]
             if quals and all(q is not None and in_flashinfer(q) for q in quals):
                 out += [Candidate(f"{q}()", line, "parameter annotated") for q in quals]
+            elif found and all(self._project_class(c) for c in found):
+                # (an instance of a class of this project: what its methods return may be
+                # FlashInfer's, `exports`; one of this module keeps saying so, `_inherited`)
+                out += [
+                    Candidate(
+                        f"{c.qualname}()", line, "class" if c.what == "class" else "annotated"
+                    )
+                    for c in found
+                ]
             else:
                 out.append(Candidate(None, line, "parameter annotated as another type"))
         return out if any(c.qualname for c in out) else []
+
+    def _project_class(self, cand: Candidate) -> bool:
+        """Whether ``cand`` names a class of this project: a name of this module's top package
+        (its own classes, or one imported from a sibling module), written as classes are
+        (``CamelCase``)."""
+        qual = cand.qualname
+        if qual is None or not self.module_name or in_flashinfer(qual) or qual.endswith(")"):
+            return False
+        top = self.module_name.partition(".")[0]
+        last = qual.rpartition(".")[2]
+        return (
+            qual.startswith(top + ".") and last[:1].isupper() and cand.what in ("class", "import")
+        )
 
     def _type_arms(
         self, annotation: ast.expr, scope: Scope, seen: frozenset[tuple[int, str]]

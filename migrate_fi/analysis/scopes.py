@@ -116,7 +116,9 @@ class Binding:
     qualname: str | None = None  # imports (and module-level defs of a known module)
     value: ast.expr | None = None  # plain assignments: the value assigned (`None` included)
     scope: Scope | None = None  # where `value` is evaluated (a parameter: its annotation)
-    annotation: ast.expr | None = None  # a parameter's annotation
+    # a parameter's annotation, or a variable's or attribute's (``x: T = v``, ``self.x: T``,
+    # ``x: T`` in a class body: evaluated in ``scope``)
+    annotation: ast.expr | None = None
     index: int | None = None  # a positional parameter's place (``self`` is 0)
     element_of: ast.expr | None = None  # ``for x in <expr>``: what it iterates (in ``scope``)
     default: ast.expr | None = None  # a parameter's default value (evaluated in ``scope``)
@@ -411,7 +413,7 @@ class ScopeBuilder(ast.NodeVisitor):
         self.visit(node.annotation)
         if node.value is not None and self._record_key_write(node.target, node, node.value):
             return
-        self._bind_target(node.target, node.value, node.lineno)
+        self._bind_target(node.target, node.value, node.lineno, node.annotation)
 
     def _record_key_write(self, target: ast.expr, stmt: ast.stmt, value: ast.expr) -> bool:
         """``d["k"] = v``: a key and its value (True when ``target`` is such a subscript)."""
@@ -424,20 +426,28 @@ class ScopeBuilder(ast.NodeVisitor):
         self._assigning = False
         return True
 
-    def _value_binding(self, value: ast.expr | None, line: int) -> Binding:
+    def _value_binding(
+        self, value: ast.expr | None, line: int, annotation: ast.expr | None = None
+    ) -> Binding:
         if value is None:
-            return Binding("annotation", line)
+            return Binding("annotation", line, scope=self._scope, annotation=annotation)
         if isinstance(value, ast.Constant) and value.value is None:
-            return Binding("None", line, value=value, scope=self._scope)
-        return Binding("assignment", line, value=value, scope=self._scope)
+            return Binding("None", line, value=value, scope=self._scope, annotation=annotation)
+        return Binding("assignment", line, value=value, scope=self._scope, annotation=annotation)
 
-    def _bind_target(self, target: ast.expr, value: ast.expr | None, line: int) -> None:
+    def _bind_target(
+        self,
+        target: ast.expr,
+        value: ast.expr | None,
+        line: int,
+        annotation: ast.expr | None = None,
+    ) -> None:
         if isinstance(target, ast.Name):
-            self._bind(target.id, self._value_binding(value, line))
+            self._bind(target.id, self._value_binding(value, line, annotation))
         elif (
             isinstance(target, ast.Attribute)
             and isinstance(target.value, ast.Name)
-            and self._record_self_attribute(target, value, line)
+            and self._record_self_attribute(target, value, line, annotation)
         ):
             self.visit(target.value)
         elif (
@@ -452,7 +462,11 @@ class ScopeBuilder(ast.NodeVisitor):
             self.visit(target)
 
     def _record_self_attribute(
-        self, target: ast.Attribute, value: ast.expr | None, line: int
+        self,
+        target: ast.Attribute,
+        value: ast.expr | None,
+        line: int,
+        annotation: ast.expr | None = None,
     ) -> bool:
         """`self.attr = value` in a method (or a function nested in one)."""
         assert isinstance(target.value, ast.Name)
@@ -463,7 +477,7 @@ class ScopeBuilder(ast.NodeVisitor):
         if owner.self_name != target.value.id or owner.owner_class is None:
             return False
         owner.owner_class.attributes.setdefault(target.attr, []).append(
-            self._value_binding(value, line)
+            self._value_binding(value, line, annotation)
         )
         return True
 

@@ -171,8 +171,11 @@ def module_identity(path: str) -> tuple[str | None, bool]:
 def export_parts(key: str) -> tuple[str, str]:
     """The module and the name of a project re-export's key (``pkg.quant.q``), as the name is
     written where it is imported: a factory's key (``pkg.attn.make_wrapper()``, what a call of
-    it returns) gives the function's name."""
+    it returns) gives the function's name; a method's of a class's instances
+    (``pkg.comm.Manager().get_comm()``), the class's."""
     module, _, name = key.rpartition(".")
+    if module.endswith("()"):
+        module, _, name = module[:-2].rpartition(".")
     return module, name.removesuffix("()")
 
 

@@ -118,7 +118,7 @@ def _added(
     one that is not ASCII), and those last parts."""
     by_module: dict[bytes | None, list[str]] = {}
     for key in after.aliases.keys() - before.aliases.keys():
-        module = key.rpartition(".")[0].rpartition(".")[2]
+        module = export_parts(key)[0].rpartition(".")[2]
         by_module.setdefault(module.encode() if module.isascii() else None, []).append(key)
     return by_module, Words(m for m in by_module if m is not None)
 
