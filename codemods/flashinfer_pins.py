@@ -22,7 +22,16 @@ from migrate_fi.base.messages import Said, join, say
 from migrate_fi.base.results import FixSafety
 from migrate_fi.framework.rule import FileContext, Rule, RuleOption, RunOptions
 from migrate_fi.project.discovery import wanted_files
-from migrate_fi.project.ownership import Owner, Place, engines_beside, owner_of, toml_places
+from migrate_fi.project.ownership import (
+    Owner,
+    Place,
+    engine_lines,
+    engines_by_url,
+    engines_in,
+    owner_of,
+    requirement_marker,
+    toml_places,
+)
 from migrate_fi.project.pins import (
     CUBIN,
     DEPENDENCY_FILE_PATTERNS,
@@ -554,17 +563,32 @@ class FlashinferPins(Rule):
         requires another FlashInfer (the environment could not be installed), said where what
         it requires is not recorded."""
         lines = [line.rstrip("\r\n") for line in ctx.lines]
+        places: list[Place] | None = None
         if ctx.path.endswith(".toml"):
             if self._places is None or self._places[0] != ctx.path:
                 self._places = (ctx.path, lines, toml_places(lines))
-            places: list[Place] | None = self._places[2]
-        elif _REQUIREMENTS_FILE.search(os.path.basename(ctx.path)):
-            places = None
-        else:
+            places = self._places[2]
+        elif not (ctx.path.endswith(".json") or _REQUIREMENTS_FILE.search(ctx.path)):
             return change, reports
         if ref.line > len(lines):
             return change, reports
-        for engine, extras, version in engines_beside(lines, places, ref.line, _FAMILY):
+        text = engine_lines(lines, places, ref.line, ctx.path.endswith(".json"), ref.col)
+        # (an engine installed under another environment marker is installed apart)
+        marker = requirement_marker(lines[ref.line - 1].strip())
+        for engine, url in engines_by_url(text, _FAMILY, marker):
+            # (a commit or an archive of the engine: what it requires of FlashInfer is not
+            # recorded, and an exact pin beside it is most often the one it requires)
+            told = say(
+                "; the same list installs {engine} from {url}, whose FlashInfer requirement"
+                " cannot be read: check that it accepts {target}",
+                "；同一个依赖列表从 {url} 安装 {engine}，无法读取它对 FlashInfer 的要求："
+                "请确认它接受 {target}",
+                engine=engine,
+                url=url,
+                target=self.target,
+            )
+            change = _Change(change.ref, change.new, change.message + told, FixSafety.REVIEW)
+        for engine, extras, version in engines_in(text, _FAMILY, marker):
             admits, told = self._engine(f"{engine}{extras}=={version}", ref.package)
             if admits is False:
                 return None, [

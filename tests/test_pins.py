@@ -392,3 +392,29 @@ def test_a_quoted_name_alone_is_not_a_pin() -> None:
     assert not may_hold_versions("a.py", 'x = "flashinfer"  # é\n'.encode(), "0.6.4")
     assert may_hold_versions("a.py", "# é: flashinfer>=0.6\n".encode(), "0.6.4")
     assert may_hold_versions("a.py", b'x = "flashinfer"  # \xff\n', "0.6.4")  # (not UTF-8)
+
+
+@pytest.mark.parametrize(
+    ("line", "marker"),
+    [
+        ('"flashinfer_python[cu13]==0.6.17 ; #engine# == \\"sglang\\"",', '#engine# == "sglang"'),
+        ("'vllm==0.21.0; python_version >= \"3.10\"',", 'python_version >= "3.10"'),
+        ('"torch==2.9.1",', ""),
+        ("flashinfer-python==0.6.17 ; sys_platform == 'linux'", "sys_platform == 'linux'"),
+        ("flashinfer-python==0.6.17", ""),
+    ],
+)
+def test_the_environment_marker_of_a_requirement(line: str, marker: str) -> None:
+    from migrate_fi.project.ownership import requirement_marker
+
+    assert requirement_marker(line) == marker
+
+
+def test_the_json_array_a_line_belongs_to() -> None:
+    """The innermost array that holds a line, brackets inside strings not counted."""
+    from migrate_fi.project.ownership import json_array_text
+
+    text = '{\n "a": ["x[1]",\n  "flashinfer-python==0.6.17"],\n "b": ["sglang==0.5.11"]\n}'
+    assert json_array_text(text, 3) == '["x[1]",\n  "flashinfer-python==0.6.17"]'
+    assert json_array_text(text, 4, 9) == '["sglang==0.5.11"]'
+    assert json_array_text(text, 4) is None and json_array_text(text, 1) is None

@@ -19,12 +19,25 @@ belongs to (quoted strings, extras in brackets included, never confuse the count
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from migrate_fi.base import patterns
 from migrate_fi.project.pins import canonical_name
 
-__all__ = ["ENGINES", "Owner", "Place", "engines_beside", "owner_of", "toml_places"]
+__all__ = [
+    "ENGINES",
+    "Owner",
+    "Place",
+    "engine_lines",
+    "engines_beside",
+    "engines_by_url",
+    "engines_in",
+    "json_array_text",
+    "owner_of",
+    "requirement_marker",
+    "toml_places",
+]
 
 # Serving engines whose releases require a FlashInfer release of their own (their metadata pins
 # it): a pin of FlashInfer next to an exact pin of one of them is that release's requirement.
@@ -132,21 +145,113 @@ def _array_text(lines: list[str], places: list[Place], index: int) -> str:
     return "\n".join(lines[start : end + 1])
 
 
+def json_array_text(text: str, line: int, col: int = 0) -> str | None:
+    """The text of the innermost JSON array that holds column ``col`` (0-based) of ``line``
+    (1-based) of ``text`` (a list of requirements in a JSON file); None outside any array."""
+    at = sum(len(x) + 1 for x in text.split("\n")[: line - 1]) + col
+    opened: list[int] = []
+    quoted = escaped = False
+    for i, ch in enumerate(text):
+        if quoted:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                quoted = False
+        elif ch == '"':
+            quoted = True
+        elif ch == "[":
+            opened.append(i)
+        elif ch == "]" and opened:
+            start = opened.pop()
+            if start < at <= i:
+                return text[start : i + 1]
+    return None
+
+
+def engine_lines(
+    lines: list[str], places: list[Place] | None, line: int, json: bool = False, col: int = 0
+) -> str:
+    """The text that is the same dependency list as the pin at ``line`` (1-based) and ``col``:
+    its array in a TOML file (``places``) or a JSON file (``json``; nothing outside an array),
+    the file's lines outside comments in a requirements file, each quoted as an array's strings
+    are."""
+    if json:
+        return json_array_text("\n".join(lines), line, col) or ""
+    if places is not None:
+        return _array_text(lines, places, line - 1)
+    return "\n".join(f'"{raw.split("#", 1)[0].strip()}"' for raw in lines)
+
+
 def engines_beside(
     lines: list[str], places: list[Place] | None, line: int, family: frozenset[str]
 ) -> list[tuple[str, str, str]]:
     """The serving engines pinned exactly (``sglang[srt]==0.5.11``) next to the pin on ``line``
     (1-based), as ``(canonical name, extras as written, version)``: in the same array of a TOML
     file (``places``), anywhere outside comments in a requirements file (``places`` None)."""
-    if places is not None:
-        text = _array_text(lines, places, line - 1)
-    else:
-        text = "\n".join(f'"{raw.split("#", 1)[0].strip()}"' for raw in lines)
+    return engines_in(engine_lines(lines, places, line), family)
+
+
+def engines_in(text: str, family: frozenset[str], marker: str = "") -> list[tuple[str, str, str]]:
+    """The serving engines a dependency list's text (`engine_lines`) pins exactly, in the
+    environment of ``marker`` (the pin's: one whose own marker differs is installed apart)."""
     out = []
-    for name, extras, version in _EXACT.findall(text):
+    for m in _EXACT.finditer(text):
+        name, extras, version = m.group(1), m.group(2) or "", m.group(3)
         canonical = canonical_name(name)
-        if canonical in ENGINES and canonical not in family:
+        if canonical in ENGINES and canonical not in family and _together(text, m, marker):
             out.append((canonical, extras, version))
+    return out
+
+
+def requirement_marker(text: str) -> str:
+    """The environment marker of the requirement string that starts ``text`` (what follows
+    its ``;``, up to the string's end), written plainly: ``#engine# == "sglang"``."""
+    quote = text.lstrip()[:1]
+    body = text.lstrip()[1:] if quote in ("'", '"') else text
+    end = _string_end(body, quote) if quote in ("'", '"') else len(body)
+    head, _, marker = body[:end].partition(";")
+    return " ".join(marker.replace('\\"', '"').split()) if head else ""
+
+
+def _string_end(text: str, quote: str) -> int:
+    """Where the string that ``text`` continues ends (its closing ``quote``, not escaped)."""
+    i = 0
+    while i < len(text):
+        if text[i] == "\\":
+            i += 2
+            continue
+        if text[i] in (quote, "\n"):
+            return i
+        i += 1
+    return len(text)
+
+
+def _together(text: str, m: re.Match[str], marker: str) -> bool:
+    """Whether the requirement ``m`` found in ``text`` is installed with a pin whose marker is
+    ``marker``: either has none, or they are the same."""
+    start = m.start()
+    theirs = requirement_marker(text[start:])
+    return not marker or not theirs or theirs == marker
+
+
+# an engine installed from a URL: ``"sglang @ git+https://github.com/...@20621aa1"``
+_DIRECT = patterns.compile(
+    r"""["']\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*@\s*([A-Za-z][\w+.-]*://[^"'\s;]+)"""
+)
+
+
+def engines_by_url(text: str, family: frozenset[str], marker: str = "") -> list[tuple[str, str]]:
+    """The serving engines a dependency list's text installs from a URL (a git commit, an
+    archive), as ``(canonical name, URL)``, in the environment of ``marker`` (`engines_in`):
+    which FlashInfer they require cannot be read."""
+    out = []
+    for m in _DIRECT.finditer(text):
+        name, url = m.groups()
+        canonical = canonical_name(name)
+        if canonical in ENGINES and canonical not in family and _together(text, m, marker):
+            out.append((canonical, url))
     return out
 
 
