@@ -336,10 +336,10 @@ def _missing_imports(
                 handler = guarded.get(id(node))
                 fails = (
                     say(
-                        "this import raises ImportError there, caught at line {handler}: the"
-                        " fallback runs instead, silently",
-                        "这个导入在那里会抛出 `ImportError`，被第 {handler} 行捕获：转而静默地运行"
-                        "回退代码",
+                        "this import raises ImportError there, caught at line {handler}: what"
+                        " that handler does runs instead, and the import itself reports nothing",
+                        "这个导入在那里会抛出 `ImportError`，被第 {handler} 行捕获：转而运行该处理"
+                        "代码，导入本身不报任何错误",
                         handler=handler,
                     )
                     if handler is not None
@@ -453,6 +453,13 @@ class Renames:
     evidence: dict[str, str] = field(default_factory=dict)
 
 
+def _renamed_in(site: Site, old: str, new: str) -> str:
+    """The release of the range that renamed the keyword ``old`` to ``new``."""
+    from migrate_fi.api.index import renamed_in
+
+    return renamed_in(str(site.path), old, new, site.old_v, site.new_v)
+
+
 def _why(evidence: str, v: str) -> Said:
     """Why a keyword is taken for renamed, by the data's ``evidence``."""
     if evidence == "declared":
@@ -534,7 +541,7 @@ def _keywords(ctx: FileContext, site: Site) -> Renames:
                     name=site.name,
                     kw=kw,
                     how=how,
-                    why=_why(evidence, site.new_v),
+                    why=_why(evidence, _renamed_in(site, kw, new_name)),
                 ),
             )
         elif kw in d.removed:
@@ -717,7 +724,13 @@ def _rename_message(
     """``known``: the evidence of renames the data does not make (`Renames.evidence`)."""
     known = known or {}
     evidence = sorted(
-        {known.get(old) or site.diff.rename_evidence.get(old, "likely") for old in renames}
+        {
+            (
+                known.get(old) or site.diff.rename_evidence.get(old, "likely"),
+                _renamed_in(site, old, new),
+            )
+            for old, new in renames.items()
+        }
     )
     return say(
         "rename {names} ({whys})",
@@ -730,7 +743,7 @@ def _rename_message(
             ", ",
             "，",
         ),
-        whys=join(sorted(_why(e, site.new_v) for e in evidence)),
+        whys=join(sorted(_why(e, v) for e, v in evidence)),
     )
 
 

@@ -803,3 +803,16 @@ def test_fi008_reads_a_default_kept_from_the_data_alone(
     finally:
         notes.forget()
     assert "q_len_per_req" not in r.output
+
+
+def test_a_rename_is_dated_by_the_release_that_made_it() -> None:
+    """SGLang 0.5.21 migrated from 0.6.18 to 0.7.4: `in_kernel_fc2_reduce` became
+    `enable_in_kernel_fc2_reduce` in 0.7.1, not in the range's target; a rename no release
+    of the range shows is dated by the target."""
+    from migrate_fi.api.index import renamed_in
+
+    path = "flashinfer.moe_ep.Mxfp8CutedslMegaMoeConfig"
+    old, new = "in_kernel_fc2_reduce", "enable_in_kernel_fc2_reduce"
+    assert renamed_in(path, old, new, "0.6.18", "0.7.4") == "0.7.1"
+    assert renamed_in(path, old, new, "0.7.0.post1", "0.7.1") == "0.7.1"
+    assert renamed_in(path, "x", "y", "0.6.18", "0.7.4") == "0.7.4"

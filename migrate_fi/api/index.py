@@ -279,6 +279,25 @@ def changed_in(path: str) -> frozenset[str] | None:
     return found or None
 
 
+def renamed_in(path: str, old: str, new: str, old_version: str, new_version: str) -> str:
+    """The first bundled release after ``old_version`` (up to ``new_version``) whose signature
+    of ``path`` has the parameter ``new`` and no longer ``old``: where FlashInfer renamed it
+    (``new_version`` where no release in between says)."""
+    from migrate_fi.api.differ import api_for
+
+    lo, hi = parse_version(old_version), parse_version(new_version)
+    api_path = ApiPath(path)
+    candidates = changed_in(api_path.owner if api_path.is_method else path)
+    for v in available_releases():
+        if not lo < parse_version(v) <= hi or (candidates is not None and v not in candidates):
+            continue
+        found = api_for(v).callable(path)
+        names = {p.name for p in found.params} if found is not None else set()
+        if new in names and old not in names:
+            return v
+    return new_version
+
+
 @lru_cache(maxsize=4096)  # asked at every call site of the path
 def first_change(path: str, old_version: str, new_version: str) -> str | None:
     """The first bundled release after ``old_version`` (up to ``new_version``) on which positional
