@@ -46,6 +46,10 @@ from migrate_fi.project.pins import (
 )
 
 _FAMILY = frozenset({MAIN, CUBIN, JIT_CACHE})
+# the first release that ignores a flashinfer-cubin or flashinfer-jit-cache of another release
+# (with a warning) where those before it raised RuntimeError: flashinfer-python 0.7.2 wheel,
+# flashinfer/jit/env.py (`_get_cubin_dir`: "a mismatched wheel is ignored instead of failing")
+_IGNORES_COMPANIONS = Version("0.7.2")
 # files that declare dependencies (a pin there is installed by pip from PyPI)
 _DECLARING = wanted_files(("setup.py",), DEPENDENCY_FILE_PATTERNS)
 _INSTALL_FILES = patterns.compile(r"^(Dockerfile.*|.*\.dockerfile|.*\.Dockerfile|.*\.(sh|bash))$")
@@ -284,7 +288,15 @@ class FlashinferPins(Rule):
             if ref.package == MAIN and ref.kind is not Kind.EXAMPLE and not ref.in_comment
         ]
         declares = _DECLARING(ctx.path)
+        # flashinfer-cubin and flashinfer-jit-cache requirements here that this run does not
+        # move safely: flashinfer-python at their version moves with them, or in review
+        held: list[VersionRef] = []
         for ref in refs:
+            companion = (
+                ref.package in (CUBIN, JIT_CACHE)
+                and ref.kind is Kind.REQUIREMENT
+                and not ref.in_comment
+            )
             unpublished_pin = (
                 ref.package == CUBIN
                 and not self.cubin_published
@@ -301,6 +313,8 @@ class FlashinferPins(Rule):
             # the install step from FlashInfer's index that the file gets)
             left = mode == "report" or ref.kind is Kind.REQUIREMENT
             if not declares and left and self._cubin_install_left(ctx, ref):
+                if companion:
+                    held.append(ref)
                 continue
             owner = self._owner(ctx, ref)
             change: _Change | None = None
@@ -312,11 +326,13 @@ class FlashinferPins(Rule):
                     change, reports = self._beside_engines(ctx, ref, change, reports)
             else:  # (not the project's own requirement: never moved)
                 reports = self._owned(ref, owner)
+            if companion and owner is None and (change is None or change.safety is not FixSafety.SAFE):
+                held.append(ref)
             if change is not None:
                 changes.append(change)
             for message in reports:
                 ctx.report(ref.span, message)
-        self._apply(ctx, changes)
+        self._apply(ctx, [self._in_step_with(c, held) for c in changes])
         if not declares and not self.cubin_published:
             self._shared_variables(ctx, changes)  # (a command that names no index: any option)
         if mode == "install-from-index" and not self.cubin_published and _INSTALL_FILES.match(base):
@@ -839,6 +855,47 @@ class FlashinferPins(Rule):
             and not self._in_step(ref.version)
             and not any(_admits(op, v, version) for op, v in self._main_specs)
         )
+
+    def _in_step_with(self, change: _Change, held: list[VersionRef]) -> _Change:
+        """A safe move of a flashinfer-python requirement is only a review fix where this file
+        pins flashinfer-cubin or flashinfer-jit-cache at the same version and that pin is not
+        moved safely: FlashInfer refuses a cubin or JIT cache of another release, so a plain
+        `apply` must not leave them apart (xinference installs all three in one list)."""
+        ref = change.ref
+        if ref.package != MAIN or ref.kind is not Kind.REQUIREMENT or change.safety is not FixSafety.SAFE:
+            return change
+        apart = [h for h in held if _public(h.version) == _public(ref.version)]
+        if not apart:
+            return change
+        refuses = self.target < _IGNORES_COMPANIONS
+        does = (
+            say(
+                "FlashInfer {target} raises RuntimeError where one of another release is"
+                " installed",
+                "装有其他版本的配套包时 FlashInfer {target} 会抛出 RuntimeError",
+                target=self.target,
+            )
+            if refuses
+            else say(
+                "FlashInfer {target} ignores one of another release (it downloads the cubins at"
+                " first use, or compiles the kernels)",
+                "FlashInfer {target} 会忽略其他版本的配套包（首次使用时下载 cubin，或编译内核）",
+                target=self.target,
+            )
+        )
+        told = say(
+            "; moved only as a review fix: {companions} at the same version cannot be moved with"
+            " it here, and {does}: move them together",
+            "；仅作为需审阅的修复：同版本的 {companions} 无法在这里一起修改，而{does}：请一起修改",
+            does=does,
+            companions=join(
+                (say("{package} (line {line})", "{package}（第 {line} 行）", package=h.package,
+                     line=h.line) for h in apart),
+                ", ",
+                "、",
+            ),
+        )  # fmt: skip
+        return _Change(ref, change.new, change.message + told, FixSafety.REVIEW)
 
     def _in_step(self, version: str) -> bool:
         """Whether a pin at ``version`` names the release the run migrates from (or the one a
