@@ -189,7 +189,9 @@ def check_calls(ctx: FileContext, owns: Callable[[str], bool], wording: Wording)
     moved = _moved_imports(ctx, missing, old_api, new_api)
     # uses of a name whose import is reported are listed in that finding, not one finding each
     # (and not at all when the import is fixed: the same code is imported from where it went)
-    folded: dict[str, list[int]] = {path: [] for _, path, _ in missing}
+    # (each use with the lines of the statements that bind what it calls: a use is listed under
+    # the import statement it comes from, not under one of the same path in another function)
+    folded: dict[str, list[tuple[int, frozenset[int]]]] = {path: [] for _, path, _ in missing}
     first = len(ctx.diagnostics)
     # (several paths to one definition, `from flashinfer import *` and `from
     # flashinfer.quantization import *`, are one API: one key)
@@ -215,7 +217,11 @@ def check_calls(ctx: FileContext, owns: Callable[[str], bool], wording: Wording)
                     safety=safety,
                 )
             continue
-        lines = [] if path in re_pointed else sorted(set(folded[path]))
+        lines = (
+            []
+            if path in re_pointed
+            else sorted({n for n, bound in folded[path] if not bound or node.lineno in bound})
+        )
         if lines:
             message += say(
                 "; used at line{s} {where}: migrate by hand",
@@ -234,7 +240,7 @@ def _check_call(
     ambiguous: object,
     candidates: tuple[Candidate, ...],
     wording: Wording,
-    folded: dict[str, list[int]] | None = None,
+    folded: dict[str, list[tuple[int, frozenset[int]]]] | None = None,
 ) -> None:
     from migrate_fi.api.differ import api_for, callable_diff, moved_hint
     from migrate_fi.api.index import first_change
@@ -256,7 +262,8 @@ def _check_call(
                 default=None,
             )
             if imported is not None and folded is not None:
-                folded[imported].append(call.lineno)  # said where it is imported
+                bound = frozenset(c.line for c in candidates)
+                folded[imported].append((call.lineno, bound))  # said where it is imported
                 return
             ctx.report(
                 call,
@@ -343,7 +350,7 @@ def _missing_imports(
                         handler=handler,
                     )
                     if handler is not None
-                    else say("this import fails there", "这个导入在那里会失败")
+                    else _fails_unless(resolver.tree, node)
                 )
                 out.append(
                     (
@@ -451,6 +458,36 @@ class Renames:
     dropped: dict[str, str] = field(default_factory=dict)  # name -> the default, as written
     # how a rename the data does not make is known (`_keywords`): keyword -> evidence
     evidence: dict[str, str] = field(default_factory=dict)
+
+
+def _fails_unless(tree: ast.Module, node: ast.AST) -> Said:
+    """What a removed name's import does on the new release: it fails, unless the nearest
+    ``if`` it is under skips it there (vLLM tests for the module first:
+    ``if has_flashinfer_nvlink_two_sided():``), which then leaves the code that needs it without
+    it."""
+    from migrate_fi.analysis import nodes
+
+    parents = nodes.parents(tree)
+    at: ast.AST | None = parents.get(id(node))
+    while at is not None and not isinstance(at, ast.If):
+        if isinstance(at, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            at = None
+            break
+        at = parents.get(id(at))
+    if at is None or not isinstance(at, ast.If):
+        return say("this import fails there", "这个导入在那里会失败")
+    return say(
+        "this import fails there, unless the test at line {line} ({test}) skips it: then the"
+        " code that needs it goes without it",
+        "这个导入在那里会失败，除非第 {line} 行的判断（`{test}`）跳过它：那样需要它的代码就"
+        "拿不到它",
+        line=at.lineno,
+        test=_short(ast.unparse(at.test)),
+    )
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _renamed_in(site: Site, old: str, new: str) -> str:
