@@ -213,10 +213,17 @@ class FlashinferPins(Rule):
     - what a serving engine release requires of FlashInfer is read from its metadata (the
       release data's `engines.json`, sglang's and vLLM's releases; `signatures update` adds the
       newer ones through pip, `check` itself never asks the network): the project's own pin is
-      not moved where the same dependency list (a TOML array, a requirements file) pins an
-      engine release that requires another FlashInfer (reported with the engine's first later
-      release that accepts the target); beside a release the data does not know, it moves and
-      the fix says it was not checked;
+      not moved where the same dependency list (a TOML array, a requirements file, a JSON
+      array of requirement strings) pins an engine release that requires another FlashInfer
+      (reported with the engine's first later release that accepts the target); beside a
+      release the data does not know, it moves and the fix says it was not checked; beside an
+      engine installed from a URL (`sglang @ git+https://...@<commit>`) it moves only in a
+      review fix; an engine under another environment marker is installed apart and does not
+      count;
+    - flashinfer-python moves with its companions: where the same file pins flashinfer-cubin or
+      flashinfer-jit-cache at its version and this run cannot move that pin safely, its own move
+      is a review fix (FlashInfer before 0.7.2 raises RuntimeError with a companion of another
+      release; later ones ignore it, downloading cubins and compiling kernels instead);
     - a version check an `if` or `while` decides on (`if is_flashinfer_version_at_least("0.6.4"):`)
       is a feature gate, not a pin: the target answers it the same way every time, so it is
       never raised to the target. Where the check is named for "at least" and is the whole test
