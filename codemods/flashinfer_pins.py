@@ -333,7 +333,11 @@ class FlashinferPins(Rule):
                     change, reports = self._beside_engines(ctx, ref, change, reports)
             else:  # (not the project's own requirement: never moved)
                 reports = self._owned(ref, owner)
-            if companion and owner is None and (change is None or change.safety is not FixSafety.SAFE):
+            if (
+                companion
+                and owner is None
+                and (change is None or change.safety is not FixSafety.SAFE)
+            ):
                 held.append(ref)
             if change is not None:
                 changes.append(change)
@@ -866,10 +870,15 @@ class FlashinferPins(Rule):
     def _in_step_with(self, change: _Change, held: list[VersionRef]) -> _Change:
         """A safe move of a flashinfer-python requirement is only a review fix where this file
         pins flashinfer-cubin or flashinfer-jit-cache at the same version and that pin is not
-        moved safely: FlashInfer refuses a cubin or JIT cache of another release, so a plain
-        `apply` must not leave them apart (xinference installs all three in one list)."""
+        moved safely: FlashInfer raises (before 0.7.2) or ignores it (from 0.7.2) where a cubin
+        or JIT cache of another release is installed, so a plain `apply` must not leave them
+        apart (xinference installs all three from one list)."""
         ref = change.ref
-        if ref.package != MAIN or ref.kind is not Kind.REQUIREMENT or change.safety is not FixSafety.SAFE:
+        if (
+            ref.package != MAIN
+            or ref.kind is not Kind.REQUIREMENT
+            or change.safety is not FixSafety.SAFE
+        ):
             return change
         apart = [h for h in held if _public(h.version) == _public(ref.version)]
         if not apart:
@@ -877,8 +886,7 @@ class FlashinferPins(Rule):
         refuses = self.target < _IGNORES_COMPANIONS
         does = (
             say(
-                "FlashInfer {target} raises RuntimeError where one of another release is"
-                " installed",
+                "FlashInfer {target} raises RuntimeError where one of another release is installed",
                 "装有其他版本的配套包时 FlashInfer {target} 会抛出 RuntimeError",
                 target=self.target,
             )

@@ -290,8 +290,8 @@ class NameResolver:
             if not isinstance(cls, ast.ClassDef):
                 continue
             for fn in cls.body:
-                if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or not fn.returns:
-                    continue
+                if not isinstance(fn, ast.FunctionDef) or not fn.returns:
+                    continue  # (an `async def` gives a coroutine, whatever it is annotated)
                 kinds = {d.id for d in fn.decorator_list if isinstance(d, ast.Name)}
                 if len(kinds) != len(fn.decorator_list) or len(kinds) > 1:
                     continue  # (another decorator may change what a call gives)
@@ -300,7 +300,7 @@ class NameResolver:
                 if len(targets) != 1 or len(made) != 1:
                     continue
                 (target,) = targets
-                if not target or not _an_instance(target) or isinstance(fn, ast.AsyncFunctionDef):
+                if not target or not _an_instance(target):
                     continue
                 owner = f"{self.module_name}.{cls.name}"
                 if kinds == {"property"}:
@@ -891,7 +891,8 @@ class NameResolver:
         self, annotation: ast.expr, scope: Scope, line: int, seen: frozenset[tuple[int, str]]
     ) -> list[Candidate]:
         """The instances an annotation names (``X``, ``Optional[X]``, ``X | None``,
-        ``Union[X, Y]``, ``"X"``), when one of them is FlashInfer's; an opaque candidate
+        ``Union[X, Y]``, ``"X"``), when one of them is FlashInfer's or the project's (whose
+        annotated methods may give FlashInfer's, `_members_exported`); an opaque candidate
         stands for each other type."""
         out: list[Candidate] = []
         for arm in self._type_arms(annotation, scope, seen):
