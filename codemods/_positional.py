@@ -460,21 +460,13 @@ class Renames:
     evidence: dict[str, str] = field(default_factory=dict)
 
 
-def _fails_unless(tree: ast.Module, node: ast.AST) -> Said:
+def _fails_unless(tree: ast.Module, node: ast.stmt) -> Said:
     """What a removed name's import does on the new release: it fails, unless the nearest
     ``if`` it is under skips it there (vLLM tests for the module first:
     ``if has_flashinfer_nvlink_two_sided():``), which then leaves the code that needs it without
     it."""
-    from migrate_fi.analysis import nodes
-
-    parents = nodes.parents(tree)
-    at: ast.AST | None = parents.get(id(node))
-    while at is not None and not isinstance(at, ast.If):
-        if isinstance(at, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            at = None
-            break
-        at = parents.get(id(at))
-    if at is None or not isinstance(at, ast.If):
+    at = _guarding_if(tree, node)
+    if at is None:
         return say("this import fails there", "这个导入在那里会失败")
     return say(
         "this import fails there, unless the test at line {line} ({test}) skips it: then the"
@@ -484,6 +476,35 @@ def _fails_unless(tree: ast.Module, node: ast.AST) -> Said:
         line=at.lineno,
         test=_short(ast.unparse(at.test)),
     )
+
+
+def _guarding_if(tree: ast.Module, node: ast.stmt) -> ast.If | None:
+    """The nearest ``if`` the statement ``node`` is under, inside its own function or class (a
+    descent through the statements that hold its line: no map of the whole tree's parents)."""
+    found: ast.If | None = None
+    body: list[ast.stmt] = tree.body
+    while True:
+        for stmt in body:
+            if stmt is node:
+                return found
+            if stmt.lineno <= node.lineno <= (stmt.end_lineno or stmt.lineno):
+                if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    found = None
+                elif isinstance(stmt, ast.If):
+                    found = stmt
+                body = _inner_statements(stmt)
+                break
+        else:
+            return found
+
+
+def _inner_statements(stmt: ast.stmt) -> list[ast.stmt]:
+    out: list[ast.stmt] = []
+    for name in ("body", "orelse", "finalbody"):
+        out += getattr(stmt, name, None) or []
+    for part in (*(getattr(stmt, "handlers", None) or ()), *(getattr(stmt, "cases", None) or ())):
+        out += part.body
+    return out
 
 
 def _short(text: str, limit: int = 60) -> str:

@@ -269,6 +269,14 @@ class NameResolver:
                     out[f"{self.module_name}.{name}"] = target
         return out
 
+    def _member(self, key: str) -> str | None:
+        """What a method or property of an instance of this module's class gives (``key``:
+        ``<module>.<Class>().<name>[()]``), by its annotation; None for any other key (most:
+        the classes' annotations are read only for a key of this module's instances)."""
+        if not self.module_name or not key.startswith(self.module_name + ".") or "()." not in key:
+            return None
+        return self._members().get(key)
+
     def _members(self) -> dict[str, str]:
         """`_members_exported`, worked out once."""
         found = self.derived.get(("members",))
@@ -343,7 +351,7 @@ class NameResolver:
                     continue
                 inherited = self._inherited(cand, expr.attr, seen)
                 # (a property of a class of this module annotated with what it gives)
-                own = self._members().get(f"{cand.qualname}.{expr.attr}")
+                own = self._member(f"{cand.qualname}.{expr.attr}")
                 qual = inherited or own or self._project(f"{cand.qualname}.{expr.attr}")
                 out.append(Candidate(qual, cand.line, cand.what))
             return out
@@ -389,10 +397,10 @@ class NameResolver:
             made = self._returned(funcs, seen)
             if made is not None:  # a factory of this module: what it returns
                 return made
-            members = self._members()
-            if members and all(c.qualname and f"{c.qualname}()" in members for c in funcs):
+            given = [self._member(f"{c.qualname}()") if c.qualname else None for c in funcs]
+            if given and all(given):
                 # (a method of a class of this module whose annotation says what it returns)
-                return [Candidate(members[f"{c.qualname}()"], c.line, c.what) for c in funcs]
+                return [Candidate(q, c.line, c.what) for q, c in zip(given, funcs, strict=True)]
             # what a call returns: `X()` stands for "an instance of X" (or X's result; a
             # factory of another module of the project: what it returns, `exports`)
             return [
