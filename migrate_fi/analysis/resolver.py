@@ -854,17 +854,24 @@ class NameResolver:
     ) -> list[Candidate] | None:
         """The instances the one annotation of ``attr`` in ``cls`` names (``attr: T`` in its
         body, or ``self.attr: T = ...`` in a method), where it names FlashInfer's or the
-        project's classes."""
+        project's classes. Worked out once for each (every ``self.attr`` of the class asks;
+        one cut short by a cycle is kept as unknown, which only ever leaves a call alone)."""
+        memo = ("declared", id(cls), attr)
+        if memo in self.derived:
+            known = self.derived[memo]
+            return None if known is None else list(known)  # type: ignore[call-overload]
         annotated = [
             b
             for b in (*cls.bindings.get(attr, ()), *cls.attributes.get(attr, ()))
             if b.annotation is not None and b.scope is not None
         ]
-        if len(annotated) != 1:
-            return None
-        (b,) = annotated
-        assert b.annotation is not None and b.scope is not None
-        return self._annotated(b.annotation, b.scope, b.line, seen) or None
+        found = None
+        if len(annotated) == 1:
+            (b,) = annotated
+            assert b.annotation is not None and b.scope is not None
+            found = self._annotated(b.annotation, b.scope, b.line, seen) or None
+        self.derived[memo] = found
+        return None if found is None else list(found)
 
     # ------------------------------------------------------------- parameters
 
