@@ -297,3 +297,28 @@ def test_report_base_needs_a_repository_and_a_commit_in_it(
     _git(tmp_path, "commit", "-qm", "one")
     code, _, err = _report("--base", "no-such-ref", "--from", "0.6.8.post1")
     assert code == 2 and "no-such-ref" in err and "is not in the repository" in err
+
+
+def test_a_pin_a_module_installs_is_no_version_check() -> None:
+    """A Python module's list of packages to install (xinference's virtual environments) is a
+    dependency, not a version check; a docstring's example version is not a check that stops an
+    older install at start-up: only checks the code runs are said to."""
+    from migrate_fi.base.results import Diagnostic
+    from migrate_fi.outputs.report import _area, _checks_at_start
+
+    def site(path: str, message: str, code: str = "FI006") -> Diagnostic:
+        return Diagnostic(path, 1, 1, code, "flashinfer_pins", message)
+
+    install = site("pkg/env.py", "flashinfer-python pin ==0.6.11: moved to the target 0.7.4")
+    check = site("pkg/engine.py", "flashinfer-python version check: moved to the target 0.7.4")
+    cited = site(
+        "pkg/utils.py",
+        "0.6.18 in a comment or docstring next to a FlashInfer mention: the version being"
+        " migrated from, now 0.7.4",
+    )
+    assert [_area(d) for d in (install, check, cited)] == [
+        "area_deps",
+        "area_checks",
+        "area_checks",
+    ]
+    assert [_checks_at_start(d) for d in (install, check, cited)] == [False, True, False]

@@ -503,12 +503,29 @@ def _area(d: Diagnostic) -> str:
     if role == "role_test" or d.code == "FI005":
         return "area_tests"
     if d.code in ("FI006", "FI007", "FI009"):
-        if role == "role_source":
+        if role == "role_source" and not _installs(d):
             return "area_checks"
         return "area_docker_ci" if role == "role_infra" else "area_deps"
     return {"FI004": "area_allreduce", "FI001": "area_fp4", "FI003": "area_fp4"}.get(
         d.code, "area_behaviour" if d.code == "FI012" else "area_api"
     )
+
+
+def _installs(d: Diagnostic) -> bool:
+    """A pin FI006 or FI007 found in the project's code that is a requirement to install (a
+    list of packages a module installs), not a version it checks or cites: FI006 calls each
+    place by its kind, "pin" for a requirement ("this install" where it cannot move one)."""
+    return d.code == "FI007" or (
+        d.code == "FI006"
+        and (" pin" in d.message or "this install" in d.message)
+        and "version check" not in d.message
+    )
+
+
+def _checks_at_start(d: Diagnostic) -> bool:
+    """A version check the code runs (FI009's comparisons, FI006's checks such as
+    `assert_pkg_version`), not a version a docstring cites or a list installs."""
+    return d.code == "FI009" or (d.code == "FI006" and "version check" in d.message)
 
 
 def _listed(w: _Writer, items: list[str], limit: int = 4) -> str:
@@ -825,7 +842,7 @@ def _impact(
     w: _Writer, result: RunResult, report: Report, install: list[str], behaviour: list[str]
 ) -> None:
     target = result.to_version
-    checks = sorted({d.path for d in result.diagnostics if _area(d) == "area_checks"})
+    checks = sorted({d.path for d in result.diagnostics if _checks_at_start(d)})
     infra = [p for p in install if _role(p) == "role_infra"]
     cubin = any(
         "flashinfer-cubin" in d.message and "index" in d.message for d in result.diagnostics
