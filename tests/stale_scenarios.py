@@ -367,7 +367,7 @@ def _s5(name: str, args: list[str], include: str, where: str, pin: str = "0.6.8.
 def s5_requirements_include() -> Outcome:
     """5. requirements.txt includes `-r deps/other.txt`, missing at first; then it appears with
     a flashinfer-python pin (FI006 reports it). Only the requirements file is given: migrate-fi
-    follows `-r` only from files given on the command line (`discovery.with_includes`)."""
+    follows its `-r` (`discovery.with_includes`; a walked one's too, 5e and 5f)."""
     return _s5(
         "5a -r deps/other.txt (file arg)",
         ["proj/requirements.txt"],
@@ -406,6 +406,37 @@ def s5_requirements_include_disagree() -> Outcome:
         "deps/other.txt",
         pin="0.6.11",
     )
+
+
+def s5_walked_include_edited() -> Outcome:
+    """5, only the project folder given: its requirements.txt includes `-r base.txt`, a name
+    no pin pattern matches (read because it is included); the pin there is edited at the same
+    size with its times kept."""
+
+    def build(c: Ctx) -> None:
+        c.args = ["proj"]
+        write(c.p("requirements.txt"), "-r base.txt\ntorch>=2.8\n")
+        write(c.p("base.txt"), "flashinfer-python==0.6.8.post1\n")
+
+    def mutate(c: Ctx) -> None:
+        edit_same_size(c.p("base.txt"), "==0.6.8.post1", ">=0.6.8.post1")
+
+    return scenario(build, mutate, "5e walked -r base.txt edited")
+
+
+def s5_walked_include_added() -> Outcome:
+    """5, only the project folder given: base.txt (a pin) is there from the start, and
+    requirements.txt comes to include it (`-r base.txt`)."""
+
+    def build(c: Ctx) -> None:
+        c.args = ["proj"]
+        write(c.p("requirements.txt"), "torch>=2.8\n")
+        write(c.p("base.txt"), "flashinfer-python==0.6.8.post1\n")
+
+    def mutate(c: Ctx) -> None:
+        write(c.p("requirements.txt"), "-r base.txt\ntorch>=2.8\n")
+
+    return scenario(build, mutate, "5f walked -r base.txt added")
 
 
 VALUES = """\
@@ -552,6 +583,8 @@ SCENARIOS: list[Callable[[], Outcome]] = [
     s5_requirements_include_dir,
     s5_requirements_include_outside,
     s5_requirements_include_disagree,
+    s5_walked_include_edited,
+    s5_walked_include_added,
     s6_user_value_map,
     s7_cache_in_tree,
     s7_cache_is_tree_root,

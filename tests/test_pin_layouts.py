@@ -152,3 +152,25 @@ def test_requirements_named_with_words_around_are_dependency_files(project: Path
     r = invoke("apply", "--to", "0.6.13", ".")
     assert r.exit_code == 0, r.output
     assert pinned.read_text() == "flashinfer-python==0.6.13\n"
+
+
+@pytest.mark.parametrize("given", [".", "requirements.txt"])
+def test_a_file_a_requirements_file_includes_is_read_whatever_its_name(
+    project: Path, given: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`-r base.txt` and `-c pins.txt` (recursively, relative to the including file): a pin
+    there is the project's as much, and was left behind while `check` passed. An include
+    outside the folder checked is not the run's to change; a loop of includes ends."""
+    monkeypatch.setenv("MIGRATE_FI_NO_CACHE", "1")
+    (project / "requirements.txt").write_text("-r base.txt\ntorch\n")
+    (project / "base.txt").write_text("-c deps/pins.txt\n-r requirements.txt\n")
+    (project / "deps").mkdir()
+    (project / "deps" / "pins.txt").write_text("flashinfer-python==0.6.10\n-r ../../outside.txt\n")
+    (project.parent / "outside.txt").write_text("flashinfer-python==0.6.10\n")
+    r = invoke("check", "--to", "0.6.11", given)
+    assert r.exit_code == 1, r.output
+    assert "deps/pins.txt:1:20: FI006 flashinfer-python pin ==0.6.10" in r.stdout
+    invoke("apply", "--to", "0.6.11", given)
+    assert (project / "deps" / "pins.txt").read_text().startswith("flashinfer-python==0.6.11\n")
+    if given == ".":
+        assert (project.parent / "outside.txt").read_text() == "flashinfer-python==0.6.10\n"

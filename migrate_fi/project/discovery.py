@@ -109,10 +109,15 @@ class _Wanted:
         # testing a tree's paths cost)
         self.name_ends, self.name_starts = _literal_ends(names, starts=True)
         self.path_ends, _ = _literal_ends(paths, starts=False)
+        # (a spec that takes requirements files takes the files they include, whatever their
+        # name: `-r base.txt`, `_INCLUDED`)
+        self.requirements = any("requirements" in p and p.endswith(".txt") for p in patterns)
 
     def __call__(self, path: str) -> bool:
         name = os.path.basename(path)
         if name.endswith(self.suffixes):
+            return True
+        if self.requirements and _INCLUDED and os.path.abspath(path) in _INCLUDED:
             return True
         if self.scripts and "." not in name and python_script(path):
             return True
@@ -256,6 +261,8 @@ def discover(
             if path not in seen:
                 seen.add(path)
                 yield path
+                if wanted.requirements:
+                    yield from _includes(path, seen)
             continue
         if not os.path.isdir(path):
             raise DiscoveryError(f"{given}: not a regular file or folder")
@@ -266,6 +273,8 @@ def discover(
             if found not in seen:
                 seen.add(found)
                 yield found
+                if wanted.requirements:  # (the files it includes, whatever their name)
+                    yield from _includes(found, seen, path)
 
 
 def _walk(
@@ -388,23 +397,50 @@ def with_includes(paths: list[str]) -> list[str]:
     """``paths`` and the files that requirements files among them include (``-r other.txt``,
     ``-c constraints.txt``, relative to the including file, recursively): a pin there is the
     project's as much. Links are not followed (see `migrate_fi.project.discovery.discover`)."""
-    out = list(paths)
     seen = {os.path.abspath(p) for p in paths}
-    todo = [p for p in paths if os.path.isfile(p) and p.endswith((".txt", ".in"))]
+    out = list(paths)
+    for p in paths:
+        if os.path.isfile(p):
+            out += _includes(p, seen)
+    return out
+
+
+# files a requirements file of this run includes (``-r base.txt``), as absolute paths: a spec
+# that takes requirements files takes them too (`_Wanted`), whatever their name
+_INCLUDED: set[str] = set()
+
+
+@depends.on_forget_stats
+def _forget_includes() -> None:  # (a run finds them again)
+    _INCLUDED.clear()
+
+
+def _includes(path: str, seen: set[str], root: str | None = None) -> list[str]:
+    """The files the requirements file at ``path`` includes, recursively, that ``seen`` does
+    not hold yet (added to it; under the folder ``root`` only, when given): each noted as
+    included. Links are not followed; an include that does not exist is watched (it may
+    appear: a replayed run relies on it)."""
+    if not path.endswith((".txt", ".in")):
+        return []
+    out: list[str] = []
+    todo = [path]
     while todo:
-        path = todo.pop()
+        including = todo.pop()
         try:
-            with open(path, encoding="utf-8", errors="replace") as fh:
+            with open(including, encoding="utf-8", errors="replace") as fh:
                 text = fh.read()
         except OSError:
             continue  # (the run itself says that it cannot be read)
         for m in _INCLUDE.finditer(text):
-            found = os.path.join(os.path.dirname(path), m.group(1))
+            found = os.path.join(os.path.dirname(including), m.group(1))
             real = os.path.abspath(found)
-            depends.watch(real)  # (absent now, it may appear: a replayed run relies on it)
+            depends.watch(real)
             if real in seen or not os.path.isfile(real) or os.path.islink(real):
                 continue
+            if root is not None and not real.startswith(os.path.join(root, "")):
+                continue  # (outside the folder walked: not this run's to change)
             seen.add(real)
+            _INCLUDED.add(real)
             out.append(found)
             todo.append(found)
     return out
