@@ -29,7 +29,7 @@ from migrate_fi.project.ownership import (
     engines_by_url,
     engines_in,
     owner_of,
-    requirement_marker,
+    pin_marker,
     toml_places,
 )
 from migrate_fi.project.pins import (
@@ -599,9 +599,10 @@ class FlashinferPins(Rule):
             return change, reports
         if ref.line > len(lines):
             return change, reports
-        text = engine_lines(lines, places, ref.line, ctx.path.endswith(".json"), ref.col)
+        json = ctx.path.endswith(".json")
+        text = engine_lines(lines, places, ref.line, json, ref.col)
         # (an engine installed under another environment marker is installed apart)
-        marker = requirement_marker(lines[ref.line - 1].strip())
+        marker = pin_marker(lines[ref.line - 1], ref.col, quoted=places is not None or json)
         for engine, url in engines_by_url(text, _FAMILY, marker):
             # (a commit or an archive of the engine: what it requires of FlashInfer is not
             # recorded, and an exact pin beside it is most often the one it requires)

@@ -418,3 +418,23 @@ def test_the_json_array_a_line_belongs_to() -> None:
     assert json_array_text(text, 3) == '["x[1]",\n  "flashinfer-python==0.6.17"]'
     assert json_array_text(text, 4, 9) == '["sglang==0.5.11"]'
     assert json_array_text(text, 4) is None and json_array_text(text, 1) is None
+
+
+@pytest.mark.parametrize(
+    ("line", "quoted", "marker"),
+    [
+        ('flashinfer-python==0.6.8 ; sys_platform == "linux"  # the stack', False,
+         'sys_platform == "linux"'),
+        ("flashinfer-python==0.6.8", False, ""),
+        ("""deps = ["sglang==0.5.11", "flashinfer-python==0.6.8; python_version>'3.9'"]""", True,
+         "python_version>'3.9'"),
+        ('  "flashinfer_python==0.6.17 ; #engine# == \\"sglang\\"",', True, '#engine# == "sglang"'),
+    ],
+)  # fmt: skip
+def test_the_marker_of_the_pin_itself(line: str, quoted: bool, marker: str) -> None:
+    """The pin's own marker, read as the list's markers are: a requirements line's comment
+    left out and its quotes kept; in an array, the string that holds the version."""
+    from migrate_fi.project.ownership import pin_marker
+
+    col = line.index("==0.6.") + 2
+    assert pin_marker(line, col, quoted) == marker

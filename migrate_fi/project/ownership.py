@@ -35,6 +35,7 @@ __all__ = [
     "engines_in",
     "json_array_text",
     "owner_of",
+    "pin_marker",
     "requirement_marker",
     "toml_places",
 ]
@@ -181,7 +182,24 @@ def engine_lines(
         return json_array_text("\n".join(lines), line, col) or ""
     if places is not None:
         return _array_text(lines, places, line - 1)
-    return "\n".join(f'"{raw.split("#", 1)[0].strip()}"' for raw in lines)
+    return "\n".join(_quoted(raw) for raw in lines)
+
+
+def _quoted(raw: str) -> str:
+    """A requirements file's line as an array's string: its comment left out, written in
+    double quotes, those of its marker escaped (``sys_platform == \\"linux\\"``)."""
+    text = raw.split("#", 1)[0].strip().replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{text}"'
+
+
+def pin_marker(line: str, col: int, quoted: bool) -> str:
+    """The environment marker of the pin whose version starts at column ``col`` of ``line``:
+    in the quoted string that holds it (``quoted``: a TOML or JSON array), else of the whole
+    line of a requirements file (its comment left out)."""
+    if not quoted:
+        return requirement_marker(_quoted(line))
+    start = max(line.rfind('"', 0, col), line.rfind("'", 0, col))
+    return requirement_marker(line[start:]) if start >= 0 else ""
 
 
 def engines_beside(
@@ -208,8 +226,9 @@ def engines_in(text: str, family: frozenset[str], marker: str = "") -> list[tupl
 def requirement_marker(text: str) -> str:
     """The environment marker of the requirement string that starts ``text`` (what follows
     its ``;``, up to the string's end), written plainly: ``#engine# == "sglang"``."""
-    quote = text.lstrip()[:1]
-    body = text.lstrip()[1:] if quote in ("'", '"') else text
+    text = text.lstrip()
+    quote = text[:1]
+    body = text[1:] if quote in ("'", '"') else text
     end = _string_end(body, quote) if quote in ("'", '"') else len(body)
     head, _, marker = body[:end].partition(";")
     return " ".join(marker.replace('\\"', '"').split()) if head else ""
@@ -231,8 +250,7 @@ def _string_end(text: str, quote: str) -> int:
 def _together(text: str, m: re.Match[str], marker: str) -> bool:
     """Whether the requirement ``m`` found in ``text`` is installed with a pin whose marker is
     ``marker``: either has none, or they are the same."""
-    start = m.start()
-    theirs = requirement_marker(text[start:])
+    theirs = requirement_marker(text[m.start() :])
     return not marker or not theirs or theirs == marker
 
 
