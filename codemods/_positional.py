@@ -481,6 +481,8 @@ def _fails_unless(tree: ast.Module, node: ast.stmt) -> Said:
 def _guarding_if(tree: ast.Module, node: ast.stmt) -> ast.If | None:
     """The nearest ``if`` the statement ``node`` is under, inside its own function or class (a
     descent through the statements that hold its line: no map of the whole tree's parents)."""
+    from migrate_fi.analysis import nodes
+
     found: ast.If | None = None
     body: list[ast.stmt] = tree.body
     while True:
@@ -492,19 +494,10 @@ def _guarding_if(tree: ast.Module, node: ast.stmt) -> ast.If | None:
                     found = None
                 elif isinstance(stmt, ast.If):
                     found = stmt
-                body = _inner_statements(stmt)
+                body = nodes.inner_statements(stmt)
                 break
         else:
             return found
-
-
-def _inner_statements(stmt: ast.stmt) -> list[ast.stmt]:
-    out: list[ast.stmt] = []
-    for name in ("body", "orelse", "finalbody"):
-        out += getattr(stmt, name, None) or []
-    for part in (*(getattr(stmt, "handlers", None) or ()), *(getattr(stmt, "cases", None) or ())):
-        out += part.body
-    return out
 
 
 def _short(text: str, limit: int = 60) -> str:

@@ -138,5 +138,15 @@ def blocks(tree: ast.Module) -> list[ast.AST]:
     return out
 
 
+def inner_statements(stmt: ast.stmt) -> list[ast.stmt]:
+    """The statements directly inside the compound statement ``stmt``, those of its ``except``
+    clauses and ``case``s included (the fields `blocks` walks)."""
+    out: list[ast.stmt] = []
+    for name in _BLOCKS:
+        for part in getattr(stmt, name, None) or ():
+            out += [part] if isinstance(part, ast.stmt) else part.body
+    return out
+
+
 def _holds_statements(node: ast.AST) -> bool:
     return any(isinstance(getattr(node, name, None), list) for name in _BLOCKS)

@@ -279,18 +279,32 @@ def changed_in(path: str) -> frozenset[str] | None:
     return found or None
 
 
+def _indexed(path: str) -> str:
+    """The name the prefilter index knows ``path`` by (a method: its class)."""
+    api_path = ApiPath(path)
+    return api_path.owner if api_path.is_method else path
+
+
+def _changing(path: str, old_version: str, new_version: str) -> list[str]:
+    """The bundled releases after ``old_version``, up to ``new_version``, whose predecessor
+    differs for ``path`` (the prefilter index says which; a path it does not name, a private
+    one, may change in every release), oldest first."""
+    lo, hi = parse_version(old_version), parse_version(new_version)
+    candidates = changed_in(_indexed(path))
+    return [
+        v
+        for v in available_releases()
+        if lo < parse_version(v) <= hi and (candidates is None or v in candidates)
+    ]
+
+
 def renamed_in(path: str, old: str, new: str, old_version: str, new_version: str) -> str:
     """The first bundled release after ``old_version`` (up to ``new_version``) whose signature
     of ``path`` has the parameter ``new`` and no longer ``old``: where FlashInfer renamed it
     (``new_version`` where no release in between says)."""
     from migrate_fi.api.differ import api_for
 
-    lo, hi = parse_version(old_version), parse_version(new_version)
-    api_path = ApiPath(path)
-    candidates = changed_in(api_path.owner if api_path.is_method else path)
-    for v in available_releases():
-        if not lo < parse_version(v) <= hi or (candidates is not None and v not in candidates):
-            continue
+    for v in _changing(path, old_version, new_version):
         found = api_for(v).callable(path)
         names = {p.name for p in found.params} if found is not None else set()
         if new in names and old not in names:
@@ -307,14 +321,8 @@ def first_change(path: str, old_version: str, new_version: str) -> str | None:
     before = api_for(old_version).callable(path)
     if before is None:
         return None
-    lo, hi = parse_version(old_version), parse_version(new_version)
-    api_path = ApiPath(path)
-    named = api_path.owner if api_path.is_method else path
-    # only the releases whose predecessor differs for this path (the prefilter index says
-    # which); a path the index does not name (a private one) is compared in every release
-    candidates = changed_in(named)
-    inside = [v for v in candidates or () if lo < parse_version(v) <= hi]
-    if len(inside) == 1:
+    inside = _changing(path, old_version, new_version)
+    if len(inside) == 1 and changed_in(_indexed(path)) is not None:
         # One release in the range changes the path's calls: the calls written for
         # ``old_version`` bind as before up to the release before it, and calls bind on
         # ``new_version`` as on it. It is the first change if the range changes them at all
@@ -322,9 +330,7 @@ def first_change(path: str, old_version: str, new_version: str) -> str | None:
         after = api_for(new_version).callable(path)
         if after is not None:
             return inside[0] if compare_callables(before, after).affected_from is not None else None
-    for v in available_releases():
-        if not lo < parse_version(v) <= hi or (candidates is not None and v not in candidates):
-            continue
+    for v in inside:
         after = api_for(v).callable(path)
         if after is not None and compare_callables(before, after).affected_from is not None:
             return v

@@ -20,6 +20,7 @@ belongs to (quoted strings, extras in brackets included, never confuse the count
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from migrate_fi.base import patterns
@@ -214,13 +215,22 @@ def engines_beside(
 def engines_in(text: str, family: frozenset[str], marker: str = "") -> list[tuple[str, str, str]]:
     """The serving engines a dependency list's text (`engine_lines`) pins exactly, in the
     environment of ``marker`` (the pin's: one whose own marker differs is installed apart)."""
-    out = []
-    for m in _EXACT.finditer(text):
-        name, extras, version = m.group(1), m.group(2) or "", m.group(3)
-        canonical = canonical_name(name)
+    return [
+        (canonical, m.group(2) or "", m.group(3))
+        for canonical, m in _engines(_EXACT, text, family, marker)
+    ]
+
+
+def _engines(
+    pattern: re.Pattern[str], text: str, family: frozenset[str], marker: str
+) -> Iterator[tuple[str, re.Match[str]]]:
+    """Each match of ``pattern`` in ``text`` whose first group names a serving engine (not
+    one of ``family``) installed with a pin of environment marker ``marker``, with the
+    engine's canonical name."""
+    for m in pattern.finditer(text):
+        canonical = canonical_name(m.group(1))
         if canonical in ENGINES and canonical not in family and _together(text, m, marker):
-            out.append((canonical, extras, version))
-    return out
+            yield canonical, m
 
 
 def requirement_marker(text: str) -> str:
@@ -264,13 +274,7 @@ def engines_by_url(text: str, family: frozenset[str], marker: str = "") -> list[
     """The serving engines a dependency list's text installs from a URL (a git commit, an
     archive), as ``(canonical name, URL)``, in the environment of ``marker`` (`engines_in`):
     which FlashInfer they require cannot be read."""
-    out = []
-    for m in _DIRECT.finditer(text):
-        name, url = m.groups()
-        canonical = canonical_name(name)
-        if canonical in ENGINES and canonical not in family and _together(text, m, marker):
-            out.append((canonical, url))
-    return out
+    return [(canonical, m.group(2)) for canonical, m in _engines(_DIRECT, text, family, marker)]
 
 
 def owner_of(
