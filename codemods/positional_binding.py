@@ -64,7 +64,9 @@ class PositionalBinding(Rule):
     keywords that no longer exist (removed parameters passed another value: the report says the
     old default and what the call passes), newly required parameters the
     call does not pass (when a fixed call still needs one, the fix says so and the parameter is
-    reported with it), APIs and imports that were removed or moved, calls with `*args`, and names
+    reported with it), APIs and imports that were removed or moved, `f.cache_clear()` (and
+    `cache_info()`, `cache_parameters()`) of a function the target release no longer wraps in
+    `functools.cache` (an AttributeError there), calls with `*args`, and names
     that may be bound to something else. A removed name is reported once, at its import, with the
     lines that use it (not once per use); an import inside `try: ... except ImportError:` is said
     to fall back silently, since it raises nothing anyone sees. An API that another rule selected for the same run owns

@@ -362,3 +362,49 @@ def test_a_default_mapped_back_is_the_same_default() -> None:
     )
     found = {c.name: c.same for c in _default_changes("flashinfer.f", before, after)}
     assert found == {"n": True, "m": False}
+
+
+CACHED = """
+    import functools
+    from functools import lru_cache as memo
+
+    from .other import cache
+
+    @functools.cache
+    def get_module(): ...
+
+    @memo(maxsize=None)
+    def get_spec(x): ...
+
+    @cache
+    def not_functools(): ...
+
+    def plain(): ...
+"""
+
+
+def _release(root: Path, text: str) -> Api:
+    (root / "flashinfer").mkdir(parents=True)
+    (root / "flashinfer" / "__init__.py").write_text(textwrap.dedent(text))
+    (root / "flashinfer" / "other.py").write_text("def cache(f):\n    return f\n")
+    return Api(root.name, extract_release(str(root)))
+
+
+def test_what_a_cache_gives_a_function(tmp_path: Path) -> None:
+    """A function wrapped by functools.cache or lru_cache (however imported) has `cache_clear`,
+    `cache_info` and `cache_parameters`, callables of no parameters; another decorator named
+    `cache` gives none. Where a later release drops the cache, those are surely gone."""
+    old = _release(tmp_path / "1.0", CACHED)
+    assert old.cached("flashinfer.get_module") and old.cached("flashinfer.get_spec")
+    assert not old.cached("flashinfer.not_functools") and not old.cached("flashinfer.plain")
+    clear = old.callable("flashinfer.get_module.cache_clear")
+    assert clear is not None and clear.params == ()
+    assert old.key("flashinfer.get_spec.cache_info") == "flashinfer.get_spec.cache_info"
+    assert old.callable("flashinfer.not_functools.cache_clear") is None
+    assert old.exists("flashinfer.get_module.cache_parameters") is True
+    assert old.exists("flashinfer.plain.cache_clear") is False
+    assert old.exists("flashinfer.plain.other_attribute") is None  # (a function's: unknowable)
+    new = _release(tmp_path / "2.0", CACHED.replace("    @functools.cache\n", ""))
+    assert new.callable("flashinfer.get_module.cache_clear") is None
+    assert new.surely_missing("flashinfer.get_module.cache_clear")
+    assert not new.surely_missing("flashinfer.get_spec.cache_clear")

@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from typing import Any
 
-from migrate_fi.api.paths import ApiPath
+from migrate_fi.api.paths import CACHE_ATTRIBUTES, ApiPath
 from migrate_fi.api.store import (
     Section,
+    available_releases,
     keys_ending_with,
     keys_holding,
     load_release,
@@ -29,6 +30,7 @@ from migrate_fi.api.store import (
 )
 from migrate_fi.base import patterns
 from migrate_fi.base.messages import Said, say
+from migrate_fi.base.versions import parse_version
 
 __all__ = [
     "Api",
@@ -232,7 +234,13 @@ class Api:
         that would hold it, from its ``__getattr__`` and star imports, or from the class and all
         its bases), or None when that cannot be known (an attribute of a value, a class with a
         base from another package, a module that binds names dynamically)."""
-        parts = ApiPath(path).dotted.split(".")
+        dotted = ApiPath(path).dotted
+        owner, _, attribute = dotted.rpartition(".")
+        if attribute in CACHE_ATTRIBUTES:  # (what a cache gives the function it wraps)
+            function = self.canonical(owner)
+            if function is not None and self.kind(function) == "f":
+                return self.cached(function)
+        parts = dotted.split(".")
         if parts[0] != "flashinfer" or "flashinfer" not in self.modules:
             return None
         current, kind = "flashinfer", "module"
@@ -324,11 +332,14 @@ class Api:
             cls = self.canonical(api_path.owner)
             return str(ApiPath.method_of(cls, api_path.name)) if cls else None
         found = self.canonical(path)
-        if found is None:  # `Cls.method`
-            cls_part, _, method = path.rpartition(".")
-            cls = self.canonical(cls_part)
-            if cls is not None and self.kind(cls) == "c":
-                return str(ApiPath.method_of(cls, method))
+        if found is None:  # `Cls.method`, or `f.cache_clear` of a cached function
+            owner, _, attribute = path.rpartition(".")
+            target = self.canonical(owner)
+            kind = self.kind(target) if target is not None else None
+            if kind == "c":
+                return str(ApiPath.method_of(target, attribute))  # type: ignore[arg-type]
+            if kind == "f" and attribute in CACHE_ATTRIBUTES:
+                return f"{target}.{attribute}"
         return found
 
     def callable(self, path: str) -> CallSignature | None:
@@ -350,7 +361,7 @@ class Api:
             return self._with_shim(path, params, record, cls)
         target = self.canonical(path)
         if target is None:
-            return self._class_attribute(path)
+            return self._class_attribute(path) or self._cache_attribute(path)
         record = self.defs.get(target)
         if record is None:
             return None
@@ -398,6 +409,22 @@ class Api:
         if record.get("dec") == "class":
             params = params[1:]
         return self._with_shim(path, params, record, cls)
+
+    def cached(self, function: str) -> bool:
+        """Whether the function ``function`` (a key of ``defs``) is wrapped by a cache."""
+        record = self.defs.get(function)
+        return bool(record and record.get("cache"))
+
+    def _cache_attribute(self, path: str) -> CallSignature | None:
+        """``f.cache_clear`` (``cache_info``, ``cache_parameters``) of a cached function: a
+        callable of no parameters."""
+        owner, _, attribute = path.rpartition(".")
+        if attribute not in CACHE_ATTRIBUTES:
+            return None
+        target = self.canonical(owner)
+        if target is None or self.kind(target) != "f" or not self.cached(target):
+            return None
+        return CallSignature(path, (), None, (), (), frozenset(), frozenset())
 
     def _with_shim(
         self, path: str, params: tuple[Param, ...], record: dict[str, Any], cls: str | None
@@ -522,7 +549,20 @@ def moved_hint(old: Api, new: Api, path: str, limit: int = 3) -> Said:
     """A hint for a ``path`` that ``new`` no longer has: `` (moved to X: the same code)`` when
     `moved_to` finds the same definition, else `` (the same name is defined at X: compare before
     switching)`` for definitions (or modules) of the same name and kind; ``""`` when nowhere, or
-    in more than ``limit`` places (a common name says nothing about where this one went)."""
+    in more than ``limit`` places (a common name says nothing about where this one went); for
+    ``f.cache_clear`` of a function still there, that its cache went (`cache_gone`)."""
+    gone = cache_gone(old, new, path)
+    if gone is not None:
+        function, since = gone
+        return say(
+            " ({function} is still there, no longer wrapped by functools.cache since {since}:"
+            " it has no cache, and .{attribute} raises AttributeError)",
+            "（`{function}` 仍在，但自 {since} 起不再由 `functools.cache` 包装：它没有缓存，"
+            "`.{attribute}` 会抛出 `AttributeError`）",
+            function=function,
+            since=since,
+            attribute=path.rpartition(".")[2],
+        )
     if path in old.modules:
         name = path.rsplit(".", 1)[-1]
         places = sorted(m for m in new.modules if m.rsplit(".", 1)[-1] == name and "._" not in m)
@@ -539,6 +579,28 @@ def moved_hint(old: Api, new: Api, path: str, limit: int = 3) -> Said:
         "（同名定义位于 {places}：切换前请比较两者）",
         places=Said(" and ".join(places), "、".join(f"`{p}`" for p in places)),
     )
+
+
+def cache_gone(old: Api, new: Api, path: str) -> tuple[str, str] | None:
+    """``(function, since)`` where ``path`` is ``function.cache_clear`` (or another attribute
+    a cache gives) of a function cached on ``old`` and still a function, uncached, on ``new``:
+    ``since`` is the first release in between that dropped the cache."""
+    function, _, attribute = path.rpartition(".")
+    if attribute not in CACHE_ATTRIBUTES:
+        return None
+    before, after = old.canonical(function), new.canonical(function)
+    if before is None or after is None or not old.cached(before) or new.kind(after) != "f":
+        return None
+    if new.cached(after):
+        return None
+    lo, hi = parse_version(old.version), parse_version(new.version)
+    for version in sorted(available_releases(), key=parse_version):
+        if lo < parse_version(version) <= hi:
+            api = api_for(version)
+            target = api.canonical(function)
+            if target is not None and api.kind(target) == "f" and not api.cached(target):
+                return function.rpartition(".")[2], version
+    return function.rpartition(".")[2], new.version
 
 
 def _instance_call(path: str) -> str:
@@ -835,10 +897,14 @@ def _callable_paths(api: Api) -> dict[str, str]:
     out: dict[str, str] = {}
     for target, path in _shortest_paths(api.version).items():
         out[path] = target
-        if api.kind(target) == "c":
+        kind = api.kind(target)
+        if kind == "c":
             for name in api.method_names(target):
                 if _called(name):
                     out[str(ApiPath.method_of(path, name))] = str(ApiPath.method_of(target, name))
+        elif kind == "f" and api.cached(target):
+            for name in CACHE_ATTRIBUTES:
+                out[f"{path}.{name}"] = f"{target}.{name}"
     return out
 
 
@@ -862,7 +928,12 @@ def _callable_path(version: str, key: str) -> str | None:
     none), found without listing every callable."""
     api_key = ApiPath(key)
     if not api_key.is_method:
-        return _shortest_paths(version).get(key)
+        found = _shortest_paths(version).get(key)
+        function, _, attribute = key.rpartition(".")
+        if found is None and attribute in CACHE_ATTRIBUTES and api_for(version).cached(function):
+            path = _shortest_paths(version).get(function)
+            return f"{path}.{attribute}" if path is not None else None
+        return found
     api, owner, name = api_for(version), api_key.owner, api_key.name
     path = _shortest_paths(version).get(owner)
     if path is None or not _called(name) or api.kind(owner) != "c":

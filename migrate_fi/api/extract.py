@@ -3,7 +3,7 @@
 The input is a `flashinfer-python` wheel (a zip of `.py` files) or a folder holding the
 `flashinfer` package (an installed copy, found without importing it). Nothing is imported or run.
 
-What is recorded, per release (format 4):
+What is recorded, per release (format 5):
 - ``modules``: every module, public or private, with every name it binds at import time
   (definitions, imports, assignments, names bound through ``global`` in a function, names its
   ``__getattr__`` serves), its star imports, and ``open`` when it may bind names that cannot be
@@ -19,7 +19,9 @@ What is recorded, per release (format 4):
   item, where present, is the literal the body turns a ``None`` default into on every path
   before reading it (``if next_n is None: next_n = 1``). ``dep`` lists the parameters a function
   warns about as deprecated (an ``if`` on the parameter around ``warnings.warn(...,
-  DeprecationWarning)``). A class
+  DeprecationWarning)``). ``cache`` marks a function wrapped by ``functools.cache`` or
+  ``functools.lru_cache``: its ``cache_clear()``, ``cache_info()`` and ``cache_parameters()`` are
+  API, gone where a later release drops the decorator. A class
   records its bases, its ``__init__``/``__call__``/public methods (``static``/``class``/
   ``property``), the other names its body binds, enum member values, and the ``__init__``
   Python synthesizes for ``@dataclass``, ``NamedTuple`` and ``attrs`` classes
@@ -375,6 +377,10 @@ def _warns_deprecated(node: ast.AST) -> bool:
         if kw.arg == "category":
             category = kw.value
     return (dotted_name(category) or "").rsplit(".", 1)[-1] in _WARNINGS if category else False
+
+
+# decorators that give a function `cache_clear`, `cache_info` and `cache_parameters`
+_CACHING = frozenset({"functools.cache", "functools.lru_cache"})
 
 
 def _decorator_names(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
@@ -985,7 +991,17 @@ class _Release:
         aliases = _declared_aliases(fn)
         if aliases:
             record["aliases"] = aliases
+        if self._cached(m, fn):
+            record["cache"] = 1
         return record
+
+    def _cached(self, m: _Module, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        """Whether ``fn`` is wrapped by `functools.cache` or `functools.lru_cache` (however the
+        module imports them): its `cache_clear`, `cache_info` and `cache_parameters` are API."""
+        resolve = self._resolver(m)
+        return any(
+            resolve(d.func if isinstance(d, ast.Call) else d) in _CACHING for d in fn.decorator_list
+        )
 
 
 def body_hash(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> str:

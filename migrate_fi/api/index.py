@@ -20,7 +20,7 @@ from typing import Any
 
 # (`migrate_fi.api.differ` is imported by the functions that compare releases: the main
 # process of a `check` reads this index, and compares none)
-from migrate_fi.api.paths import ApiPath
+from migrate_fi.api.paths import CACHE_ATTRIBUTES, ApiPath
 from migrate_fi.api.store import (
     DATA_DIR,
     available_releases,
@@ -48,7 +48,8 @@ INDEX_FILE = os.path.join(DATA_DIR, "changes.json")
 _NAME = "changes.json"
 # what the pairs are computed with: an index written by another version of this code (a user
 # folder's, after an upgrade of migrate-fi) is computed again
-LOGIC = 4  # 2: renamed parameters count as changes; 3: defaults and enums; 4: `attrs` paths
+LOGIC = 5  # 2: renamed parameters count as changes; 3: defaults and enums; 4: `attrs` paths
+# 5: a cached function's `cache_clear` (`cache_info`, `cache_parameters`) where the cache went
 _PER_PAIR = ("pairs", "defaults", "enums")
 
 
@@ -78,11 +79,19 @@ def build_index(
             continue
         by_target = _public_by_target(old)
         paths: set[str] = set()
-        for key in changed_callables(old, new):
+        changed = changed_callables(old, new)
+        for key in changed:
             # a call to a changed method needs its instance built in the same file (or in the
             # same class): the class's path is there
             api_key = ApiPath(key)
             target = api_key.owner if api_key.is_method else key
+            function, _, attribute = key.rpartition(".")
+            if attribute in CACHE_ATTRIBUTES and target not in by_target and function in by_target:
+                # (`f.cache_clear` of a function still there, no longer cached: by each path
+                # of ``f``; a function gone is listed itself, and its attributes are its words)
+                if function not in changed or changed[function][1] is not None:
+                    paths.update(f"{p}.{attribute}" for p in by_target[function])
+                continue
             paths.update(by_target.get(target, [target]))
         paths.update(_vanished_paths(old, new))
         sections["pairs"][pair] = sorted(paths)

@@ -10,7 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TypeGuard
 
-__all__ = ["ApiPath", "is_flashinfer", "is_user_facing"]
+__all__ = ["CACHE_ATTRIBUTES", "ApiPath", "is_flashinfer", "is_user_facing"]
+
+# what `functools.cache` / `functools.lru_cache` give the function they wrap (`cache_clear()`...)
+CACHE_ATTRIBUTES = ("cache_clear", "cache_info", "cache_parameters")
 
 _INSTANCE = "()."
 
@@ -66,11 +69,11 @@ class ApiPath:
 
     def display(self) -> str:
         """For messages: ``Wrapper.plan`` for a method, ``Cls.static`` for a class attribute,
-        ``f`` for a function."""
+        ``f`` for a function, ``f.cache_clear`` for what a cache gives it."""
         if self.is_method:
             return f"{self.owner.rsplit('.', 1)[-1]}.{self.name}"
         parts = self.text.split(".")
-        if len(parts) >= 2 and parts[-2][:1].isupper():
+        if len(parts) >= 2 and (parts[-2][:1].isupper() or parts[-1] in CACHE_ATTRIBUTES):
             return ".".join(parts[-2:])
         return parts[-1]
 
