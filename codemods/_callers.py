@@ -43,6 +43,7 @@ __all__ = [
     "named_only_in",
     "parents_of",
     "read_kept",
+    "resolver_for",
 ]
 
 Def = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
@@ -172,7 +173,7 @@ def arguments(function: Function, param: str, methods: bool = False) -> list[Pas
         for path in _mentioning(search_root_noted(function.path), tuple(sorted(words))):
             if os.path.abspath(path) == os.path.abspath(function.path):
                 continue
-            parsed = _resolver_for(path)
+            parsed = resolver_for(path)
             if parsed is None:
                 return None  # a file that mentions it but cannot be read: unknown
             resolver, data = parsed
@@ -210,7 +211,7 @@ def _method_arguments(function: Function, param: str) -> list[Passed] | None:
         if path == function.path:
             resolver = function.resolver
         else:
-            parsed = _resolver_for(path)
+            parsed = resolver_for(path)
             if parsed is None:
                 return None
             resolver = parsed[0]
@@ -630,7 +631,7 @@ def _digest(files: Iterable[tuple[str, bytes]]) -> str:
     return h.hexdigest()
 
 
-def _resolver_for(path: str) -> tuple[NameResolver, bytes] | None:
+def resolver_for(path: str) -> tuple[NameResolver, bytes] | None:
     """The resolver of another file of the project, with the bytes it was parsed from (kept
     for the process, and used again only for the same bytes and package layout: a run after a
     file changed, in the same process, parses it again)."""

@@ -573,6 +573,28 @@ def s9_nested_config_edited() -> Outcome:
     return scenario(build, mutate, "9 the one nested table edited", demo=False)
 
 
+def s10_replacement_edited() -> Outcome:
+    """10. A FlashInfer name replaced by a function of another module of the project (FI002
+    reads that module for what the replacement takes): that module edited at the same size,
+    mtime kept, so that the replacement now takes what FlashInfer passes."""
+    pyproject = '[project]\nname = "x"\ndependencies = ["flashinfer-python==0.6.15.post1"]\n'
+
+    def build(c: Ctx) -> None:
+        write(c.p("pyproject.toml"), pyproject + '\n[tool.migrate-fi]\nto = "0.6.16"\n')
+        write(c.p("x/__init__.py"), "")
+        write(c.p("x/gen.py"), "def ours(xxxxxxxxxxxx=False):\n    return None\n")
+        write(
+            c.p("x/lora.py"),
+            "import flashinfer.fused_moe.core as fi_core\n\nfrom x.gen import ours\n\n\n"
+            "def build():\n    fi_core.gen_trtllm_gen_fused_moe_sm100_module = ours\n",
+        )
+
+    def mutate(c: Ctx) -> None:
+        edit_same_size(c.p("x/gen.py"), "xxxxxxxxxxxx=", "enable_rubin=")
+
+    return scenario(build, mutate, "10 a patch's replacement edited", demo=False)
+
+
 SCENARIOS: list[Callable[[], Outcome]] = [
     s1_caller_edit_same_stat,
     s2_caller_cp_p,
@@ -592,6 +614,7 @@ SCENARIOS: list[Callable[[], Outcome]] = [
     s8_plain_edit,
     s9_nested_config_added,
     s9_nested_config_edited,
+    s10_replacement_edited,
 ]
 
 

@@ -199,7 +199,7 @@ def test_the_contributing_example_is_a_working_rule() -> None:
     options = RunOptions(parse_version("0.7.2.post1"), parse_version("0.7.4"))
     result = process_source(source.encode(), "m.py", [rule], options, Mode.CHECK)  # type: ignore[list-item]
     assert result.error is None, result.error
-    assert [(d.line, d.code) for d in result.diagnostics] == [(5, "FI012")]
+    assert [(d.line, d.code) for d in result.diagnostics] == [(5, "FI014")]
 
 
 def textwrap_dedent(code: str) -> str:

@@ -259,6 +259,7 @@ def test_json_output(tree: Path) -> None:
         "FI010",
         "FI011",
         "FI012",
+        "FI013",
     ]
     (d,) = doc["diagnostics"]
     assert (d["path"], d["line"], d["col"], d["code"], d["fixable"]) == (

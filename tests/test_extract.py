@@ -408,3 +408,29 @@ def test_what_a_cache_gives_a_function(tmp_path: Path) -> None:
     assert new.callable("flashinfer.get_module.cache_clear") is None
     assert new.surely_missing("flashinfer.get_module.cache_clear")
     assert not new.surely_missing("flashinfer.get_spec.cache_clear")
+
+
+def test_what_a_module_reads_when_it_runs(tmp_path: Path) -> None:
+    """`reads`: the module's names its functions and methods read when they run, not those
+    read only at import (a decorator, a default, a module-level call)."""
+    text = """
+        from .other import cache as helper
+
+        def used(): ...
+        def decorating(f): return f
+        def default_value(): return 1
+        def only_at_import(): ...
+
+        only_at_import()
+
+        @decorating
+        def caller(x=default_value()):
+            return used()
+
+        class Kernel:
+            def run(self):
+                return helper
+    """
+    api = _release(tmp_path / "1.0", text)
+    assert api.reads("flashinfer") == {"used", "helper"}
+    assert api.reads("flashinfer.missing") is None

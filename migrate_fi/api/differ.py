@@ -214,6 +214,16 @@ class Api:
             self._names[module] = found
         return found
 
+    def reads(self, module: str) -> frozenset[str] | None:
+        """The names of ``module`` that its functions read from it when they run (what a patch
+        ``module.f = g`` reaches); None for a module this release does not have, or whose
+        names cannot all be listed."""
+        entry = self.modules.get(module)
+        if entry is None or entry.get("open"):
+            return None
+        names = entry.get("names", ())
+        return frozenset(names[i] for i in entry.get("reads", ()))
+
     def _method(self, cls_path: str, name: str, seen: frozenset[str] = frozenset()) -> Any | None:
         if cls_path in seen:
             return None
@@ -941,6 +951,46 @@ def _callable_path(version: str, key: str) -> str | None:
     if str(ApiPath.method_of(owner, name)) != key or name not in api.method_names(owner):
         return None
     return str(ApiPath.method_of(path, name))
+
+
+def patched_paths(old_version: str, new_version: str) -> list[str]:
+    """``module.name`` of a FlashInfer function or class where a replacement assigned to the
+    module's attribute (a patch) means something else on ``new_version``: ``module``'s
+    functions read ``name`` when they run on ``old_version`` and no longer do on
+    ``new_version`` (gone, or no longer used: the patch changes nothing), or ``name`` is a
+    callable whose parameters changed (``module`` now calls it with others, which the
+    replacement must take)."""
+    old, new = api_for(old_version), api_for(new_version)
+    out = []
+    for module in old.modules:
+        before = old.reads(module)
+        after = new.reads(module) if before else None
+        if not before or after is None:
+            continue  # (nothing read, or the module gone: its imports are reported)
+        for name in sorted(before):
+            path = f"{module}.{name}"
+            target = old.canonical(path)
+            if target is None or target not in old.defs:
+                continue  # (a module, a value, another package's: what a patch hardly means)
+            if name not in after or parameters_changed(old, new, path):
+                out.append(path)
+    return out
+
+
+def parameters_changed(old: Api, new: Api, path: str) -> bool:
+    """Whether the callable ``path`` takes other parameters on ``new`` than on ``old`` (names,
+    kinds, or which are required): what a replacement of it must take. False for what is not
+    a callable on both, or the same definition on both."""
+    if old.same_definition(new, path) is not None:
+        return False
+    before, after = old.callable(path), new.callable(path)
+    if before is None or after is None:
+        return False
+    return _taken(before) != _taken(after)
+
+
+def _taken(signature: CallSignature) -> tuple[tuple[str, str, bool], ...]:
+    return tuple((p.name, p.kind, p.default is None) for p in signature.params)
 
 
 def changed_callables(

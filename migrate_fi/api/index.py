@@ -38,6 +38,7 @@ __all__ = [
     "enum_triggers",
     "first_change",
     "forget",
+    "patched_in_range",
     "trigger_paths",
     "write_index",
 ]
@@ -48,9 +49,10 @@ INDEX_FILE = os.path.join(DATA_DIR, "changes.json")
 _NAME = "changes.json"
 # what the pairs are computed with: an index written by another version of this code (a user
 # folder's, after an upgrade of migrate-fi) is computed again
-LOGIC = 5  # 2: renamed parameters count as changes; 3: defaults and enums; 4: `attrs` paths
+LOGIC = 6  # 2: renamed parameters count as changes; 3: defaults and enums; 4: `attrs` paths
 # 5: a cached function's `cache_clear` (`cache_info`, `cache_parameters`) where the cache went
-_PER_PAIR = ("pairs", "defaults", "enums")
+# 6: `patches`
+_PER_PAIR = ("pairs", "defaults", "enums", "patches")
 
 
 def build_index(
@@ -61,11 +63,18 @@ def build_index(
 
     Per consecutive pair: ``pairs``, the public paths of the callables whose calls may bind
     differently, or that are gone; ``defaults``, those of the callables a default of which
-    changed; ``enums``, the enums renumbered or with members gone (name -> the members gone).
+    changed; ``enums``, the enums renumbered or with members gone (name -> the members gone);
+    ``patches``, the module attributes a replacement of which means something else
+    (`differ.patched_paths`).
     Per release: ``enum_links``, for each enum name ``enums`` ever lists, the callables with a
     parameter that may take its value (its default names the enum, or the parameter is named
     after it)."""
-    from migrate_fi.api.differ import changed_callables, changed_defaults, changed_enums
+    from migrate_fi.api.differ import (
+        changed_callables,
+        changed_defaults,
+        changed_enums,
+        patched_paths,
+    )
 
     releases = available_releases() if releases is None else releases
     index: Index = {"logic": LOGIC, "releases": releases}
@@ -95,6 +104,7 @@ def build_index(
             paths.update(by_target.get(target, [target]))
         paths.update(_vanished_paths(old, new))
         sections["pairs"][pair] = sorted(paths)
+        sections["patches"][pair] = patched_paths(old, new)
         sections["defaults"][pair] = sorted(
             {p for key in changed_defaults(old, new) for p in _public_calls(key, by_target)}
         )
@@ -187,6 +197,7 @@ def forget() -> None:
     for cached in (
         _index_of,
         trigger_paths,
+        patched_in_range,
         default_trigger_paths,
         enum_triggers,
         _pair_sets,
@@ -244,6 +255,13 @@ def trigger_paths(from_version: str, to_version: str) -> tuple[str, ...]:
     return tuple(
         sorted({p for names in _in_range(from_version, to_version, "pairs") for p in names})
     )
+
+
+@cache
+def patched_in_range(from_version: str, to_version: str) -> frozenset[str]:
+    """``module.name`` paths that a replacement assigned to (a patch) may mean something else
+    for in (from, to] (`differ.patched_paths`, per consecutive pair)."""
+    return frozenset(p for names in _in_range(from_version, to_version, "patches") for p in names)
 
 
 @cache

@@ -72,12 +72,13 @@ __all__ = [
 DATA_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "api")
 DATA_ENV = "MIGRATE_FI_DATA_DIR"
 MANIFEST = "releases.json"
-FORMAT = 5  # 2: every module with its names; defs at any depth; synthesized constructors
+FORMAT = 6  # 2: every module with its names; defs at any depth; synthesized constructors
 # 3: a hash of each definition's code ("h")
 # 4: a default naming a module constant is its value; a `None` default the function maps to a
 # literal has it as a fourth item; `dep`: the parameters a function warns about as deprecated;
 # `ign` (optional: a record without it claims nothing): the parameters whose value it never uses
 # 5: `cache`: a function wrapped by functools.cache / lru_cache (its `cache_clear()` is API)
+# 6: `reads` of a module: the names its functions read from it when they run (what a patch reaches)
 
 
 class DataError(Exception):

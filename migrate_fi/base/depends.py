@@ -60,6 +60,8 @@ _RECOMPUTE = {
     "search-root": "migrate_fi.codemods._callers:search_root",
     # the extras of flashinfer-python a project's pin files install (FI007)
     "flashinfer-extras": "migrate_fi.codemods.companion_requirements:project_extras_text",
+    # another file of the project read for a definition (FI013: a patch's replacement)
+    "file-digest": "migrate_fi.codemods.patched_names:file_digest",
 }
 _HOLDS = {
     # the files a search for callers found under a root, and what they hold

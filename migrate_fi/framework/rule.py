@@ -421,6 +421,11 @@ class Rule:
     # re-export rounds run it again where one reaches the file): the engine parses a file for it
     # only where the first two may be (`migrate_fi.analysis.prefilter.reaches_flashinfer`).
     reaches_by_import: ClassVar[bool] = False
+    # What it finds may be reached through the project's re-exports of FlashInfer names (the
+    # re-export rounds analyse a file again for it where a new one reaches a name it looks
+    # for). False for a rule about FlashInfer's own module objects (FI013: a patch of a
+    # FlashInfer module; the project's module that re-exports a name is another object).
+    via_reexports: ClassVar[bool] = True
     # Its analysis of a file may read every file of the project (who calls a function:
     # `migrate_fi.codemods._callers`): the engine analyses the files it must see before the
     # others, so that the longest analyses do not start last while the other workers wait.

@@ -320,7 +320,11 @@ def _reexport_rounds(
             # (the names of the rules that read Python files: a rule of dependency files, FI007,
             # never meets a re-export, and its names would cost parsing the target's
             # requirements; a file that skipped a rule not named here is analysed again)
-            looked_for = {c.id: p.names() for c, p in tests if ".py" in c.suffixes}
+            looked_for = {
+                c.id: p.names() if c.via_reexports else set()
+                for c, p in tests
+                if ".py" in c.suffixes
+            }
             relevant = set().union(*looked_for.values())
         exported = merge_exports(analysed, relevant)
         new = {k: v for k, v in exported.items() if aliases.get(k) != v}
