@@ -51,6 +51,9 @@ class _Patch(NamedTuple):
     name: str
     value: ast.expr | None  # the replacement (None: a mock the patch makes)
     scope: Scope
+    # pytest's `monkeypatch.setattr` and `mock.patch` raise AttributeError for a name the
+    # object does not have (unless `raising=False`, `create=True`); an assignment never does
+    checked: bool = False
 
 
 class PatchedNames(Rule):
@@ -190,6 +193,11 @@ def _setter(resolver: NameResolver, call: ast.Call, scope: Scope) -> _Patch | No
     if name not in _SETTERS or not call.args:
         return None
     new = next((k.value for k in call.keywords if k.arg in ("new", "value")), None)
+    checked = isinstance(func, ast.Attribute) and not any(
+        (k.arg == "raising" and _constant(k.value) is False)
+        or (k.arg == "create" and _constant(k.value) is True)
+        for k in call.keywords
+    )
     first = call.args[0]
     if isinstance(first, ast.Constant) and isinstance(first.value, str):  # "pkg.mod.name"
         if name == "object":
@@ -198,7 +206,7 @@ def _setter(resolver: NameResolver, call: ast.Call, scope: Scope) -> _Patch | No
         if not is_flashinfer(module) or not attribute:
             return None
         value = call.args[1] if len(call.args) > 1 else new
-        return _Patch(call, module, attribute, value, scope)
+        return _Patch(call, module, attribute, value, scope, checked)
     if name == "patch" or len(call.args) < 2:
         return None
     attribute_node = call.args[1]
@@ -210,7 +218,11 @@ def _setter(resolver: NameResolver, call: ast.Call, scope: Scope) -> _Patch | No
     value = call.args[2] if len(call.args) > 2 else new
     if value is None and name == "setattr":
         return None
-    return _Patch(call, module_found, attribute_node.value, value, scope)
+    return _Patch(call, module_found, attribute_node.value, value, scope, checked)
+
+
+def _constant(node: ast.expr) -> object:
+    return node.value if isinstance(node, ast.Constant) else None
 
 
 def _module_of(resolver: NameResolver, expr: ast.expr, scope: Scope) -> str | None:
@@ -253,6 +265,19 @@ def _restores(resolver: NameResolver, patch: _Patch) -> bool:
 
 def _no_effect(patch: _Patch, old_api: Api, new_api: Api, old_v: str, new_v: str) -> Said:
     since = _first(old_v, new_v, lambda api: patch.name not in (api.reads(patch.module) or ()))
+    if patch.checked and patch.name not in new_api.names(patch.module):
+        return say(
+            "{module}.{name} is replaced here, but FlashInfer {new_v}'s {module} no longer has"
+            " {name} (since {since}): the patch raises AttributeError for a name the module does"
+            " not have; patch what {module} uses instead on {new_v}",
+            "这里替换了 `{module}.{name}`，但 FlashInfer {new_v} 的 `{module}` 已不再有 `{name}`"
+            "（自 {since} 起）：对模块没有的名称打补丁会抛出 `AttributeError`；请改为替换 {new_v}"
+            " 中 `{module}` 实际使用的名称",
+            module=patch.module,
+            name=patch.name,
+            new_v=new_v,
+            since=since,
+        )
     what = (
         say("no longer has {name}", "已不再有 `{name}`", name=patch.name)
         if patch.name not in new_api.names(patch.module)
@@ -294,7 +319,7 @@ def _refused(
     since = _first(
         old_v, new_v, lambda api: (c := api.callable(path)) is not None and refused[0] in _names(c)
     )
-    listed = ", ".join(f"{n}=" for n in refused)
+    listed = ", ".join(refused)
     return say(
         "{module}.{name} is replaced here by {shown}; {module} of FlashInfer {new_v} may pass"
         " it {listed} (a parameter since {since}), which {shown} does not take: a TypeError"
