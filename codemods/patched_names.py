@@ -26,16 +26,17 @@ if TYPE_CHECKING:
 
 __all__ = ["PatchedNames", "file_digest"]
 
-# `x.name = ...` at the start of a statement: an attribute assigned (the names a file assigns,
-# read from its text first), not of `self` or `cls` (the project's own objects)
-_ASSIGNED = patterns.compile(r"(?m)^[ \t]*(?!(?:self|cls)\.)\w+(?:\.\w+)*\.(\w+)[ \t]*=(?!=)")
-_ASSIGNED_BYTES = patterns.compile(
-    rb"(?m)^[ \t]*(?!(?:self|cls)\.)\w+(?:\.\w+)*\.(\w+)[ \t]*=(?!=)"
-)
+# `x.name = ...`: an attribute assigned (the names a file assigns, read from its text first; the
+# statement and its object are checked where the name is one of the range's)
+_ASSIGNED = patterns.compile(r"\.[ \t]*(\w+)[ \t]*=(?!=)")
+_ASSIGNED_BYTES = patterns.compile(rb"\.[ \t]*(\w+)[ \t]*=(?!=)")
+# what stands before it on its line: a dotted name that starts the statement
+_OBJECT = patterns.compile(rb"[ \t]*\w+(?:\.\w+)*")
 # calls that replace an attribute: ``setattr(obj, "name", new)``, pytest's
 # ``monkeypatch.setattr(obj, "name", new)`` or ``monkeypatch.setattr("pkg.mod.name", new)``,
 # ``mock.patch.object(obj, "name", new)``, ``mock.patch("pkg.mod.name", new)``
 _SETTERS = frozenset({"setattr", "object", "patch"})
+_OWN = frozenset({b"self", b"cls"})  # (the project's own objects)
 # the last part of the first string a setter call is given (`setattr(m, "name", ...)`,
 # `mock.patch("pkg.mod.name")`): the name it replaces
 _SETTER_NAMES = patterns.compile(
@@ -63,14 +64,16 @@ class PatchedNames(Rule):
     Projects patch FlashInfer where it offers no hook: `fi_core.gen_module = ours` (SGLang's
     LoRA MoE path builds its own kernel module so), `mnnvl.is_mnnvl_fabric_supported =
     always_false` (a workaround that forces one transport), `monkeypatch.setattr(module,
-    "name", fake)` or `mock.patch("flashinfer.module.name", ...)` in tests. The assignment never
+    "name", fake)` or `mock.patch("flashinfer.module.name", ...)` in tests. An assignment never
     fails, so a release that changes what it reaches changes the program silently, or later,
     inside FlashInfer:
 
     - the module's functions no longer read the name (it is gone, or they call something
       else): the replacement changes nothing there. FlashInfer 0.7.4 chooses the MNNVL handle
       type without `is_mnnvl_fabric_supported`, so SGLang 0.5.11's workaround that forced POSIX
-      file descriptors on GB systems does nothing on it. Said once per name and file.
+      file descriptors on GB systems does nothing on it. Where the name is gone, pytest's
+      `monkeypatch.setattr` and `mock.patch` raise AttributeError instead (unless
+      `raising=False` or `create=True`), and the finding says so. Said once per name and file.
     - the module still reads it, but the callable gained parameters: the module may pass them,
       and a replacement that does not take them by name (nor `**kwargs`) raises TypeError
       there. FlashInfer 0.6.16 builds its fused-MoE module with
@@ -80,10 +83,11 @@ class PatchedNames(Rule):
 
     What each module's functions read is in the release data, and the pairs of releases where a
     replacement changes meaning are in the prefilter index: a file is parsed for this rule only
-    where it names such a path and assigns an attribute of that name (or calls `setattr` or a
-    `patch`). Left alone: putting the original back (a value that is FlashInfer's own, or what
-    `getattr(module, "name")` kept), a replacement whose definition cannot be read (a mock takes
-    anything), attributes of the project's own objects of the same name.
+    where it imports FlashInfer, names such a path, and assigns an attribute of that name at a
+    statement's start or names it in the string of a `setattr` or `patch` call. Left alone:
+    putting the original back (a value that is FlashInfer's own, or what
+    `getattr(module, "name")` kept), a replacement whose definition cannot be read (a mock
+    takes anything), attributes of the project's own objects of the same name.
     """
 
     code = "FI013"
@@ -95,8 +99,11 @@ class PatchedNames(Rule):
     triggers = ("flashinfer",)
     triggers_contain = "flashinfer"  # (every trigger is a FlashInfer path)
     needs_api_data = True
-    # (a patch through a string, `mock.patch("flashinfer.comm.mnnvl.name")`, needs no import;
-    # the project's module that re-exports a FlashInfer name is not the module patched)
+    # (a patch by a path's string, `mock.patch("flashinfer.comm.mnnvl.name")`, is looked for
+    # where the file imports FlashInfer too: a test imports what it tests, and the text of the
+    # files that only name FlashInfer costs every run)
+    reaches_by_import = True
+    # (the project's module that re-exports a FlashInfer name is not the module patched)
     via_reexports = False
 
     @classmethod
@@ -109,13 +116,18 @@ class PatchedNames(Rule):
 
     @classmethod
     def wants(cls, data: bytes, path: str, options: RunOptions) -> bool:
-        # (a name of the range assigned as an attribute, or named by a setter's string)
+        # (a name of the range assigned as an attribute of something not `self` or `cls`, at a
+        # statement's start, or named by a setter's string)
         names = _wanted(str(options.from_version), str(options.to_version))
-        return any(
-            m.group(1) in names
-            for found in (_ASSIGNED_BYTES.finditer(data), _SETTER_NAMES.finditer(data))
-            for m in found
-        )
+        for m in _ASSIGNED_BYTES.finditer(data):
+            if m.group(1) in names:
+                line = data.rfind(b"\n", 0, m.start()) + 1
+                head = _OBJECT.fullmatch(data, line, m.start())
+                if head is not None and head.group().split(b".")[0].strip() not in _OWN:
+                    return True
+        if b"setattr" not in data and b"patch" not in data:
+            return False
+        return any(m.group(1) in names for m in _SETTER_NAMES.finditer(data))
 
     def find(self, ctx: FileContext) -> None:
         from migrate_fi.api.differ import api_for
