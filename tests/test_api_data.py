@@ -816,3 +816,25 @@ def test_a_rename_is_dated_by_the_release_that_made_it() -> None:
     assert renamed_in(path, old, new, "0.6.18", "0.7.4") == "0.7.1"
     assert renamed_in(path, old, new, "0.7.0.post1", "0.7.1") == "0.7.1"
     assert renamed_in(path, "x", "y", "0.6.18", "0.7.4") == "0.7.4"
+
+
+def test_a_cache_dropped_by_a_release() -> None:
+    """0.6.16 dropped `functools.cache` from four module getters (their caches moved to
+    private helpers): `api-diff` lists what the cache gave each as removed, with why; the
+    prefilter index has those paths for the pair, and nothing for functions still cached."""
+    found = {
+        c.symbol: c.detail
+        for c in diff_releases("0.6.15.post1", "0.6.16")
+        if c.symbol.endswith(".cache_clear")
+    }
+    assert sorted(found) == [
+        "flashinfer.fused_moe.core.get_trtllm_moe_sm100_module.cache_clear",
+        "flashinfer.gemm.gemm_base.get_trtllm_gemm_module.cache_clear",
+        "flashinfer.trtllm_low_latency_gemm.get_trtllm_low_latency_gemm_module.cache_clear",
+        "flashinfer.xqa.get_xqa_module.cache_clear",
+    ]
+    assert all("no longer wrapped by functools.cache (since 0.6.16)" in d for d in found.values())
+    paths = trigger_paths("0.6.15.post1", "0.6.16")
+    assert "flashinfer.xqa.get_xqa_module.cache_clear" in paths
+    assert "flashinfer.utils.get_compute_capability.cache_clear" not in paths
+    assert api_for("0.6.16").callable("flashinfer.utils.get_compute_capability.cache_clear")

@@ -1326,6 +1326,14 @@ def diff_releases(old_version: str, new_version: str) -> list[Change]:
     for path in sorted(old_paths):
         before = old.callable(path)
         is_method = ApiPath(path).is_method
+        if path.rpartition(".")[2] in CACHE_ATTRIBUTES and old_paths[path] not in old.defs:
+            # (what a cache gives a function still there, uncached; a function gone is listed)
+            gone = cache_gone(old, new, path)
+            if gone is not None:
+                function, since = gone
+                detail = f"no longer exists: {function} is no longer wrapped by functools.cache"
+                changes.append(Change(path, "removed", f"{detail} (since {since})"))
+            continue
         if not is_method and path not in new_public and new.canonical(path) is None:
             same, others = moved_to(old, new, path)
             if same is not None:
