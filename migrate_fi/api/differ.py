@@ -1219,6 +1219,12 @@ def _enum_names(old_version: str, new_version: str) -> _EnumNames:
 def _changes_of(old: Api, new: Api, path: str, key: str, enums: _EnumNames) -> _KeyChanges:
     """What changed for the callable ``key`` (compared by its public ``path``): every answer
     of the pair, for one callable (each side read at most once)."""
+    if path.rpartition(".")[2] in CACHE_ATTRIBUTES and key not in old.defs:
+        # (what a cache gives a function: gone where the function is there, uncached; a
+        # function gone is an answer of its own)
+        return (
+            _UNCHANGED if cache_gone(old, new, path) is None else _KeyChanges((path, None), (), ())
+        )
     by_name, words = enums
     before: CallSignature | None
     after: CallSignature | None

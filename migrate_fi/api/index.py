@@ -88,8 +88,7 @@ def build_index(
             continue
         by_target = _public_by_target(old)
         paths: set[str] = set()
-        changed = changed_callables(old, new)
-        for key in changed:
+        for key in changed_callables(old, new):
             # a call to a changed method needs its instance built in the same file (or in the
             # same class): the class's path is there
             api_key = ApiPath(key)
@@ -97,9 +96,8 @@ def build_index(
             function, _, attribute = key.rpartition(".")
             if attribute in CACHE_ATTRIBUTES and target not in by_target and function in by_target:
                 # (`f.cache_clear` of a function still there, no longer cached: by each path
-                # of ``f``; a function gone is listed itself, and its attributes are its words)
-                if function not in changed or changed[function][1] is not None:
-                    paths.update(f"{p}.{attribute}" for p in by_target[function])
+                # of ``f``)
+                paths.update(f"{p}.{attribute}" for p in by_target[function])
                 continue
             paths.update(by_target.get(target, [target]))
         paths.update(_vanished_paths(old, new))
