@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from migrate_fi.analysis.calls import CallArgs, CalleeCall, Via
-from migrate_fi.api.paths import ApiPath, is_flashinfer
+from migrate_fi.api.paths import CACHE_ATTRIBUTES, ApiPath, is_flashinfer
 from migrate_fi.base.messages import Said, join, say
 from migrate_fi.base.results import FixSafety
 from migrate_fi.editing.edits import (
@@ -274,7 +274,7 @@ def _check_call(
                     name=path.display(),
                     dotted=path.dotted,
                     new_v=new_v,
-                    hint=moved_hint(old_api, new_api, str(path)),
+                    hint=moved_hint(old_api, new_api, str(path), since=_went(path, old_v, new_v)),
                 ),
             )
         return
@@ -309,6 +309,16 @@ def _check_call(
         _fix_renames(ctx, site, renames)
         return
     _positional(ctx, site, wording, renames)
+
+
+def _went(path: ApiPath, old_v: str, new_v: str) -> str | None:
+    """The release of the range that dropped what a cache gave a function (``f.cache_clear``),
+    as the prefilter index says; None for any other path."""
+    from migrate_fi.api.index import listed_in
+
+    if path.dotted.rpartition(".")[2] not in CACHE_ATTRIBUTES:
+        return None
+    return next(iter(listed_in("pairs", path.dotted, old_v, new_v)), None)
 
 
 def _missing_imports(

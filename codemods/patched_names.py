@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
@@ -13,9 +13,8 @@ from migrate_fi.analysis.scopes import Scope
 from migrate_fi.api.paths import is_flashinfer
 from migrate_fi.base import depends, patterns
 from migrate_fi.base.messages import Said, say
-from migrate_fi.base.modules import module_identity
+from migrate_fi.base.modules import in_flashinfer, module_identity
 from migrate_fi.base.results import FixAvailability
-from migrate_fi.base.versions import parse_version
 from migrate_fi.framework.rule import FileContext, Rule, RunOptions
 
 from . import _callers
@@ -148,9 +147,14 @@ def _check(ctx: FileContext, old_api: Api, new_api: Api, old_v: str, new_v: str)
     """Report each replacement that means something else on the target release."""
     from migrate_fi.api.index import patched_in_range
 
+    if in_flashinfer(ctx.module_name):
+        return  # (FlashInfer's own modules: what they assign is the release itself)
     patched = patched_in_range(old_v, new_v)
     wanted = {p.rpartition(".")[2] for p in patched}
-    assigned = {m.group(1) for m in _ASSIGNED.finditer(ctx.text)} & wanted
+    text = ctx.text
+    assigned = {m.group(1) for m in _ASSIGNED.finditer(text)} & wanted
+    if not assigned and "setattr" not in text and "patch" not in text:
+        return  # (nothing that may replace a name of the range: no resolver built for it)
     resolver = ctx.resolver
     said: set[tuple[str, str]] = set()
     for patch in _patches(resolver, assigned):
@@ -276,7 +280,10 @@ def _restores(resolver: NameResolver, patch: _Patch) -> bool:
 
 
 def _no_effect(patch: _Patch, old_api: Api, new_api: Api, old_v: str, new_v: str) -> Said:
-    since = _first(old_v, new_v, lambda api: patch.name not in (api.reads(patch.module) or ()))
+    path = f"{patch.module}.{patch.name}"
+    since = _first(
+        path, old_v, new_v, lambda api: patch.name not in (api.reads(patch.module) or ())
+    )
     if patch.checked and patch.name not in new_api.names(patch.module):
         return say(
             "{module}.{name} is replaced here, but FlashInfer {new_v}'s {module} no longer has"
@@ -329,7 +336,10 @@ def _refused(
     if not refused:
         return None
     since = _first(
-        old_v, new_v, lambda api: (c := api.callable(path)) is not None and refused[0] in _names(c)
+        path,
+        old_v,
+        new_v,
+        lambda api: (c := api.callable(path)) is not None and refused[0] in _names(c),
     )
     listed = ", ".join(refused)
     return say(
@@ -366,15 +376,15 @@ def _not_taken(definition: Def, before: CallSignature, after: CallSignature) -> 
     ]
 
 
-def _first(old_v: str, new_v: str, holds: object) -> str:
-    """The first bundled release after ``old_v`` up to ``new_v`` of whose API ``holds`` says
-    yes (``new_v`` when none does)."""
+def _first(path: str, old_v: str, new_v: str, holds: Callable[[Api], bool]) -> str:
+    """The first release of the range whose API ``holds`` says yes of, among those where the
+    prefilter index says a patch of ``path`` changes meaning (only those are loaded: a run
+    need not read every release in between); ``new_v`` when none does."""
     from migrate_fi.api.differ import api_for
-    from migrate_fi.api.store import available_releases
+    from migrate_fi.api.index import listed_in
 
-    lo, hi = parse_version(old_v), parse_version(new_v)
-    for version in sorted(available_releases(), key=parse_version):
-        if lo < parse_version(version) <= hi and holds(api_for(version)):  # type: ignore[operator]
+    for version in listed_in("patches", path, old_v, new_v):
+        if holds(api_for(version)):
             return version
     return new_v
 

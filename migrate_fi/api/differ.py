@@ -22,7 +22,6 @@ from typing import Any
 from migrate_fi.api.paths import CACHE_ATTRIBUTES, ApiPath
 from migrate_fi.api.store import (
     Section,
-    available_releases,
     keys_ending_with,
     keys_holding,
     load_release,
@@ -30,7 +29,6 @@ from migrate_fi.api.store import (
 )
 from migrate_fi.base import patterns
 from migrate_fi.base.messages import Said, say
-from migrate_fi.base.versions import parse_version
 
 __all__ = [
     "Api",
@@ -555,22 +553,22 @@ def moved_alike(old: Api, new: Api, path: str) -> str | None:
     return alike[0] if len(alike) == 1 else None
 
 
-def moved_hint(old: Api, new: Api, path: str, limit: int = 3) -> Said:
+def moved_hint(old: Api, new: Api, path: str, limit: int = 3, since: str | None = None) -> Said:
     """A hint for a ``path`` that ``new`` no longer has: `` (moved to X: the same code)`` when
     `moved_to` finds the same definition, else `` (the same name is defined at X: compare before
     switching)`` for definitions (or modules) of the same name and kind; ``""`` when nowhere, or
     in more than ``limit`` places (a common name says nothing about where this one went); for
-    ``f.cache_clear`` of a function still there, that its cache went (`cache_gone`)."""
-    gone = cache_gone(old, new, path)
-    if gone is not None:
-        function, since = gone
+    ``f.cache_clear`` of a function still there, that its cache went (`cache_gone`; ``since``:
+    the release that dropped it, where the caller knows it)."""
+    function = cache_gone(old, new, path)
+    if function is not None:
         return say(
-            " ({function} is still there, no longer wrapped by functools.cache since {since}:"
-            " it has no cache, and .{attribute} raises AttributeError)",
-            "（`{function}` 仍在，但自 {since} 起不再由 `functools.cache` 包装：它没有缓存，"
+            " ({function} is still there, no longer wrapped by functools.cache{since}: it has"
+            " no cache, and .{attribute} raises AttributeError)",
+            "（`{function}` 仍在，但{since}不再由 `functools.cache` 包装：它没有缓存，"
             "`.{attribute}` 会抛出 `AttributeError`）",
             function=function,
-            since=since,
+            since=say(" since {v}", "自 {v} 起", v=since) if since else say("", ""),
             attribute=path.rpartition(".")[2],
         )
     if path in old.modules:
@@ -591,26 +589,16 @@ def moved_hint(old: Api, new: Api, path: str, limit: int = 3) -> Said:
     )
 
 
-def cache_gone(old: Api, new: Api, path: str) -> tuple[str, str] | None:
-    """``(function, since)`` where ``path`` is ``function.cache_clear`` (or another attribute
-    a cache gives) of a function cached on ``old`` and still a function, uncached, on ``new``:
-    ``since`` is the first release in between that dropped the cache."""
+def cache_gone(old: Api, new: Api, path: str) -> str | None:
+    """The function's name where ``path`` is ``function.cache_clear`` (or another attribute a
+    cache gives) of a function cached on ``old`` and still a function, uncached, on ``new``."""
     function, _, attribute = path.rpartition(".")
     if attribute not in CACHE_ATTRIBUTES:
         return None
     before, after = old.canonical(function), new.canonical(function)
     if before is None or after is None or not old.cached(before) or new.kind(after) != "f":
         return None
-    if new.cached(after):
-        return None
-    lo, hi = parse_version(old.version), parse_version(new.version)
-    for version in sorted(available_releases(), key=parse_version):
-        if lo < parse_version(version) <= hi:
-            api = api_for(version)
-            target = api.canonical(function)
-            if target is not None and api.kind(target) == "f" and not api.cached(target):
-                return function.rpartition(".")[2], version
-    return function.rpartition(".")[2], new.version
+    return None if new.cached(after) else function.rpartition(".")[2]
 
 
 def _instance_call(path: str) -> str:
@@ -1219,12 +1207,14 @@ def _enum_names(old_version: str, new_version: str) -> _EnumNames:
 def _changes_of(old: Api, new: Api, path: str, key: str, enums: _EnumNames) -> _KeyChanges:
     """What changed for the callable ``key`` (compared by its public ``path``): every answer
     of the pair, for one callable (each side read at most once)."""
-    if path.rpartition(".")[2] in CACHE_ATTRIBUTES and key not in old.defs:
+    function, _, attribute = path.rpartition(".")
+    if attribute in CACHE_ATTRIBUTES and key not in old.defs:
         # (what a cache gives a function: gone where the function is there, uncached; a
-        # function gone is an answer of its own)
-        return (
-            _UNCHANGED if cache_gone(old, new, path) is None else _KeyChanges((path, None), (), ())
-        )
+        # function gone is an answer of its own; one recorded alike on both, read as text,
+        # kept its cache)
+        if old.same_definition(new, function) is not None or cache_gone(old, new, path) is None:
+            return _UNCHANGED
+        return _KeyChanges((path, None), (), ())
     by_name, words = enums
     before: CallSignature | None
     after: CallSignature | None
@@ -1334,11 +1324,10 @@ def diff_releases(old_version: str, new_version: str) -> list[Change]:
         is_method = ApiPath(path).is_method
         if path.rpartition(".")[2] in CACHE_ATTRIBUTES and old_paths[path] not in old.defs:
             # (what a cache gives a function still there, uncached; a function gone is listed)
-            gone = cache_gone(old, new, path)
-            if gone is not None:
-                function, since = gone
+            function = cache_gone(old, new, path)
+            if function is not None:
                 detail = f"no longer exists: {function} is no longer wrapped by functools.cache"
-                changes.append(Change(path, "removed", f"{detail} (since {since})"))
+                changes.append(Change(path, "removed", detail))
             continue
         if not is_method and path not in new_public and new.canonical(path) is None:
             same, others = moved_to(old, new, path)

@@ -38,6 +38,7 @@ __all__ = [
     "enum_triggers",
     "first_change",
     "forget",
+    "listed_in",
     "patched_in_range",
     "trigger_paths",
     "write_index",
@@ -253,6 +254,19 @@ def trigger_paths(from_version: str, to_version: str) -> tuple[str, ...]:
     return tuple(
         sorted({p for names in _in_range(from_version, to_version, "pairs") for p in names})
     )
+
+
+def listed_in(section: str, path: str, from_version: str, to_version: str) -> list[str]:
+    """The releases in (from, to] whose pair with the release before them lists ``path`` in a
+    per-pair ``section`` of the index (``"pairs"``, ``"patches"``), oldest first: where the
+    range changes it, read without loading the releases in between."""
+    lo, hi = parse_version(from_version), parse_version(to_version)
+    found = []
+    for pair, listed in _index().get(section, {}).items():
+        old, new = pair.split("..")
+        if lo <= parse_version(old) and parse_version(new) <= hi and path in listed:
+            found.append(new)
+    return sorted(found, key=parse_version)
 
 
 @cache
