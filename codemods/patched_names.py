@@ -183,11 +183,13 @@ def _patches(resolver: NameResolver, assigned: set[str]) -> Iterator[_Patch]:
         for node in ast.walk(resolver.tree):
             if not isinstance(node, ast.Assign):
                 continue
+            seen: set[tuple[str, str]] = set()  # (`m.f = m.f = g`: one replacement)
             for target in node.targets:
                 if isinstance(target, ast.Attribute) and target.attr in assigned:
                     scope = resolver.scope_at(node)
                     module = _module_of(resolver, target.value, scope)
-                    if module is not None:
+                    if module is not None and (module, target.attr) not in seen:
+                        seen.add((module, target.attr))
                         found.append(_Patch(node, module, target.attr, node.value, scope))
     for call, scope in resolver.iter_calls():
         patch = _setter(resolver, call, scope)
