@@ -27,8 +27,9 @@ __all__ = ["PatchedNames", "file_digest"]
 
 # `x.name = ...`: an attribute assigned (the names a file assigns, read from its text first; the
 # statement and its object are checked where the name is one of the range's)
-_ASSIGNED = patterns.compile(r"\.[ \t]*(\w+)[ \t]*=(?!=)")
-_ASSIGNED_BYTES = patterns.compile(rb"\.[ \t]*(\w+)[ \t]*=(?!=)")
+_ASSIGNED_AT = r"\.[ \t]*(\w+)[ \t]*=(?!=)"
+_ASSIGNED = patterns.compile(_ASSIGNED_AT)
+_ASSIGNED_BYTES = patterns.compile(_ASSIGNED_AT.encode())  # (the same, in a file's bytes)
 # what stands before it on its line: a dotted name that starts the statement
 _OBJECT = patterns.compile(rb"[ \t]*\w+(?:\.\w+)*")
 # calls that replace an attribute: ``setattr(obj, "name", new)``, pytest's
@@ -136,11 +137,17 @@ class PatchedNames(Rule):
 
 
 @lru_cache(maxsize=8)
-def _wanted(old_v: str, new_v: str) -> frozenset[bytes]:
+def _range_names(old_v: str, new_v: str) -> frozenset[str]:
     """The last names of the paths a replacement of which changes meaning in the range."""
     from migrate_fi.api.index import patched_in_range
 
-    return frozenset(p.rpartition(".")[2].encode() for p in patched_in_range(old_v, new_v))
+    return frozenset(p.rpartition(".")[2] for p in patched_in_range(old_v, new_v))
+
+
+@lru_cache(maxsize=8)
+def _wanted(old_v: str, new_v: str) -> frozenset[bytes]:
+    """`_range_names`, encoded (what the finer test meets in a file's bytes)."""
+    return frozenset(n.encode() for n in _range_names(old_v, new_v))
 
 
 def _check(ctx: FileContext, old_api: Api, new_api: Api, old_v: str, new_v: str) -> None:
@@ -150,9 +157,8 @@ def _check(ctx: FileContext, old_api: Api, new_api: Api, old_v: str, new_v: str)
     if in_flashinfer(ctx.module_name):
         return  # (FlashInfer's own modules: what they assign is the release itself)
     patched = patched_in_range(old_v, new_v)
-    wanted = {p.rpartition(".")[2] for p in patched}
     text = ctx.text
-    assigned = {m.group(1) for m in _ASSIGNED.finditer(text)} & wanted
+    assigned = {m.group(1) for m in _ASSIGNED.finditer(text)} & _range_names(old_v, new_v)
     if not assigned and "setattr" not in text and "patch" not in text:
         return  # (nothing that may replace a name of the range: no resolver built for it)
     resolver = ctx.resolver
@@ -183,14 +189,18 @@ def _patches(resolver: NameResolver, assigned: set[str]) -> Iterator[_Patch]:
         for node in ast.walk(resolver.tree):
             if not isinstance(node, ast.Assign):
                 continue
+            targets = [
+                t for t in node.targets if isinstance(t, ast.Attribute) and t.attr in assigned
+            ]
+            if not targets:
+                continue
+            scope = resolver.scope_at(node)
             seen: set[tuple[str, str]] = set()  # (`m.f = m.f = g`: one replacement)
-            for target in node.targets:
-                if isinstance(target, ast.Attribute) and target.attr in assigned:
-                    scope = resolver.scope_at(node)
-                    module = _module_of(resolver, target.value, scope)
-                    if module is not None and (module, target.attr) not in seen:
-                        seen.add((module, target.attr))
-                        found.append(_Patch(node, module, target.attr, node.value, scope))
+            for target in targets:
+                module = _module_of(resolver, target.value, scope)
+                if module is not None and (module, target.attr) not in seen:
+                    seen.add((module, target.attr))
+                    found.append(_Patch(node, module, target.attr, node.value, scope))
     for call, scope in resolver.iter_calls():
         patch = _setter(resolver, call, scope)
         if patch is not None:

@@ -243,11 +243,9 @@ class Api:
         its bases), or None when that cannot be known (an attribute of a value, a class with a
         base from another package, a module that binds names dynamically)."""
         dotted = ApiPath(path).dotted
-        owner, _, attribute = dotted.rpartition(".")
-        if attribute in CACHE_ATTRIBUTES:  # (what a cache gives the function it wraps)
-            function = self.canonical(owner)
-            if function is not None and self.kind(function) == "f":
-                return self.cached(function)
+        function = self.cache_owner(dotted)
+        if function is not None:  # (what a cache gives the function it wraps)
+            return self.cached(function)
         parts = dotted.split(".")
         if parts[0] != "flashinfer" or "flashinfer" not in self.modules:
             return None
@@ -340,14 +338,14 @@ class Api:
             cls = self.canonical(api_path.owner)
             return str(ApiPath.method_of(cls, api_path.name)) if cls else None
         found = self.canonical(path)
-        if found is None:  # `Cls.method`, or `f.cache_clear` of a cached function
+        if found is None:  # `Cls.method`, or `f.cache_clear` of a function
             owner, _, attribute = path.rpartition(".")
-            target = self.canonical(owner)
-            kind = self.kind(target) if target is not None else None
-            if kind == "c":
-                return str(ApiPath.method_of(target, attribute))  # type: ignore[arg-type]
-            if kind == "f" and attribute in CACHE_ATTRIBUTES:
-                return f"{target}.{attribute}"
+            cls = self.canonical(owner)
+            if cls is not None and self.kind(cls) == "c":
+                return str(ApiPath.method_of(cls, attribute))
+            function = self.cache_owner(path)
+            if function is not None:
+                return f"{function}.{attribute}"
         return found
 
     def callable(self, path: str) -> CallSignature | None:
@@ -423,14 +421,20 @@ class Api:
         record = self.defs.get(function)
         return bool(record and record.get("cache"))
 
-    def _cache_attribute(self, path: str) -> CallSignature | None:
-        """``f.cache_clear`` (``cache_info``, ``cache_parameters``) of a cached function: a
-        callable of no parameters."""
+    def cache_owner(self, path: str) -> str | None:
+        """The function (its key in ``defs``) where ``path`` names what a cache would give it
+        (``f.cache_clear``, ``cache_info``, ``cache_parameters``), cached or not; else None."""
         owner, _, attribute = path.rpartition(".")
         if attribute not in CACHE_ATTRIBUTES:
             return None
-        target = self.canonical(owner)
-        if target is None or self.kind(target) != "f" or not self.cached(target):
+        function = self.canonical(owner)
+        return function if function is not None and self.kind(function) == "f" else None
+
+    def _cache_attribute(self, path: str) -> CallSignature | None:
+        """``f.cache_clear`` (``cache_info``, ``cache_parameters``) of a cached function: a
+        callable of no parameters."""
+        function = self.cache_owner(path)
+        if function is None or not self.cached(function):
             return None
         return CallSignature(path, (), None, (), (), frozenset(), frozenset())
 
@@ -592,13 +596,15 @@ def moved_hint(old: Api, new: Api, path: str, limit: int = 3, since: str | None 
 def cache_gone(old: Api, new: Api, path: str) -> str | None:
     """The function's name where ``path`` is ``function.cache_clear`` (or another attribute a
     cache gives) of a function cached on ``old`` and still a function, uncached, on ``new``."""
-    function, _, attribute = path.rpartition(".")
-    if attribute not in CACHE_ATTRIBUTES:
+    before, after = old.cache_owner(path), new.cache_owner(path)
+    if before is None or after is None or not old.cached(before) or new.cached(after):
         return None
-    before, after = old.canonical(function), new.canonical(function)
-    if before is None or after is None or not old.cached(before) or new.kind(after) != "f":
-        return None
-    return None if new.cached(after) else function.rpartition(".")[2]
+    return path.rpartition(".")[0].rpartition(".")[2]
+
+
+def _cache_key(api: Api, key: str) -> bool:
+    """Whether ``key`` (of `_callable_paths`) is what a cache gives a function of ``api``."""
+    return key.rpartition(".")[2] in CACHE_ATTRIBUTES and key not in api.defs
 
 
 def _instance_call(path: str) -> str:
@@ -1207,11 +1213,11 @@ def _enum_names(old_version: str, new_version: str) -> _EnumNames:
 def _changes_of(old: Api, new: Api, path: str, key: str, enums: _EnumNames) -> _KeyChanges:
     """What changed for the callable ``key`` (compared by its public ``path``): every answer
     of the pair, for one callable (each side read at most once)."""
-    function, _, attribute = path.rpartition(".")
-    if attribute in CACHE_ATTRIBUTES and key not in old.defs:
+    if _cache_key(old, key):
         # (what a cache gives a function: gone where the function is there, uncached; a
         # function gone is an answer of its own; one recorded alike on both, read as text,
         # kept its cache)
+        function = path.rpartition(".")[0]
         if old.same_definition(new, function) is not None or cache_gone(old, new, path) is None:
             return _UNCHANGED
         return _KeyChanges((path, None), (), ())
@@ -1322,7 +1328,7 @@ def diff_releases(old_version: str, new_version: str) -> list[Change]:
     for path in sorted(old_paths):
         before = old.callable(path)
         is_method = ApiPath(path).is_method
-        if path.rpartition(".")[2] in CACHE_ATTRIBUTES and old_paths[path] not in old.defs:
+        if _cache_key(old, old_paths[path]):
             # (what a cache gives a function still there, uncached; a function gone is listed)
             function = cache_gone(old, new, path)
             if function is not None:

@@ -437,7 +437,9 @@ class _Module:
         (not their decorators and defaults, read at import): what a replacement assigned to the
         module's attribute (a patch: ``module.f = g``) changes."""
         loaded: set[str] = set()
-        for node in ast.walk(self.tree):
+        pending: list[ast.AST] = list(self.tree.body)
+        while pending:  # (each outermost function's body walked once, the ones in it included)
+            node = pending.pop()
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
                 body = node.body if isinstance(node.body, list) else [node.body]
                 for stmt in body:
@@ -446,6 +448,8 @@ class _Module:
                         for n in ast.walk(stmt)
                         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
                     )
+            else:
+                pending.extend(ast.iter_child_nodes(node))
         return loaded & self.names()
 
     @property
