@@ -105,6 +105,11 @@ FILES = {
             def run(self, x): ...
         def cute_fn(a, b, c): ...
     """,
+    "jit/fmha/generate.py": """
+        def _setup(path): ...
+        def generate(n): ...
+    """,
+    "jit/__init__.py": "",
     "dyn.py": """
         for _name in ("a", "b"):
             globals()[_name] = 1
@@ -199,6 +204,14 @@ def test_names_imported_into_a_module_exist(api: Api) -> None:
     assert api.exists("flashinfer.ops.gone") is False
     assert api.exists("flashinfer.nowhere.thing") is False
     assert api.exists("flashinfer.dyn.anything") is None  # globals()[...]: cannot say
+
+
+def test_modules_of_a_folder_without_init_exist(api: Api) -> None:
+    # (`jit/fmha/` has no `__init__.py`: a namespace package, imported all the same)
+    assert api.exists("flashinfer.jit.fmha.generate") is True
+    assert api.exists("flashinfer.jit.fmha.generate._setup") is True
+    assert api.exists("flashinfer.jit.fmha.generate.gone") is False
+    assert api.exists("flashinfer.jit.other.generate") is False
 
 
 def test_methods_and_class_attributes(api: Api) -> None:

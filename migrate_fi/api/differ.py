@@ -171,6 +171,7 @@ class Api:
         self._asked: dict[str, list[str]] = {}  # (`_named`: the names asked, then the index)
         self._by_last_name: dict[str, list[str]] | None = None
         self._public: dict[str, str] | None = None
+        self._folders: frozenset[str] | None = None  # (`_namespace`)
 
     def canonical(self, path: str) -> str | None:
         """The definition (or module) a public path reaches. A name a package binds shadows its
@@ -271,7 +272,12 @@ class Api:
         when unknowable."""
         entry = self.modules.get(module)
         if entry is None:
-            return None
+            if not self._namespace(module):
+                return None
+            # (a namespace package binds nothing itself: its modules are all there is)
+            return (
+                (prefix, "module") if prefix in self.modules or self._namespace(prefix) else False
+            )
         if name in self.names(module) or any(name in self.names(s) for s in entry.get("stars", ())):
             target = self.canonical(prefix)
             if target is None or (target not in self.defs and target not in self.modules):
@@ -279,11 +285,21 @@ class Api:
             if target in self.modules:
                 return target, "module"
             return target, ("class" if self.kind(target) == "c" else "function")
-        if prefix in self.modules:
+        if prefix in self.modules or self._namespace(prefix):
             return prefix, "module"
         if entry.get("open"):
             return None
         return False
+
+    def _namespace(self, path: str) -> bool:
+        """Whether ``path`` is a folder of the package with modules under it and no
+        `__init__.py` of its own (a namespace package: ``import path.module`` works, and the
+        record lists only the modules in it)."""
+        if self._folders is None:
+            self._folders = frozenset(
+                m[:i] for m in self.modules for i, c in enumerate(m) if c == "."
+            )
+        return path in self._folders
 
     def instance_attributes(self, key: str) -> frozenset[str] | None:
         """The attributes instances of the class ``key`` set on themselves (``self.x = ...``
