@@ -260,6 +260,7 @@ def test_json_output(tree: Path) -> None:
         "FI011",
         "FI012",
         "FI013",
+        "FI014",
     ]
     (d,) = doc["diagnostics"]
     assert (d["path"], d["line"], d["col"], d["code"], d["fixable"]) == (

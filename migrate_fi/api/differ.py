@@ -987,6 +987,26 @@ def patched_paths(old_version: str, new_version: str) -> list[str]:
     return out
 
 
+def private_names_gone(old_version: str, new_version: str) -> list[str]:
+    """``module.name`` of FlashInfer's private names (``_name``: no release promises them, and
+    the release data records them by name only) that a module of ``old_version`` binds and
+    the same module of ``new_version``, still there, surely no longer has: reading one raises
+    AttributeError, importing it ImportError. A private module's other names are mostly what
+    it imports (`torch`, `logger`), which no project reads through it: left out."""
+    old, new = api_for(old_version), api_for(new_version)
+    out = []
+    for module in old.modules:
+        if new.exists(module) is False:
+            continue  # (the module gone: its import is reported)
+        for name in old.names(module):
+            if not name.startswith("_") or name.startswith("__") or not name.strip("_"):
+                continue
+            path = f"{module}.{name}"
+            if old.canonical(path) is None and new.exists(path) is False:
+                out.append(path)
+    return sorted(out)
+
+
 def parameters_changed(old: Api, new: Api, path: str) -> bool:
     """Whether the callable ``path`` takes other parameters on ``new`` than on ``old`` (names,
     kinds, or which are required): what a replacement of it must take. False for what is not

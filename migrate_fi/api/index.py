@@ -40,6 +40,7 @@ __all__ = [
     "forget",
     "listed_in",
     "patched_in_range",
+    "private_gone_in_range",
     "trigger_paths",
     "write_index",
 ]
@@ -50,10 +51,10 @@ INDEX_FILE = os.path.join(DATA_DIR, "changes.json")
 _NAME = "changes.json"
 # what the pairs are computed with: an index written by another version of this code (a user
 # folder's, after an upgrade of migrate-fi) is computed again
-LOGIC = 6  # 2: renamed parameters count as changes; 3: defaults and enums; 4: `attrs` paths
+LOGIC = 7  # 2: renamed parameters count as changes; 3: defaults and enums; 4: `attrs` paths
 # 5: a cached function's `cache_clear` (`cache_info`, `cache_parameters`) where the cache went
-# 6: `patches`
-_PER_PAIR = ("pairs", "defaults", "enums", "patches")
+# 6: `patches`; 7: `private`
+_PER_PAIR = ("pairs", "defaults", "enums", "patches", "private")
 
 
 def build_index(
@@ -66,7 +67,8 @@ def build_index(
     differently, or that are gone; ``defaults``, those of the callables a default of which
     changed; ``enums``, the enums renumbered or with members gone (name -> the members gone);
     ``patches``, the module attributes a replacement of which means something else
-    (`differ.patched_paths`).
+    (`differ.patched_paths`); ``private``, the private names of modules still there that are
+    gone (`differ.private_names_gone`).
     Per release: ``enum_links``, for each enum name ``enums`` ever lists, the callables with a
     parameter that may take its value (its default names the enum, or the parameter is named
     after it)."""
@@ -75,6 +77,7 @@ def build_index(
         changed_defaults,
         changed_enums,
         patched_paths,
+        private_names_gone,
     )
 
     releases = available_releases() if releases is None else releases
@@ -104,6 +107,7 @@ def build_index(
         paths.update(_vanished_paths(old, new))
         sections["pairs"][pair] = sorted(paths)
         sections["patches"][pair] = patched_paths(old, new)
+        sections["private"][pair] = private_names_gone(old, new)
         sections["defaults"][pair] = sorted(
             {p for key in changed_defaults(old, new) for p in _public_calls(key, by_target)}
         )
@@ -197,6 +201,7 @@ def forget() -> None:
         _index_of,
         trigger_paths,
         patched_in_range,
+        private_gone_in_range,
         default_trigger_paths,
         enum_triggers,
         _pair_sets,
@@ -274,6 +279,13 @@ def patched_in_range(from_version: str, to_version: str) -> frozenset[str]:
     """``module.name`` paths that a replacement assigned to (a patch) may mean something else
     for in (from, to] (`differ.patched_paths`, per consecutive pair)."""
     return frozenset(p for names in _in_range(from_version, to_version, "patches") for p in names)
+
+
+@cache
+def private_gone_in_range(from_version: str, to_version: str) -> frozenset[str]:
+    """``module.name`` of the private names that may be gone in (from, to]
+    (`differ.private_names_gone`, per consecutive pair: a superset of the range's)."""
+    return frozenset(p for names in _in_range(from_version, to_version, "private") for p in names)
 
 
 @cache

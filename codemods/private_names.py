@@ -1,0 +1,301 @@
+"""FI014: FlashInfer's private names a project reads that the target release no longer has."""
+
+from __future__ import annotations
+
+import ast
+import os
+from functools import lru_cache
+from typing import TYPE_CHECKING, ClassVar
+
+from migrate_fi.analysis import nodes
+from migrate_fi.api.paths import is_flashinfer
+from migrate_fi.base import patterns
+from migrate_fi.base.messages import Said, say
+from migrate_fi.base.modules import in_flashinfer, module_identity
+from migrate_fi.base.results import FixAvailability
+from migrate_fi.framework.rule import FileContext, Rule, RunOptions
+
+from ._api import paths_words
+from ._imports import import_guards
+
+if TYPE_CHECKING:
+    from migrate_fi.api.differ import Api
+
+__all__ = ["PrivateNames"]
+
+# the private identifiers of a file's text (what the finer test meets the range's names in)
+_PRIVATE = patterns.compile(rb"(?<!\w)_\w+")
+# what a `try` must catch to handle a name that is gone: reading it raises AttributeError
+_ATTRIBUTE_ERRORS = frozenset({"AttributeError", "Exception", "BaseException"})
+
+
+class PrivateNames(Rule):
+    """FlashInfer's private names that a project reads and the target release no longer has
+    (review only).
+
+    Serving projects reach into FlashInfer where it offers no public way: a private helper
+    (`gemm_base._get_cache_buf(...)`, to share `mm_mxfp8`'s workspace), a private module's
+    function they wrap (`_fi_core._get_trtllm_gen_multi_ctas_kv_counter_buffer`, which
+    SGLang 0.5.20-0.5.23 replace to size a persistent semaphore buffer). No release promises
+    them, and the release data records them by name only, so the positional-binding check
+    (FI002) never sees them. When a module no longer binds such a name (FlashInfer 0.7.4's
+    `flashinfer.mla._core` no longer imports the counter-buffer helper, nor `gemm.gemm_base`
+    `_get_cache_buf`), reading it raises AttributeError, and importing it ImportError, where
+    the project's code runs (at start-up, or first on the path that needs it).
+
+    Reported once per name and file, where it is first read (an import, or an attribute of
+    FlashInfer's module read or called), with the other lines that read it; said to be handled
+    where a `try` around it catches the error (what its handler does runs instead). The
+    modules of the target release that still bind a name of that spelling are named (up to
+    three): whether one of them is the same helper is a person's to check. Left alone: a read
+    under `if hasattr(module, "name"):` (the project tests for it), names FlashInfer's modules
+    still bind, public names (FI002's), and assignments (a patch: FI013's).
+    """
+
+    code = "FI014"
+    summary = "FlashInfer's private names that the target release no longer has (review)"
+    summary_zh = "目标版本中已不存在的 FlashInfer 私有名称（需审阅）"
+    introduced_in = "*"
+    data_driven: ClassVar[bool] = True
+    fix_availability = FixAvailability.NONE  # (where a private helper went is a person's)
+    triggers = ("flashinfer",)
+    triggers_contain = "flashinfer"  # (every trigger is a FlashInfer path)
+    needs_api_data = True
+    reaches_by_import = True
+    # (a project module that re-exports a private name: its import is the one reported)
+    via_reexports = False
+
+    @classmethod
+    def triggers_for(cls, options: RunOptions) -> tuple[str | tuple[str, ...], ...]:
+        from migrate_fi.api.index import private_gone_in_range
+
+        return paths_words(
+            sorted(private_gone_in_range(str(options.from_version), str(options.to_version)))
+        )
+
+    @classmethod
+    def wants(cls, data: bytes, path: str, options: RunOptions) -> bool:
+        # (one of the range's names, whole, not in FlashInfer's own modules)
+        names = _wanted(str(options.from_version), str(options.to_version))
+        if not any(m.group() in names for m in _PRIVATE.finditer(data)):
+            return False
+        return f"flashinfer{os.sep}" not in path or not in_flashinfer(module_identity(path)[0])
+
+    def find(self, ctx: FileContext) -> None:
+        from migrate_fi.api.differ import api_for
+
+        if in_flashinfer(ctx.module_name):
+            return  # (FlashInfer's own modules: they are the release)
+        old_v, new_v = str(ctx.options.from_version), str(ctx.options.to_version)
+        _check(ctx, api_for(old_v), api_for(new_v), old_v, new_v)
+
+
+@lru_cache(maxsize=8)
+def _last_names(old_v: str, new_v: str) -> frozenset[str]:
+    """The last parts of the range's paths (what an attribute read must be named to be one)."""
+    from migrate_fi.api.index import private_gone_in_range
+
+    return frozenset(p.rpartition(".")[2] for p in private_gone_in_range(old_v, new_v))
+
+
+@lru_cache(maxsize=8)
+def _wanted(old_v: str, new_v: str) -> frozenset[bytes]:
+    """`_last_names`, encoded (what the finer test meets in a file's bytes)."""
+    return frozenset(n.encode() for n in _last_names(old_v, new_v))
+
+
+def _check(ctx: FileContext, old_api: Api, new_api: Api, old_v: str, new_v: str) -> None:
+    from migrate_fi.api.index import private_gone_in_range
+
+    listed = private_gone_in_range(old_v, new_v)
+    names = _last_names(old_v, new_v)
+    resolver = ctx.resolver
+
+    def gone(path: str) -> bool:  # (in the range's list, and gone between its two ends)
+        return path in listed and old_api.exists(path) is True and new_api.exists(path) is False
+
+    reads: dict[str, list[ast.AST]] = {}  # path -> where it is read, in source order
+    imported: dict[str, ast.stmt] = {}
+    for node in resolver.imports:
+        if isinstance(node, ast.ImportFrom):
+            module = resolver.absolute_module(node.module, node.level)
+            if module is None or not is_flashinfer(module):
+                continue
+            for alias in node.names:
+                path = f"{module}.{alias.name}"
+                if alias.name in names and gone(path):
+                    imported.setdefault(path, node)
+                    reads.setdefault(path, []).append(node)
+    for attribute in nodes.of_type(resolver.tree, ast.Attribute):
+        if attribute.attr not in names or not isinstance(attribute.ctx, ast.Load):
+            continue
+        found = resolver.resolve(attribute, resolver.scope_at(attribute)).qualnames
+        for path in sorted(p for p in found if gone(p)):
+            reads.setdefault(path, []).append(attribute)
+    if not reads:
+        return
+    parents = nodes.parents(resolver.tree)
+    for path, where in reads.items():
+        name = path.rpartition(".")[2]
+        kept = [n for n in where if not _tested(n, name, parents)]
+        if not kept:
+            continue
+        first = kept[0]
+        statement = _statement(first, parents)
+        handler = _handled(statement, parents, imported.get(path) is first)
+        ctx.report(first, _message(path, first, kept, handler, new_api, old_v, new_v))
+
+
+def _message(
+    path: str,
+    first: ast.AST,
+    kept: list[ast.AST],
+    handler: int | None,
+    new_api: Api,
+    old_v: str,
+    new_v: str,
+) -> Said:
+    from migrate_fi.api.index import listed_in
+
+    module, _, name = path.rpartition(".")
+    error = "ImportError" if isinstance(first, ast.ImportFrom) else "AttributeError"
+    fails = (
+        say(
+            "{error} there, caught at line {handler}: what that handler does runs instead",
+            "在那里抛出 {error}，被第 {handler} 行捕获：转而运行该处理代码",
+            error=error,
+            handler=handler,
+        )
+        if handler is not None
+        else say("{error} there", "在那里抛出 {error}", error=error)
+    )
+    went = next(iter(listed_in("private", path, old_v, new_v)), new_v)
+    since = say(" (since {went})", "（自 {went} 起）", went=went) if went != new_v else Said("", "")
+    lines = sorted({getattr(n, "lineno", 0) for n in kept[1:]} - {getattr(first, "lineno", 0)})
+    also = (
+        say(
+            "; also read at line{s} {where}",
+            "；第 {where} 行{s}也读取它",
+            s=Said("s" if len(lines) > 1 else "", ""),  # (English plural)
+            where=", ".join(map(str, lines)),
+        )
+        if lines
+        else Said("", "")
+    )
+    return say(
+        "{path} no longer exists in FlashInfer {new_v}{since}, a private name that any release"
+        " may change: {reading} raises {fails}{elsewhere}{also}",
+        "`{path}` 在 FlashInfer {new_v} 中已不存在{since}，这是任何版本都可能改动的私有名称："
+        "{reading}{fails}{elsewhere}{also}",
+        path=path,
+        new_v=new_v,
+        since=since,
+        reading=(
+            say("importing it", "导入它会")
+            if isinstance(first, ast.ImportFrom)
+            else say("reading it", "读取它会")
+        ),
+        fails=fails,
+        elsewhere=_elsewhere(new_api, module, name, new_v),
+        also=also,
+    )
+
+
+def _elsewhere(new_api: Api, module: str, name: str, new_v: str) -> Said:
+    """Where the target release still binds a name of that spelling (up to three modules)."""
+    holders = sorted(m for m in new_api.modules if m != module and name in new_api.names(m))
+    if not holders:
+        return say(
+            "; no module of FlashInfer {new_v} binds a name {name}",
+            "；FlashInfer {new_v} 中没有任何模块绑定名称 `{name}`",
+            new_v=new_v,
+            name=name,
+        )
+    if len(holders) <= 3:
+        return say(
+            "; FlashInfer {new_v} binds a name {name} in {modules}: check whether it is the same",
+            "；FlashInfer {new_v} 在 {modules} 中绑定了名称 `{name}`：请确认是否相同",
+            new_v=new_v,
+            name=name,
+            modules=", ".join(holders),
+        )
+    return say(
+        "; {count} modules of FlashInfer {new_v} bind a name {name}: check whether it moved to"
+        " one of them",
+        "；FlashInfer {new_v} 中有 {count} 个模块绑定了名称 `{name}`：请确认它是否移到了其中之一",
+        count=len(holders),
+        new_v=new_v,
+        name=name,
+    )
+
+
+def _statement(node: ast.AST, parents: dict[int, ast.AST]) -> ast.AST:
+    """The statement that holds ``node`` (itself, for a statement)."""
+    while not isinstance(node, ast.stmt) and id(node) in parents:
+        node = parents[id(node)]
+    return node
+
+
+def _tested(node: ast.AST, name: str, parents: dict[int, ast.AST]) -> bool:
+    """Whether ``node`` is under an ``if`` (or a conditional expression) whose test asks
+    `hasattr(..., "name")`: the project already reads the name only where it is there."""
+    child, parent = node, parents.get(id(node))
+    while parent is not None:
+        if isinstance(parent, ast.If | ast.IfExp) and child is not parent.test:
+            for call in nodes.of_type(parent.test, ast.Call):
+                if (
+                    isinstance(call.func, ast.Name)
+                    and call.func.id == "hasattr"
+                    and len(call.args) == 2
+                    and isinstance(call.args[1], ast.Constant)
+                    and call.args[1].value == name
+                ):
+                    return True
+        if isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            return False
+        child, parent = parent, parents.get(id(parent))
+    return False
+
+
+def _handled(statement: ast.AST, parents: dict[int, ast.AST], is_import: bool) -> int | None:
+    """The line of the handler of the nearest ``try`` around ``statement`` that catches what
+    reading the name raises (ImportError for an import), in its own function; None where
+    nothing does."""
+    if is_import and isinstance(statement, ast.Import | ast.ImportFrom):
+        guards = import_guards(_owner(statement, parents), [statement])
+        return guards.get(id(statement))
+    child, parent = statement, parents.get(id(statement))
+    while parent is not None:
+        if isinstance(parent, ast.Try | getattr(ast, "TryStar", ast.Try)) and any(
+            child is s for s in parent.body
+        ):
+            for handler in parent.handlers:
+                if _catches(handler):
+                    return handler.lineno
+        if isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            return None
+        child, parent = parent, parents.get(id(parent))
+    return None
+
+
+def _owner(statement: ast.AST, parents: dict[int, ast.AST]) -> ast.AST:
+    """The function, class or module whose body holds ``statement``."""
+    node = parents.get(id(statement))
+    while node is not None and not isinstance(
+        node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Module
+    ):
+        node = parents.get(id(node))
+    return node if node is not None else statement
+
+
+def _catches(handler: ast.ExceptHandler) -> bool:
+    caught = handler.type
+    kinds = [caught] if caught is None or not isinstance(caught, ast.Tuple) else caught.elts
+    return any(
+        k is None
+        or (
+            isinstance(k, ast.Name | ast.Attribute)
+            and ast.unparse(k).rsplit(".", 1)[-1] in _ATTRIBUTE_ERRORS
+        )
+        for k in kinds
+    )
