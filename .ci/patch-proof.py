@@ -9,11 +9,13 @@ Prints, for the FlashInfer on the path:
    the replacement is called as before, or FlashInfer passes it a parameter (TypeError); the
    replacement raises before anything compiles;
 3. which functions of `comm.mnnvl` read the global `is_mnnvl_fabric_supported` when they run
-   (their code's global names), the name SGLang 0.5.11 replaces to force POSIX handles.
+   (their code's global names), the name SGLang 0.5.11 replaces to force POSIX handles;
+4. whether three private names FI014 reports are bound where projects read them.
 """
 
 from __future__ import annotations
 
+import importlib
 import importlib.metadata
 import inspect
 
@@ -64,3 +66,16 @@ for owner_name, owner in inspect.getmembers(mnnvl):
             if reads(getattr(method, "__func__", method), "is_mnnvl_fabric_supported"):
                 readers.append(f"{owner_name}.{method_name}")
 print("3. functions of comm.mnnvl that read is_mnnvl_fabric_supported:", sorted(readers) or "none")
+
+# 4. private names FI014 reports gone on 0.7.4 (read as SGLang and vLLM read them)
+for module_name, name in [
+    ("flashinfer.gemm.gemm_base", "_get_cache_buf"),
+    ("flashinfer.mla._core", "_get_trtllm_gen_multi_ctas_kv_counter_buffer"),
+    ("flashinfer.fused_moe.core", "_moe_topk_ids_init"),
+]:
+    module = importlib.import_module(module_name)
+    try:
+        getattr(module, name)
+        print(f"4. {module_name}.{name}: bound")
+    except AttributeError as exc:
+        print(f"4. {module_name}.{name}: AttributeError: {exc}")
