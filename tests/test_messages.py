@@ -78,6 +78,9 @@ def test_fields_are_filled_in_each_language() -> None:
     )
     assert join([say("a", "甲"), say("b", "乙")]) == Said("a; b", "甲；乙")
     assert told.text("zh") == "f：第 3 行已删除" and told.text("en") == "f: gone at line 3"
+    # a field said in English only (a plural) is nothing in Chinese
+    lines = say("at line{s} 3, 4", "第 3, 4 行{s}", s=Said("s", ""))
+    assert lines == Said("at lines 3, 4", "第 3, 4 行")
     assert fields_of("{a!r} {b:>3} {c.d} {{literal}}") == {"a", "b", "c"}
 
 

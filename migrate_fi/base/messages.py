@@ -46,7 +46,10 @@ class Said:
 
 
 def _filled(value: object, lang: str) -> object:
-    return value.text(lang) if isinstance(value, Said) else value
+    # (a field's own language, empty included: an English plural `s` is nothing in Chinese)
+    if isinstance(value, Said):
+        return value.zh if lang == "zh" else value.en
+    return value
 
 
 def say(en: str, zh: str, /, **fields: object) -> Said:
