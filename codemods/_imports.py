@@ -11,7 +11,7 @@ from migrate_fi.base.messages import Said, say
 from migrate_fi.editing.edits import AddImport, Edit
 from migrate_fi.framework.rule import FileContext
 
-__all__ = ["flashinfer_name", "import_guards"]
+__all__ = ["catches", "flashinfer_name", "import_guards"]
 
 
 def flashinfer_name(
@@ -108,6 +108,18 @@ def _imports_flashinfer(ctx: FileContext, node: ast.Import | ast.ImportFrom) -> 
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
 
 
+def catches(handler: ast.ExceptHandler, errors: frozenset[str]) -> bool:
+    """Whether ``handler`` catches one of ``errors`` (named, or as ``mod.Name``; a bare
+    ``except:`` catches everything)."""
+    caught = handler.type
+    kinds = [caught] if caught is None or not isinstance(caught, ast.Tuple) else caught.elts
+    return any(
+        k is None
+        or (isinstance(k, ast.Name | ast.Attribute) and ast.unparse(k).rsplit(".", 1)[-1] in errors)
+        for k in kinds
+    )
+
+
 def import_guards(tree: ast.AST, imports: list[ast.Import | ast.ImportFrom]) -> dict[int, int]:
     """Import statements inside a ``try`` whose handler catches ImportError (or a base of it):
     id of the statement -> the handler's line."""
@@ -115,24 +127,7 @@ def import_guards(tree: ast.AST, imports: list[ast.Import | ast.ImportFrom]) -> 
     for node in nodes.walk(tree):
         if not isinstance(node, ast.Try | getattr(ast, "TryStar", ast.Try)) or not node.body:
             continue
-        line = None
-        for handler in node.handlers:
-            caught = handler.type
-            names = (
-                [caught]
-                if caught is None or not isinstance(caught, ast.Tuple)
-                else list(caught.elts)
-            )
-            if any(
-                n is None
-                or (
-                    isinstance(n, ast.Name | ast.Attribute)
-                    and ast.unparse(n).rsplit(".", 1)[-1] in _IMPORT_ERRORS
-                )
-                for n in names
-            ):
-                line = handler.lineno
-                break
+        line = next((h.lineno for h in node.handlers if catches(h, _IMPORT_ERRORS)), None)
         if line is None:
             continue
         first, last = node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno

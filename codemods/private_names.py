@@ -16,7 +16,7 @@ from migrate_fi.base.results import FixAvailability
 from migrate_fi.framework.rule import FileContext, Rule, RunOptions
 
 from ._api import paths_words
-from ._imports import import_guards
+from ._imports import catches, import_guards
 
 if TYPE_CHECKING:
     from migrate_fi.api.differ import Api
@@ -270,7 +270,7 @@ def _handled(statement: ast.AST, parents: dict[int, ast.AST], is_import: bool) -
             child is s for s in parent.body
         ):
             for handler in parent.handlers:
-                if _catches(handler):
+                if catches(handler, _ATTRIBUTE_ERRORS):
                     return handler.lineno
         if isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             return None
@@ -286,16 +286,3 @@ def _owner(statement: ast.AST, parents: dict[int, ast.AST]) -> ast.AST:
     ):
         node = parents.get(id(node))
     return node if node is not None else statement
-
-
-def _catches(handler: ast.ExceptHandler) -> bool:
-    caught = handler.type
-    kinds = [caught] if caught is None or not isinstance(caught, ast.Tuple) else caught.elts
-    return any(
-        k is None
-        or (
-            isinstance(k, ast.Name | ast.Attribute)
-            and ast.unparse(k).rsplit(".", 1)[-1] in _ATTRIBUTE_ERRORS
-        )
-        for k in kinds
-    )
