@@ -48,8 +48,9 @@ class PrivateNames(Rule):
     where a `try` around it catches the error (what its handler does runs instead). The
     modules of the target release that still bind a name of that spelling are named (up to
     three): whether one of them is the same helper is a person's to check. Left alone: a read
-    under `if hasattr(module, "name"):` (the project tests for it), names FlashInfer's modules
-    still bind, public names (FI002's), and assignments (a patch: FI013's).
+    under `if hasattr(module, "name"):` (the project tests for it) and an import under `if
+    TYPE_CHECKING:` (it never runs), names FlashInfer's modules still bind, public names
+    (FI002's), and assignments (a patch: FI013's).
     """
 
     code = "FI014"
@@ -237,24 +238,45 @@ def _statement(node: ast.AST, parents: dict[int, ast.AST]) -> ast.AST:
 
 
 def _tested(node: ast.AST, name: str, parents: dict[int, ast.AST]) -> bool:
-    """Whether ``node`` is under an ``if`` (or a conditional expression) whose test asks
-    `hasattr(..., "name")`: the project already reads the name only where it is there."""
+    """Whether ``node`` runs only where the name is there or never runs: in the branch of an
+    ``if`` (or a conditional expression) whose test asks `hasattr(..., "name")`, or under
+    ``if TYPE_CHECKING:``."""
     child, parent = node, parents.get(id(node))
     while parent is not None:
-        if isinstance(parent, ast.If | ast.IfExp) and child is not parent.test:
-            for call in nodes.of_type(parent.test, ast.Call):
-                if (
-                    isinstance(call.func, ast.Name)
-                    and call.func.id == "hasattr"
-                    and len(call.args) == 2
-                    and isinstance(call.args[1], ast.Constant)
-                    and call.args[1].value == name
-                ):
-                    return True
+        if (
+            isinstance(parent, ast.If | ast.IfExp)
+            and _in_branch(child, parent)
+            and (_type_checking(parent.test) or _asks_hasattr(parent.test, name))
+        ):
+            return True
         if isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
             return False
         child, parent = parent, parents.get(id(parent))
     return False
+
+
+def _asks_hasattr(test: ast.expr, name: str) -> bool:
+    return any(
+        isinstance(call.func, ast.Name)
+        and call.func.id == "hasattr"
+        and len(call.args) == 2
+        and isinstance(call.args[1], ast.Constant)
+        and call.args[1].value == name
+        for call in nodes.of_type(test, ast.Call)
+    )
+
+
+def _in_branch(child: ast.AST, test: ast.If | ast.IfExp) -> bool:
+    """Whether ``child`` is (in) the branch that runs when the test is true."""
+    if isinstance(test, ast.IfExp):
+        return child is test.body
+    return any(child is s for s in test.body)
+
+
+def _type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def _handled(statement: ast.AST, parents: dict[int, ast.AST], is_import: bool) -> int | None:
