@@ -459,12 +459,32 @@ def _keep(path: str, data: bytes | None) -> None:
     _kept_bytes += size
 
 
+# the searches of a run, by root and words: (the root's signature, what was found); a file
+# analysed asks the same name again for each call it follows it from (FlashInfer's own tree:
+# 26 searches, 12 of one name, 586 ms of 5.4 s with one process)
+_searched_now: dict[tuple[str, tuple[bytes, ...]], tuple[str, list[tuple[str, bytes]]]] = {}
+_SEARCHES_KEPT = 256
+
+
+@depends.on_forget_stats
+def _forget_searches() -> None:  # (a run in the same process searches again)
+    _searched_now.clear()
+
+
 def _mentioning(root: str, words: tuple[bytes, ...]) -> list[str]:
     """The Python files under ``root`` that contain one of ``words``. Any file of the project
     may add a caller: the result holds while no file changed, or while the files that contain
-    them are these, as they are (`mentions_hold`)."""
+    them are these, as they are (`mentions_hold`). Searched once per run and root (while the
+    root's signature, worked out once a run, is the same)."""
     signature = tree_signature(root)  # (first: a file changed meanwhile changes it)
-    (found,) = _containing(root, [words], kept=True)
+    before = _searched_now.get((root, words))
+    if before is not None and before[0] == signature:
+        found = before[1]
+    else:
+        (found,) = _containing(root, [words], kept=True)
+        if len(_searched_now) >= _SEARCHES_KEPT:
+            del _searched_now[next(iter(_searched_now))]  # (the oldest)
+        _searched_now[root, words] = (signature, found)
     for path, data in found:  # (kept for what is asked of them next: their callers' analysis)
         _keep(path, data)
     depends.note("mentions", _searched(root, words), _found(signature, root, found))
