@@ -115,7 +115,7 @@ def _check(ctx: FileContext, old_api: Api, new_api: Api, old_v: str, new_v: str)
     def gone(path: str) -> bool:  # (in the range's list, and gone between its two ends)
         return path in listed and old_api.exists(path) is True and new_api.exists(path) is False
 
-    reads: dict[str, list[ast.AST]] = {}  # path -> where it is read, in source order
+    reads: dict[str, list[ast.AST]] = {}  # path -> where it is read
     imported: dict[str, ast.stmt] = {}
     for node in resolver.imports:
         if isinstance(node, ast.ImportFrom):
@@ -138,7 +138,10 @@ def _check(ctx: FileContext, old_api: Api, new_api: Api, old_v: str, new_v: str)
     parents = nodes.parents(resolver.tree)
     for path, where in reads.items():
         name = path.rpartition(".")[2]
-        kept = [n for n in where if not _tested(n, name, parents)]
+        kept = sorted(
+            (n for n in where if not _tested(n, name, parents)),
+            key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)),
+        )  # (in source order: the tree's walk is not)
         if not kept:
             continue
         first = kept[0]
