@@ -31,7 +31,7 @@ from migrate_fi.framework.rule import FileContext
 if TYPE_CHECKING:
     from migrate_fi.api.differ import Api
 
-__all__ = ["ApiCall", "api_calls", "flashinfer_calls", "path_words", "paths_words"]
+__all__ = ["ApiCall", "api_calls", "flashinfer_calls", "last_names", "path_words", "paths_words"]
 
 
 @dataclass(frozen=True)
@@ -122,6 +122,15 @@ def paths_words(paths: Iterable[object]) -> tuple[tuple[str, ...], ...]:
             head = _prefix_words(prefix) if dot else ()
         out.append((*head, intern(last)))
     return tuple(out)
+
+
+@lru_cache(maxsize=16)
+def last_names(paths: frozenset[str]) -> tuple[frozenset[str], frozenset[bytes]]:
+    """The last parts of ``paths`` (a range's from the prefilter index: one set object per
+    range, kept), as text and encoded: what a rule's finer test meets in a file's bytes, and
+    its analysis in the names a file uses."""
+    names = frozenset(p.rpartition(".")[2] for p in paths)
+    return names, frozenset(n.encode() for n in names)
 
 
 @lru_cache(maxsize=8192)

@@ -11,7 +11,7 @@ from migrate_fi.base.messages import Said, say
 from migrate_fi.editing.edits import AddImport, Edit
 from migrate_fi.framework.rule import FileContext
 
-__all__ = ["catches", "flashinfer_name", "import_guards"]
+__all__ = ["IMPORT_ERRORS", "catches", "flashinfer_name", "import_guards"]
 
 
 def flashinfer_name(
@@ -105,7 +105,7 @@ def _imports_flashinfer(ctx: FileContext, node: ast.Import | ast.ImportFrom) -> 
     return any(is_flashinfer(a.name) for a in node.names)
 
 
-_IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
 
 
 def catches(handler: ast.ExceptHandler, errors: frozenset[str]) -> bool:
@@ -127,7 +127,7 @@ def import_guards(tree: ast.AST, imports: list[ast.Import | ast.ImportFrom]) -> 
     for node in nodes.walk(tree):
         if not isinstance(node, ast.Try | getattr(ast, "TryStar", ast.Try)) or not node.body:
             continue
-        line = next((h.lineno for h in node.handlers if catches(h, _IMPORT_ERRORS)), None)
+        line = next((h.lineno for h in node.handlers if catches(h, IMPORT_ERRORS)), None)
         if line is None:
             continue
         first, last = node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno

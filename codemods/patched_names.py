@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 import os
 from collections.abc import Callable, Iterator
-from functools import lru_cache
 from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 from migrate_fi.analysis.resolver import NameResolver
@@ -18,7 +17,7 @@ from migrate_fi.base.results import FixAvailability
 from migrate_fi.framework.rule import FileContext, Rule, RunOptions
 
 from . import _callers
-from ._api import paths_words
+from ._api import last_names, paths_words
 
 if TYPE_CHECKING:
     from migrate_fi.api.differ import Api, CallSignature
@@ -118,7 +117,9 @@ class PatchedNames(Rule):
     def wants(cls, data: bytes, path: str, options: RunOptions) -> bool:
         # (a name of the range assigned as an attribute of something not `self` or `cls`, at a
         # statement's start, or named by a setter's string)
-        names = _wanted(str(options.from_version), str(options.to_version))
+        from migrate_fi.api.index import patched_in_range
+
+        _, names = last_names(patched_in_range(str(options.from_version), str(options.to_version)))
         for m in _ASSIGNED_BYTES.finditer(data):
             if m.group(1) in names:
                 line = data.rfind(b"\n", 0, m.start()) + 1
@@ -136,20 +137,6 @@ class PatchedNames(Rule):
         _check(ctx, api_for(old_v), api_for(new_v), old_v, new_v)
 
 
-@lru_cache(maxsize=8)
-def _range_names(old_v: str, new_v: str) -> frozenset[str]:
-    """The last names of the paths a replacement of which changes meaning in the range."""
-    from migrate_fi.api.index import patched_in_range
-
-    return frozenset(p.rpartition(".")[2] for p in patched_in_range(old_v, new_v))
-
-
-@lru_cache(maxsize=8)
-def _wanted(old_v: str, new_v: str) -> frozenset[bytes]:
-    """`_range_names`, encoded (what the finer test meets in a file's bytes)."""
-    return frozenset(n.encode() for n in _range_names(old_v, new_v))
-
-
 def _check(ctx: FileContext, old_api: Api, new_api: Api, old_v: str, new_v: str) -> None:
     """Report each replacement that means something else on the target release."""
     from migrate_fi.api.index import patched_in_range
@@ -158,7 +145,7 @@ def _check(ctx: FileContext, old_api: Api, new_api: Api, old_v: str, new_v: str)
         return  # (FlashInfer's own modules: what they assign is the release itself)
     patched = patched_in_range(old_v, new_v)
     text = ctx.text
-    assigned = {m.group(1) for m in _ASSIGNED.finditer(text)} & _range_names(old_v, new_v)
+    assigned = {m.group(1) for m in _ASSIGNED.finditer(text)} & last_names(patched)[0]
     if not assigned and "setattr" not in text and "patch" not in text:
         return  # (nothing that may replace a name of the range: no resolver built for it)
     resolver = ctx.resolver

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import os
-from functools import lru_cache
 from typing import TYPE_CHECKING, ClassVar
 
 from migrate_fi.analysis import nodes
@@ -15,8 +14,8 @@ from migrate_fi.base.modules import in_flashinfer, module_identity
 from migrate_fi.base.results import FixAvailability
 from migrate_fi.framework.rule import FileContext, Rule, RunOptions
 
-from ._api import paths_words
-from ._imports import catches, import_guards
+from ._api import last_names, paths_words
+from ._imports import IMPORT_ERRORS, catches
 
 if TYPE_CHECKING:
     from migrate_fi.api.differ import Api
@@ -77,7 +76,11 @@ class PrivateNames(Rule):
     @classmethod
     def wants(cls, data: bytes, path: str, options: RunOptions) -> bool:
         # (one of the range's names, whole, not in FlashInfer's own modules)
-        names = _wanted(str(options.from_version), str(options.to_version))
+        from migrate_fi.api.index import private_gone_in_range
+
+        _, names = last_names(
+            private_gone_in_range(str(options.from_version), str(options.to_version))
+        )
         if not any(m.group() in names for m in _PRIVATE.finditer(data)):
             return False
         return f"flashinfer{os.sep}" not in path or not in_flashinfer(module_identity(path)[0])
@@ -91,32 +94,17 @@ class PrivateNames(Rule):
         _check(ctx, api_for(old_v), api_for(new_v), old_v, new_v)
 
 
-@lru_cache(maxsize=8)
-def _last_names(old_v: str, new_v: str) -> frozenset[str]:
-    """The last parts of the range's paths (what an attribute read must be named to be one)."""
-    from migrate_fi.api.index import private_gone_in_range
-
-    return frozenset(p.rpartition(".")[2] for p in private_gone_in_range(old_v, new_v))
-
-
-@lru_cache(maxsize=8)
-def _wanted(old_v: str, new_v: str) -> frozenset[bytes]:
-    """`_last_names`, encoded (what the finer test meets in a file's bytes)."""
-    return frozenset(n.encode() for n in _last_names(old_v, new_v))
-
-
 def _check(ctx: FileContext, old_api: Api, new_api: Api, old_v: str, new_v: str) -> None:
     from migrate_fi.api.index import private_gone_in_range
 
     listed = private_gone_in_range(old_v, new_v)
-    names = _last_names(old_v, new_v)
+    names = last_names(listed)[0]
     resolver = ctx.resolver
 
     def gone(path: str) -> bool:  # (in the range's list, and gone between its two ends)
         return path in listed and old_api.exists(path) is True and new_api.exists(path) is False
 
     reads: dict[str, list[ast.AST]] = {}  # path -> where it is read
-    imported: dict[str, ast.stmt] = {}
     for node in resolver.imports:
         if isinstance(node, ast.ImportFrom):
             module = resolver.absolute_module(node.module, node.level)
@@ -125,7 +113,6 @@ def _check(ctx: FileContext, old_api: Api, new_api: Api, old_v: str, new_v: str)
             for alias in node.names:
                 path = f"{module}.{alias.name}"
                 if alias.name in names and gone(path):
-                    imported.setdefault(path, node)
                     reads.setdefault(path, []).append(node)
     for attribute in nodes.of_type(resolver.tree, ast.Attribute):
         if attribute.attr not in names or not isinstance(attribute.ctx, ast.Load):
@@ -145,8 +132,8 @@ def _check(ctx: FileContext, old_api: Api, new_api: Api, old_v: str, new_v: str)
         if not kept:
             continue
         first = kept[0]
-        statement = _statement(first, parents)
-        handler = _handled(statement, parents, imported.get(path) is first)
+        errors = IMPORT_ERRORS if isinstance(first, ast.ImportFrom) else _ATTRIBUTE_ERRORS
+        handler = _handled(_statement(first, parents), parents, errors)
         ctx.report(first, _message(path, first, kept, handler, new_api, old_v, new_v))
 
 
@@ -286,32 +273,18 @@ def _type_checking(test: ast.expr) -> bool:
     )
 
 
-def _handled(statement: ast.AST, parents: dict[int, ast.AST], is_import: bool) -> int | None:
-    """The line of the handler of the nearest ``try`` around ``statement`` that catches what
-    reading the name raises (ImportError for an import), in its own function; None where
-    nothing does."""
-    if is_import and isinstance(statement, ast.Import | ast.ImportFrom):
-        guards = import_guards(_owner(statement, parents), [statement])
-        return guards.get(id(statement))
+def _handled(statement: ast.AST, parents: dict[int, ast.AST], errors: frozenset[str]) -> int | None:
+    """The line of the handler of the nearest ``try`` around ``statement``, in its own
+    function, that catches one of ``errors``; None where nothing does."""
     child, parent = statement, parents.get(id(statement))
     while parent is not None:
         if isinstance(parent, ast.Try | getattr(ast, "TryStar", ast.Try)) and any(
             child is s for s in parent.body
         ):
             for handler in parent.handlers:
-                if catches(handler, _ATTRIBUTE_ERRORS):
+                if catches(handler, errors):
                     return handler.lineno
         if isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             return None
         child, parent = parent, parents.get(id(parent))
     return None
-
-
-def _owner(statement: ast.AST, parents: dict[int, ast.AST]) -> ast.AST:
-    """The function, class or module whose body holds ``statement``."""
-    node = parents.get(id(statement))
-    while node is not None and not isinstance(
-        node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Module
-    ):
-        node = parents.get(id(node))
-    return node if node is not None else statement
