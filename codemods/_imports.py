@@ -11,7 +11,14 @@ from migrate_fi.base.messages import Said, say
 from migrate_fi.editing.edits import AddImport, Edit
 from migrate_fi.framework.rule import FileContext
 
-__all__ = ["IMPORT_ERRORS", "catches", "flashinfer_name", "import_guards"]
+__all__ = [
+    "IMPORT_ERRORS",
+    "catches",
+    "flashinfer_name",
+    "handled_at",
+    "import_guards",
+    "statement_of",
+]
 
 
 def flashinfer_name(
@@ -118,6 +125,32 @@ def catches(handler: ast.ExceptHandler, errors: frozenset[str]) -> bool:
         or (isinstance(k, ast.Name | ast.Attribute) and ast.unparse(k).rsplit(".", 1)[-1] in errors)
         for k in kinds
     )
+
+
+def statement_of(node: ast.AST, parents: dict[int, ast.AST]) -> ast.AST:
+    """The statement that holds ``node`` (itself, for a statement)."""
+    while not isinstance(node, ast.stmt) and id(node) in parents:
+        node = parents[id(node)]
+    return node
+
+
+def handled_at(
+    statement: ast.AST, parents: dict[int, ast.AST], errors: frozenset[str]
+) -> int | None:
+    """The line of the handler of the nearest ``try`` around ``statement``, in its own
+    function, that catches one of ``errors``; None where nothing does."""
+    child, parent = statement, parents.get(id(statement))
+    while parent is not None:
+        if isinstance(parent, ast.Try | getattr(ast, "TryStar", ast.Try)) and any(
+            child is s for s in parent.body
+        ):
+            for handler in parent.handlers:
+                if catches(handler, errors):
+                    return handler.lineno
+        if isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            return None
+        child, parent = parent, parents.get(id(parent))
+    return None
 
 
 def import_guards(tree: ast.AST, imports: list[ast.Import | ast.ImportFrom]) -> dict[int, int]:

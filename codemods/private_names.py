@@ -15,7 +15,7 @@ from migrate_fi.base.results import FixAvailability
 from migrate_fi.framework.rule import FileContext, Rule, RunOptions
 
 from ._api import last_names, paths_words
-from ._imports import IMPORT_ERRORS, catches
+from ._imports import IMPORT_ERRORS, handled_at, statement_of
 
 if TYPE_CHECKING:
     from migrate_fi.api.differ import Api
@@ -133,7 +133,7 @@ def _check(ctx: FileContext, old_api: Api, new_api: Api, old_v: str, new_v: str)
             continue
         first = kept[0]
         errors = IMPORT_ERRORS if isinstance(first, ast.ImportFrom) else _ATTRIBUTE_ERRORS
-        handler = _handled(_statement(first, parents), parents, errors)
+        handler = handled_at(statement_of(first, parents), parents, errors)
         ctx.report(first, _message(path, first, kept, handler, new_api, old_v, new_v))
 
 
@@ -224,13 +224,6 @@ def _elsewhere(new_api: Api, module: str, name: str, new_v: str) -> Said:
     )
 
 
-def _statement(node: ast.AST, parents: dict[int, ast.AST]) -> ast.AST:
-    """The statement that holds ``node`` (itself, for a statement)."""
-    while not isinstance(node, ast.stmt) and id(node) in parents:
-        node = parents[id(node)]
-    return node
-
-
 def _tested(node: ast.AST, name: str, parents: dict[int, ast.AST]) -> bool:
     """Whether ``node`` runs only where the name is there or never runs: in the branch of an
     ``if`` (or a conditional expression) whose test asks `hasattr(..., "name")`, or under
@@ -271,20 +264,3 @@ def _type_checking(test: ast.expr) -> bool:
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
     )
-
-
-def _handled(statement: ast.AST, parents: dict[int, ast.AST], errors: frozenset[str]) -> int | None:
-    """The line of the handler of the nearest ``try`` around ``statement``, in its own
-    function, that catches one of ``errors``; None where nothing does."""
-    child, parent = statement, parents.get(id(statement))
-    while parent is not None:
-        if isinstance(parent, ast.Try | getattr(ast, "TryStar", ast.Try)) and any(
-            child is s for s in parent.body
-        ):
-            for handler in parent.handlers:
-                if catches(handler, errors):
-                    return handler.lineno
-        if isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            return None
-        child, parent = parent, parents.get(id(parent))
-    return None

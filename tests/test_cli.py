@@ -261,6 +261,7 @@ def test_json_output(tree: Path) -> None:
         "FI012",
         "FI013",
         "FI014",
+        "FI015",
     ]
     (d,) = doc["diagnostics"]
     assert (d["path"], d["line"], d["col"], d["code"], d["fixable"]) == (

@@ -1,0 +1,340 @@
+"""FI015: FlashInfer modules and names a project names in strings that the target no longer has."""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from collections.abc import Iterator
+from functools import lru_cache
+from typing import TYPE_CHECKING, ClassVar, NamedTuple
+
+from migrate_fi.analysis import nodes
+from migrate_fi.api.store import on_forget
+from migrate_fi.base import patterns
+from migrate_fi.base.messages import Said, say
+from migrate_fi.base.modules import in_flashinfer, module_identity
+from migrate_fi.base.results import FixAvailability
+from migrate_fi.framework.rule import FileContext, Rule, RunOptions
+
+from ._imports import IMPORT_ERRORS, handled_at, statement_of
+
+if TYPE_CHECKING:
+    from migrate_fi.analysis.resolver import NameResolver
+    from migrate_fi.analysis.scopes import Scope
+    from migrate_fi.api.differ import Api
+
+__all__ = ["NamedPaths"]
+
+# a FlashInfer path in a string, whole (`"flashinfer.comm.trtllm_alltoall"`)
+_PATH = re.compile(r"flashinfer(?:\.[A-Za-z_]\w*)*")
+# what follows "flashinfer" in a string naming a path: the rest of the path, the closing quote,
+# and a name written as a second string (`("flashinfer.comm", "Mapping")`): the finer test
+_REST = patterns.compile(rb"""((?:\.\w+)*)(["'])(?:\s*,\s*(["'])(\w+)\3)?""")
+_QUOTES = (b'"', b"'")
+# calls that import the module they are given by name
+_IMPORTERS = frozenset({"importlib.import_module", "pytest.importorskip", "builtins.__import__"})
+_FIND_SPEC = frozenset({"importlib.util.find_spec"})
+# calls that replace what they are given by name: FI013 reports those its data lists
+_SETTERS = frozenset({"patch", "setattr", "delattr"})
+_LOOKUP_ERRORS = frozenset({"AttributeError", "LookupError", "Exception", "BaseException"})
+
+
+class _Named(NamedTuple):
+    node: ast.Constant  # the string (of a module and a name: the module's)
+    path: str  # the FlashInfer path it names
+    call: ast.Call | None  # the call it is given to (first), if any
+    qualnames: frozenset[str]  # what that call calls
+
+
+class NamedPaths(Rule):
+    """FlashInfer modules and names that a project names in strings and the target release no
+    longer has (review only).
+
+    Code that reaches FlashInfer by name, not by an import statement, fails quietly or late
+    when a release removes what it names: a feature probe (vLLM's
+    `has_flashinfer_nvlink_one_sided()` asks `importlib.util.find_spec(
+    "flashinfer.comm.trtllm_moe_alltoall")`, `has_flashinfer_nvlink_two_sided()` walks
+    `("flashinfer.comm.trtllm_alltoall", "MnnvlMoe")` pairs with `hasattr`) starts saying the
+    feature is missing, so the code it gates turns off without an error; a lazy import
+    (`importlib.import_module("flashinfer.x")`, a `LazyImport("flashinfer.x", "name")`
+    helper) fails where it is first used; `pytest.importorskip` skips the whole test module;
+    a patch manager's target string (`"flashinfer.decode.Wrapper.run"`) is skipped or raises.
+
+    A string that is a dotted FlashInfer path, or a pair of strings that are a FlashInfer
+    module and a name (two items of a tuple or list, the first two arguments of a call), is
+    reported where what it names is in the older release of the range and not in the target
+    (the module, where the whole module went). The message says what the call it is given to
+    does with it there (an import by name, `find_spec`, `mock.patch`), where a `try` around
+    it catches the error, and the function it is in (a probe's name says what turns off).
+    Left alone: docstrings, string annotations, FlashInfer's own modules, and the patch
+    targets FI013 reports (a name its data lists as changed by the range).
+    """
+
+    code = "FI015"
+    summary = "FlashInfer modules and names named in strings that the target no longer has (review)"
+    summary_zh = "以字符串指名、目标版本中已不存在的 FlashInfer 模块和名称（需审阅）"
+    introduced_in = "*"
+    data_driven: ClassVar[bool] = True
+    fix_availability = FixAvailability.NONE  # (where it went, if anywhere, is a person's)
+    triggers = ("flashinfer",)
+    needs_api_data = True
+    # (a string names FlashInfer without importing it: a probe, a patch target)
+    reaches_by_import = False
+    via_reexports = False
+
+    @classmethod
+    def wants(cls, data: bytes, path: str, options: RunOptions) -> bool:
+        # (a path in a string, one of whose parts the range may have removed, outside
+        # FlashInfer's own modules)
+        if b"flashinfer" not in data or (
+            f"flashinfer{os.sep}" in path and in_flashinfer(module_identity(path)[0])
+        ):
+            return False
+        listed = _listed(str(options.from_version), str(options.to_version))
+        return any(_may_be_gone(named, listed) for named in _strings_in(data))
+
+    def find(self, ctx: FileContext) -> None:
+        from migrate_fi.api.differ import api_for
+
+        if in_flashinfer(ctx.module_name):
+            return  # (FlashInfer's own modules: they are the release)
+        old_v, new_v = str(ctx.options.from_version), str(ctx.options.to_version)
+        _check(ctx, api_for(old_v), api_for(new_v), old_v, new_v)
+
+
+@lru_cache(maxsize=16)
+def _listed(from_version: str, to_version: str) -> frozenset[str]:
+    """The paths the range may have removed or changed (the prefilter index's, public and
+    private): a string no leading part of which is one names nothing gone."""
+    from migrate_fi.api.index import private_gone_in_range, trigger_paths
+
+    return frozenset(trigger_paths(from_version, to_version)) | private_gone_in_range(
+        from_version, to_version
+    )
+
+
+def _strings_in(data: bytes) -> Iterator[str]:
+    """The FlashInfer paths strings of a file's text name (a module and a name written as two
+    strings: joined), found where the word follows a quote (a search for the quote first, by a
+    pattern, took twelve times longer over SGLang's 360 files that say "flashinfer")."""
+    at = data.find(b"flashinfer")
+    while at >= 0:
+        quote = data[at - 1 : at]
+        if quote in _QUOTES and (m := _REST.match(data, at + 10)) and m.group(2) == quote:
+            rest = m.group(1) + (b"." + m.group(4) if m.group(4) else b"")
+            yield "flashinfer" + rest.decode("ascii", "replace")
+        at = data.find(b"flashinfer", at + 10)
+
+
+def _may_be_gone(path: str, listed: frozenset[str]) -> bool:
+    """Whether a leading part of ``path`` (``flashinfer.a``, ``flashinfer.a.b``, ...) is
+    listed."""
+    at = path.find(".")
+    while at >= 0:
+        at = path.find(".", at + 1)
+        if (path if at < 0 else path[:at]) in listed:
+            return True
+    return False
+
+
+on_forget(_listed.cache_clear)  # (a data folder that changes drops what was read of it)
+
+
+def _check(ctx: FileContext, old_api: Api, new_api: Api, old_v: str, new_v: str) -> None:
+    from migrate_fi.api.index import patched_in_range
+
+    resolver = ctx.resolver
+    tree = resolver.tree
+    listed = _listed(old_v, new_v)
+    parents = nodes.parents(tree)
+    skipped = _docstrings_and_annotations(tree)
+    patched = patched_in_range(old_v, new_v)
+    seen: set[tuple[int, str]] = set()  # (statement, path): once per statement
+    for named in _named(resolver, parents, skipped):
+        if not _may_be_gone(named.path, listed):
+            continue
+        gone = _gone_prefix(named.path.split("."), old_api, new_api)
+        if gone is None:
+            continue
+        if named.call is not None and _is_setter(named.call) and named.path in patched:
+            continue  # (FI013's: a patch of a name the range changed)
+        statement = statement_of(named.node, parents)
+        if (id(statement), named.path) in seen:
+            continue
+        seen.add((id(statement), named.path))
+        errors = _LOOKUP_ERRORS if named.qualnames & _FIND_SPEC else IMPORT_ERRORS
+        handler = handled_at(statement, parents, errors | IMPORT_ERRORS)
+        module = gone in old_api.modules
+        function = _function_of(resolver, named.node)
+        ctx.report(named.node, _message(named, gone, module, handler, function, new_v))
+
+
+def _named(resolver: NameResolver, parents: dict[int, ast.AST], skipped: set[int]) -> list[_Named]:
+    """The strings of the file that name a FlashInfer path, in source order: a dotted path, or
+    a module and a name written as two strings side by side."""
+    out: list[_Named] = []
+    for node in nodes.of_type(resolver.tree, ast.Constant):
+        value = node.value
+        if not isinstance(value, str) or not value.startswith("flashinfer"):
+            continue
+        if id(node) in skipped or not _PATH.fullmatch(value):
+            continue
+        parent = parents.get(id(node))
+        if isinstance(parent, ast.JoinedStr):
+            continue
+        call = parent if isinstance(parent, ast.Call) and node in parent.args else None
+        if isinstance(parent, ast.keyword):
+            grand = parents.get(id(parent))
+            call = grand if isinstance(grand, ast.Call) else None
+        qualnames: frozenset[str] = frozenset()
+        if call is not None:
+            scope = resolver.scope_at(call)
+            qualnames = frozenset(resolver.resolve(call.func, scope).qualnames)
+        name = _paired_name(node, parent, call)
+        path = f"{value}.{name}" if name is not None else value
+        if path == "flashinfer":
+            continue
+        out.append(_Named(node, path, call, qualnames))
+    out.sort(key=lambda n: (n.node.lineno, n.node.col_offset))
+    return out
+
+
+def _paired_name(node: ast.Constant, parent: ast.AST | None, call: ast.Call | None) -> str | None:
+    """The name a module string is paired with: the string right after it in a tuple or list,
+    or the second argument of the call it is the first argument of (not a setter's: its second
+    argument is the value put in)."""
+    items: list[ast.expr] | None = None
+    if isinstance(parent, ast.Tuple | ast.List):
+        items = parent.elts
+    elif call is not None and parent is call and not _is_setter(call):
+        items = call.args
+    if items is None:
+        return None
+    at = next((i for i, item in enumerate(items) if item is node), None)
+    if at is None or at + 1 >= len(items):
+        return None
+    following = items[at + 1]
+    if (
+        isinstance(following, ast.Constant)
+        and isinstance(following.value, str)
+        and following.value.isidentifier()
+    ):
+        return following.value
+    return None
+
+
+def _is_setter(call: ast.Call) -> bool:
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+    return name in _SETTERS
+
+
+def _gone_prefix(parts: list[str], old_api: Api, new_api: Api) -> str | None:
+    """The shortest part of the path (a module, a class, a name) that the older release has
+    and the target surely lacks; None where the path is there, or was not in the older one."""
+    for i in range(2, len(parts) + 1):
+        prefix = ".".join(parts[:i])
+        if old_api.exists(prefix) is not True:
+            return None
+        if new_api.exists(prefix) is False:
+            return prefix
+    return None
+
+
+def _docstrings_and_annotations(tree: ast.AST) -> set[int]:
+    """Ids of the strings that are docstrings or annotations (never evaluated to a name)."""
+    out: set[int] = set()
+    for node in nodes.walk(tree):
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            out.add(id(node.value))
+        annotations: list[ast.expr | None] = []
+        if isinstance(node, ast.AnnAssign | ast.arg):
+            annotations.append(node.annotation)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            annotations.append(node.returns)
+        for annotation in annotations:
+            if annotation is not None:
+                out.update(id(n) for n in ast.walk(annotation) if isinstance(n, ast.Constant))
+    return out
+
+
+def _function_of(resolver: NameResolver, node: ast.AST) -> str | None:
+    """The name of the function the string is in, if any."""
+    scope: Scope | None = resolver.scope_at(node)
+    while scope is not None:
+        if isinstance(scope.node, ast.FunctionDef | ast.AsyncFunctionDef):
+            return scope.node.name
+        scope = scope.parent
+    return None
+
+
+def _message(
+    named: _Named,
+    gone: str,
+    module: bool,
+    handler: int | None,
+    function: str | None,
+    new_v: str,
+) -> Said:
+    whole = (
+        Said("", "")
+        if gone == named.path
+        else say(" (the module {gone} is gone)", "（模块 `{gone}` 已不存在）", gone=gone)
+        if module
+        else say(" ({gone} is gone)", "（`{gone}` 已不存在）", gone=gone)
+    )
+    calls = named.qualnames
+    if calls & _FIND_SPEC:
+        effect = say(
+            "find_spec() finds nothing there, so what it tests for reads as missing and the code"
+            " it gates turns off, with no error",
+            "find_spec() 在那里找不到它，于是它检测的功能被视为缺失，它守护的代码被静默关闭，不报错",
+        )
+    elif "pytest.importorskip" in calls:
+        effect = say(
+            "pytest.importorskip() skips the whole test module there: its tests stop running",
+            "pytest.importorskip() 在那里跳过整个测试模块：其中的测试不再运行",
+        )
+    elif calls & _IMPORTERS:
+        effect = say(
+            "importing it by name raises ModuleNotFoundError there",
+            "按名称导入它会在那里抛出 ModuleNotFoundError",
+        )
+    elif named.call is not None and _is_setter(named.call):
+        effect = say(
+            "patching it by this name raises there (ModuleNotFoundError or AttributeError)",
+            "按此名称打补丁会在那里抛出异常（ModuleNotFoundError 或 AttributeError）",
+        )
+    else:
+        effect = say(
+            "code that imports, probes or patches it by this name finds nothing there (a"
+            " probe reads it as missing, an import by name fails)",
+            "按此名称导入、探测或打补丁的代码在那里找不到它（探测会判定其缺失，按名称导入会失败）",
+        )
+    caught = (
+        say(
+            ", caught at line {handler}: what that handler does runs instead",
+            "，被第 {handler} 行捕获：转而运行该处理代码",
+            handler=handler,
+        )
+        if handler is not None
+        else Said("", "")
+    )
+    where = (
+        say(" (in {function}())", "（位于 {function}() 中）", function=function)
+        if function is not None
+        else Said("", "")
+    )
+    return say(
+        "{path}, named in this string{where}, no longer exists in FlashInfer {new_v}{whole}:"
+        " {effect}{caught}: migrate by hand",
+        "此字符串指名的 `{path}`{where}在 FlashInfer {new_v} 中已不存在{whole}：{effect}{caught}："
+        "请手动迁移",
+        path=named.path,
+        where=where,
+        new_v=new_v,
+        whole=whole,
+        effect=effect,
+        caught=caught,
+    )
