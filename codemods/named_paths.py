@@ -10,6 +10,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 from migrate_fi.analysis import nodes
+from migrate_fi.api.paths import is_flashinfer
 from migrate_fi.api.store import on_forget
 from migrate_fi.base import patterns
 from migrate_fi.base.messages import Said, say
@@ -17,6 +18,7 @@ from migrate_fi.base.modules import in_flashinfer, module_identity
 from migrate_fi.base.results import FixAvailability
 from migrate_fi.framework.rule import FileContext, Rule, RunOptions
 
+from ._api import last_names
 from ._imports import IMPORT_ERRORS, handled_at, statement_of
 
 if TYPE_CHECKING:
@@ -32,6 +34,14 @@ _PATH = re.compile(r"flashinfer(?:\.[A-Za-z_]\w*)*")
 # and a name written as a second string (`("flashinfer.comm", "Mapping")`): the finer test
 _REST = patterns.compile(rb"""((?:\.\w+)*)(["'])(?:\s*,\s*(["'])(\w+)\3)?""")
 _QUOTES = (b'"', b"'")
+# `hasattr(module, "name")`, `getattr(module, "name", default)`: the name asked of an object
+_ASKED = patterns.compile(rb"""\b(?:has|get)attr\(\s*(\w+)[\w.]*\s*,\s*["'](\w+)["']""")
+# a file's imports of FlashInfer modules (what binds the object a probe asks)
+_FLASHINFER_IMPORT = patterns.compile(
+    rb"(?m)^[ \t]*(?:from[ \t]+flashinfer[\w.]*[ \t]+import[ \t]*(?:\([^)]*\)|[^\n]*)"
+    rb"|import[ \t]+flashinfer[^\n]*)"
+)
+_PROBES = frozenset({"hasattr", "getattr"})
 # calls that import the module they are given by name
 _IMPORTERS = frozenset({"importlib.import_module", "pytest.importorskip", "builtins.__import__"})
 _FIND_SPEC = frozenset({"importlib.util.find_spec"})
@@ -55,17 +65,20 @@ class NamedPaths(Rule):
     when a release removes what it names: a feature probe (vLLM's
     `has_flashinfer_nvlink_one_sided()` asks `importlib.util.find_spec(
     "flashinfer.comm.trtllm_moe_alltoall")`, `has_flashinfer_nvlink_two_sided()` walks
-    `("flashinfer.comm.trtllm_alltoall", "MnnvlMoe")` pairs with `hasattr`) starts saying the
+    `("flashinfer.comm.trtllm_alltoall", "MnnvlMoe")` pairs with `hasattr`, its all-reduce
+    fusion pass asks `hasattr(flashinfer_comm, "allreduce_fusion")`) starts saying the
     feature is missing, so the code it gates turns off without an error; a lazy import
     (`importlib.import_module("flashinfer.x")`, a `LazyImport("flashinfer.x", "name")`
     helper) fails where it is first used; `pytest.importorskip` skips the whole test module;
     a patch manager's target string (`"flashinfer.decode.Wrapper.run"`) is skipped or raises.
 
-    A string that is a dotted FlashInfer path, or a pair of strings that are a FlashInfer
-    module and a name (two items of a tuple or list, the first two arguments of a call), is
-    reported where what it names is in the older release of the range and not in the target
+    A string that is a dotted FlashInfer path, a pair of strings that are a FlashInfer module
+    and a name (two items of a tuple or list, the first two arguments of a call), or the name
+    `hasattr` or `getattr` asks of a FlashInfer module or class (one the file certainly holds)
+    is reported where what it names is in the older release of the range and not in the target
     (the module, where the whole module went). The message says what the call it is given to
-    does with it there (an import by name, `find_spec`, `mock.patch`), where a `try` around
+    does with it there (an import by name, `find_spec`, `hasattr`, `getattr` with or without
+    a default, `mock.patch`), where a `try` around
     it catches the error, and the function it is in (a probe's name says what turns off).
     Left alone: docstrings, string annotations, FlashInfer's own modules, and the patch
     targets FI013 reports (a name its data lists as changed by the range).
@@ -92,7 +105,20 @@ class NamedPaths(Rule):
         ):
             return False
         listed = _listed(str(options.from_version), str(options.to_version))
-        return any(_may_be_gone(named, listed) for named in _strings_in(data))
+        if any(_may_be_gone(named, listed) for named in _strings_in(data)):
+            return True
+        if b"attr(" not in data:
+            return False
+        names = last_names(listed)[1]
+        asked = [m for m in _ASKED.finditer(data) if m.group(2) in names]
+        if not asked:
+            return False
+        # (the object asked must be bound by an import of FlashInfer: `hasattr(torch, "cuda")`
+        # and `getattr(model, "config")` name a word of the range too)
+        bound = {b"flashinfer"}
+        for statement in _FLASHINFER_IMPORT.finditer(data):
+            bound.update(re.findall(rb"\w+", statement.group()))
+        return any(m.group(1) in bound for m in asked)
 
     def find(self, ctx: FileContext) -> None:
         from migrate_fi.api.differ import api_for
@@ -163,8 +189,11 @@ def _check(ctx: FileContext, old_api: Api, new_api: Api, old_v: str, new_v: str)
         if (id(statement), named.path) in seen:
             continue
         seen.add((id(statement), named.path))
-        errors = _LOOKUP_ERRORS if named.qualnames & _FIND_SPEC else IMPORT_ERRORS
-        handler = handled_at(statement, parents, errors | IMPORT_ERRORS)
+        handler = (
+            None  # (nothing raised: it answers that the name is missing)
+            if _answers(named)
+            else handled_at(statement, parents, IMPORT_ERRORS | _LOOKUP_ERRORS)
+        )
         module = gone in old_api.modules
         function = _function_of(resolver, named.node)
         ctx.report(named.node, _message(named, gone, module, handler, function, new_v))
@@ -176,7 +205,12 @@ def _named(resolver: NameResolver, parents: dict[int, ast.AST], skipped: set[int
     out: list[_Named] = []
     for node in nodes.of_type(resolver.tree, ast.Constant):
         value = node.value
-        if not isinstance(value, str) or not value.startswith("flashinfer"):
+        if not isinstance(value, str):
+            continue
+        if not value.startswith("flashinfer"):
+            asked = _asked_of(resolver, node, parents.get(id(node)))
+            if asked is not None:
+                out.append(asked)
             continue
         if id(node) in skipped or not _PATH.fullmatch(value):
             continue
@@ -198,6 +232,33 @@ def _named(resolver: NameResolver, parents: dict[int, ast.AST], skipped: set[int
         out.append(_Named(node, path, call, qualnames))
     out.sort(key=lambda n: (n.node.lineno, n.node.col_offset))
     return out
+
+
+def _asked_of(resolver: NameResolver, node: ast.Constant, parent: ast.AST | None) -> _Named | None:
+    """The string as the name ``hasattr`` or ``getattr`` asks of a FlashInfer object (a module,
+    a class) the resolver is certain of: ``hasattr(flashinfer_comm, "MoeAlltoAll")``."""
+    if not (
+        isinstance(parent, ast.Call)
+        and isinstance(parent.func, ast.Name)
+        and parent.func.id in _PROBES
+        and len(parent.args) >= 2
+        and parent.args[1] is node
+        and isinstance(node.value, str)
+        and node.value.isidentifier()
+    ):
+        return None
+    name: str = node.value
+    scope = resolver.scope_at(parent)
+    if resolver.lookup(parent.func.id, scope) is not None:
+        return None  # (the project's own `getattr`)
+    found = resolver.resolve(parent.args[0], scope)
+    owners = found.qualnames
+    if len(owners) != 1 or len(found.candidates) != 1:
+        return None
+    (owner,) = owners
+    if not is_flashinfer(owner):
+        return None
+    return _Named(node, f"{owner}.{name}", parent, frozenset({f"builtins.{parent.func.id}"}))
 
 
 def _paired_name(node: ast.Constant, parent: ast.AST | None, call: ast.Call | None) -> str | None:
@@ -222,6 +283,18 @@ def _paired_name(node: ast.Constant, parent: ast.AST | None, call: ast.Call | No
     ):
         return following.value
     return None
+
+
+def _answers(named: _Named) -> bool:
+    """Whether the call the string is given to answers "missing" instead of raising:
+    `find_spec`, `hasattr`, `getattr` with a default."""
+    calls = named.qualnames
+    if calls & _FIND_SPEC or "builtins.hasattr" in calls:
+        return True
+    call = named.call
+    return (
+        "builtins.getattr" in calls and call is not None and len(call.args) + len(call.keywords) > 2
+    )
 
 
 def _is_setter(call: ast.Call) -> bool:
@@ -285,7 +358,21 @@ def _message(
         else say(" ({gone} is gone)", "（`{gone}` 已不存在）", gone=gone)
     )
     calls = named.qualnames
-    if calls & _FIND_SPEC:
+    if "builtins.hasattr" in calls:
+        effect = say(
+            "hasattr() answers False there, so the code it gates turns off, with no error",
+            "hasattr() 在那里返回 False，于是它守护的代码被静默关闭，不报错",
+        )
+    elif "builtins.getattr" in calls and named.call is not None:
+        effect = (
+            say(
+                "getattr() gives its default there, with no error",
+                "getattr() 在那里返回其默认值，不报错",
+            )
+            if _answers(named)
+            else say("reading it raises AttributeError there", "读取它会在那里抛出 AttributeError")
+        )
+    elif calls & _FIND_SPEC:
         effect = say(
             "find_spec() finds nothing there, so what it tests for reads as missing and the code"
             " it gates turns off, with no error",
@@ -326,11 +413,15 @@ def _message(
         if function is not None
         else Said("", "")
     )
+    asked = calls & {"builtins.hasattr", "builtins.getattr"}
     return say(
-        "{path}, named in this string{where}, no longer exists in FlashInfer {new_v}{whole}:"
+        "{path}, {named}{where}, no longer exists in FlashInfer {new_v}{whole}:"
         " {effect}{caught}: migrate by hand",
-        "此字符串指名的 `{path}`{where}在 FlashInfer {new_v} 中已不存在{whole}：{effect}{caught}："
+        "{named}的 `{path}`{where}在 FlashInfer {new_v} 中已不存在{whole}：{effect}{caught}："
         "请手动迁移",
+        named=say("asked for by name", "按名称探测")
+        if asked
+        else say("named in this string", "此字符串指名"),
         path=named.path,
         where=where,
         new_v=new_v,

@@ -65,3 +65,14 @@ def _findings(root: Path, old: str, new: str) -> list[str]:
     )  # fmt: skip
     assert done.returncode in (0, 1), done.stderr
     return [d["message"] for d in json.loads(done.stdout)["diagnostics"]]
+
+
+def test_a_probe_is_wanted_where_the_object_is_imported_from_flashinfer(tmp_path: Path) -> None:
+    options = RunOptions(Version("0.6.8.post1"), Version("0.7.4"))
+    tests = rule_tests([c for c in all_rules() if c.code == "FI015"], options)
+    user = str(tmp_path / "user.py")
+    probe = b'import flashinfer.comm as fi_comm\n\nOK = hasattr(fi_comm, "MoeAlltoAll")\n'
+    assert must_see(tests, probe, user, options) == ("named_paths",)
+    # the same name asked of objects no FlashInfer import binds: nothing to parse for
+    other = b'import flashinfer\nimport torch\n\nOK = hasattr(torch, "MoeAlltoAll")\n'
+    assert must_see(tests, other, user, options) is None
