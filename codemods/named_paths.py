@@ -80,8 +80,9 @@ class NamedPaths(Rule):
     does with it there (an import by name, `find_spec`, `hasattr`, `getattr` with or without
     a default, `mock.patch`), where a `try` around
     it catches the error, and the function it is in (a probe's name says what turns off).
-    Left alone: docstrings, string annotations, FlashInfer's own modules, and the patch
-    targets FI013 reports (a name its data lists as changed by the range).
+    Left alone: docstrings, string annotations, keys of `sys.modules` (a stub the project puts
+    there), FlashInfer's own modules, and the patch targets FI013 reports (a name its data
+    lists as changed by the range).
     """
 
     code = "FI015"
@@ -215,7 +216,7 @@ def _named(resolver: NameResolver, parents: dict[int, ast.AST], skipped: set[int
         if id(node) in skipped or not _PATH.fullmatch(value):
             continue
         parent = parents.get(id(node))
-        if isinstance(parent, ast.JoinedStr):
+        if isinstance(parent, ast.JoinedStr) or _module_table_key(node, parent, parents):
             continue
         call = parent if isinstance(parent, ast.Call) and node in parent.args else None
         if isinstance(parent, ast.keyword):
@@ -232,6 +233,28 @@ def _named(resolver: NameResolver, parents: dict[int, ast.AST], skipped: set[int
         out.append(_Named(node, path, call, qualnames))
     out.sort(key=lambda n: (n.node.lineno, n.node.col_offset))
     return out
+
+
+def _module_table_key(
+    node: ast.Constant, parent: ast.AST | None, parents: dict[int, ast.AST]
+) -> bool:
+    """Whether the string is a key of ``sys.modules`` (``sys.modules["flashinfer.x"] = stub``,
+    ``mock.patch.dict(sys.modules, {"flashinfer.x": stub})``): the project puts a module
+    there, which needs no release to have it."""
+    if isinstance(parent, ast.Subscript) and parent.slice is node:
+        return _is_module_table(parent.value)
+    if isinstance(parent, ast.Dict) and any(key is node for key in parent.keys):
+        call = parents.get(id(parent))
+        return isinstance(call, ast.Call) and any(_is_module_table(a) for a in call.args)
+    return False
+
+
+def _is_module_table(expr: ast.expr) -> bool:
+    return (
+        isinstance(expr, ast.Attribute)
+        and expr.attr == "modules"
+        and (isinstance(expr.value, ast.Name) and expr.value.id == "sys")
+    )
 
 
 def _asked_of(resolver: NameResolver, node: ast.Constant, parent: ast.AST | None) -> _Named | None:
