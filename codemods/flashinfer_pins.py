@@ -185,6 +185,11 @@ def _next_minor(v: Version) -> str:
     return f"{v.major}.{v.minor + 1}"
 
 
+# the name of a version variable that holds a minimum (`MIN_FLASHINFER_VERSION`,
+# `FLASHINFER_REQUIRED_VERSION`): a floor, not the release the code is written for
+_FLOOR = patterns.compile(r"(?i)(?:^|_)(?:min|minimum|required|least|floor)(?:_|$)")
+
+
 class FlashinferPins(Rule):
     """FlashInfer's version, wherever the project writes it, moved to the target release.
 
@@ -801,6 +806,10 @@ class FlashinferPins(Rule):
         # a companion (cubin, jit-cache) at a release neither the run's origin nor a
         # flashinfer-python pin here names: another release's pin (test data, another setup)
         stray = self._stray(ref)
+        if ref.kind is Kind.VARIABLE and version != origin and _FLOOR.search(ref.context):
+            # (`MIN_FLASHINFER_VERSION = "0.7.2"`, read as a floor: below the target, it still
+            # admits it; vLLM 0.34's, compared with `>=`, needs nothing on 0.7.4)
+            return None, []
         if ref.version in self._left or stray:
             # (never a safe fix: which release the code there is written for decides; a
             # companion at the same version goes with it)

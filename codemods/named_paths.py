@@ -35,13 +35,17 @@ _PATH = re.compile(r"flashinfer(?:\.[A-Za-z_]\w*)*")
 _REST = patterns.compile(rb"""((?:\.\w+)*)(["'])(?:\s*,\s*(["'])(\w+)\3)?""")
 _QUOTES = (b'"', b"'")
 # `hasattr(module, "name")`, `getattr(module, "name", default)`: the name asked of an object
-_ASKED = patterns.compile(rb"""\b(?:has|get)attr\(\s*(\w+)[\w.]*\s*,\s*["'](\w+)["']""")
+# (what follows `attr(`: the object's first word, and the name asked)
+_ASKED = patterns.compile(rb"""\s*(\w+)[\w.]*\s*,\s*["'](\w+)["']""")
 # a file's imports of FlashInfer modules (what binds the object a probe asks)
 _FLASHINFER_IMPORT = patterns.compile(
     rb"(?m)^[ \t]*(?:from[ \t]+flashinfer[\w.]*[ \t]+import[ \t]*(?:\([^)]*\)|[^\n]*)"
     rb"|import[ \t]+flashinfer[^\n]*)"
 )
 _PROBES = frozenset({"hasattr", "getattr"})
+_WORD_BYTES = frozenset(
+    bytes([c]) for c in b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_."
+)
 # calls that import the module they are given by name
 _IMPORTERS = frozenset({"importlib.import_module", "pytest.importorskip", "builtins.__import__"})
 _FIND_SPEC = frozenset({"importlib.util.find_spec"})
@@ -111,7 +115,7 @@ class NamedPaths(Rule):
         if b"attr(" not in data:
             return False
         names = last_names(listed)[1]
-        asked = [m for m in _ASKED.finditer(data) if m.group(2) in names]
+        asked = [m for m in _asked_in(data) if m.group(2) in names]
         if not asked:
             return False
         # (the object asked must be bound by an import of FlashInfer: `hasattr(torch, "cuda")`
@@ -152,6 +156,21 @@ def _strings_in(data: bytes) -> Iterator[str]:
             rest = m.group(1) + (b"." + m.group(4) if m.group(4) else b"")
             yield "flashinfer" + rest.decode("ascii", "replace")
         at = data.find(b"flashinfer", at + 10)
+
+
+def _asked_in(data: bytes) -> Iterator[re.Match[bytes]]:
+    """Each ``hasattr(obj, "name")`` or ``getattr(obj, "name"...`` of a file's text: the object's
+    first word and the name (found by `bytes.find`: a pattern searching for the call took 18 ms
+    over SGLang 0.5.11's 58 files that say both "flashinfer" and "attr(")."""
+    at = data.find(b"attr(")
+    while at >= 0:
+        if data[at - 3 : at] in (b"has", b"get") and (
+            at < 4 or data[at - 4 : at - 3] not in _WORD_BYTES
+        ):
+            m = _ASKED.match(data, at + 5)
+            if m is not None:
+                yield m
+        at = data.find(b"attr(", at + 5)
 
 
 def _may_be_gone(path: str, listed: frozenset[str]) -> bool:
