@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from packaging.version import Version
+from rule_runs import messages
 
 from migrate_fi.framework.rule import RunOptions
 from migrate_fi.run.pipeline import must_see, rule_tests
@@ -48,23 +45,12 @@ def test_one_finding_per_statement_and_path_with_the_module_that_went(tmp_path: 
         "        importlib.import_module(name)\n"
         '    return ("flashinfer.comm.trtllm_alltoall", "MnnvlMoe")\n'
     )
-    found = _findings(tmp_path, "0.6.18", "0.7.4")
+    found = messages(tmp_path, "0.6.18", "0.7.4", "FI015")
     assert len(found) == 2, found
     assert found[0].startswith("flashinfer.comm.trtllm_alltoall, named in this string (in probe())")
     assert "(the module flashinfer.comm.trtllm_alltoall is gone)" in found[1]
     # the same strings in a range that keeps the module: nothing
-    assert _findings(tmp_path, "0.6.17", "0.6.18") == []
-
-
-def _findings(root: Path, old: str, new: str) -> list[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MIGRATE_FI_")}
-    done = subprocess.run(
-        [sys.executable, "-m", "migrate_fi", "check", "--no-cache", "--from", old, "--to", new,
-         "--select", "FI015", "--output-format", "json", str(root)],
-        capture_output=True, text=True, env=env, check=False,
-    )  # fmt: skip
-    assert done.returncode in (0, 1), done.stderr
-    return [d["message"] for d in json.loads(done.stdout)["diagnostics"]]
+    assert messages(tmp_path, "0.6.17", "0.6.18", "FI015") == []
 
 
 def test_a_probe_is_wanted_where_the_object_is_imported_from_flashinfer(tmp_path: Path) -> None:

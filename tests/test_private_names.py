@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from packaging.version import Version
+from rule_runs import messages
 
 from migrate_fi.api.differ import api_for, private_names_gone
 from migrate_fi.api.index import private_gone_in_range
@@ -43,8 +44,8 @@ def test_a_name_gone_and_back_inside_the_range_is_not_reported(tmp_path: Path) -
     source.write_text(
         "import flashinfer.gdn_kernels.gdn_decode_bf16_state as state\n\nMAJOR = state._GPU_MAJOR\n"
     )
-    assert _findings(tmp_path, "0.6.11.post3", "0.6.14") == []
-    assert len(_findings(tmp_path, "0.6.11.post3", "0.6.12")) == 1
+    assert messages(tmp_path, "0.6.11.post3", "0.6.14", "FI014") == []
+    assert len(messages(tmp_path, "0.6.11.post3", "0.6.12", "FI014")) == 1
 
 
 def test_the_finer_test_wants_the_whole_name_outside_flashinfer(tmp_path: Path) -> None:
@@ -59,19 +60,3 @@ def test_the_finer_test_wants_the_whole_name_outside_flashinfer(tmp_path: Path) 
         folder.mkdir(exist_ok=True)
         (folder / "__init__.py").write_text("")
     assert must_see(tests, text, str(own), options) is None
-
-
-def _findings(root: Path, old: str, new: str) -> list[str]:
-    import json
-    import os
-    import subprocess
-    import sys
-
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MIGRATE_FI_")}
-    done = subprocess.run(
-        [sys.executable, "-m", "migrate_fi", "check", "--no-cache", "--from", old, "--to", new,
-         "--select", "FI014", "--output-format", "json", str(root)],
-        capture_output=True, text=True, env=env, check=False,
-    )  # fmt: skip
-    assert done.returncode in (0, 1), done.stderr
-    return [d["message"] for d in json.loads(done.stdout)["diagnostics"]]
