@@ -838,3 +838,23 @@ def test_a_cache_dropped_by_a_release() -> None:
     assert "flashinfer.xqa.get_xqa_module.cache_clear" in paths
     assert "flashinfer.utils.get_compute_capability.cache_clear" not in paths
     assert api_for("0.6.16").callable("flashinfer.utils.get_compute_capability.cache_clear")
+
+
+def test_a_name_a_module_still_gives_is_not_listed_as_removed() -> None:
+    from migrate_fi.api.differ import api_for, diff_releases
+
+    cases = [
+        # a deprecated alias given by the package's module `__getattr__`
+        ("0.6.17", "0.6.18", "flashinfer.cute_dsl.sparse.bsa_attn_blk64_fwd"),
+        # a function the package re-exports by `from ._core import *`
+        ("0.6.8.post1", "0.7.4", "flashinfer.attention.get_holistic_attention_module"),
+    ]
+    for old, new, path in cases:
+        assert api_for(new).exists(path) is True, path
+        listed = [c for c in diff_releases(old, new) if c.symbol == path]
+        assert not [c for c in listed if c.kind in ("removed", "moved")], listed
+    # a function that did go is still listed
+    gone = "flashinfer.comm.trtllm_alltoall.MnnvlMoe"
+    assert any(
+        c.symbol == gone and c.kind == "removed" for c in diff_releases("0.7.2.post1", "0.7.4")
+    )

@@ -1371,7 +1371,13 @@ def diff_releases(old_version: str, new_version: str) -> list[Change]:
                 detail = f"no longer exists: {function} is no longer wrapped by functools.cache"
                 changes.append(Change(path, "removed", detail))
             continue
-        if not is_method and path not in new_public and new.canonical(path) is None:
+        if (
+            not is_method
+            and path not in new_public
+            and new.canonical(path) is None
+            # (a name a module still gives by its `__getattr__`, a deprecated alias: there)
+            and new.exists(path) is not True
+        ):
             same, others = moved_to(old, new, path)
             if same is not None:
                 changes.append(Change(path, "moved", f"moved to {same} (the same code)"))
