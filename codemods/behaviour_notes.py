@@ -125,6 +125,7 @@ class BehaviourNotes(Rule):
                     (call.key, note.what) in told
                     or not _may_apply(note, call.view, old_api.callable(call.path))
                     or not _built_with(ctx, note, call.view, old_api)
+                    or _kept_out_by_dtype(ctx, note, call.view, old_api.callable(call.path))
                 ):
                     continue  # (the first call of the API in the file says it)
                 told.add((call.key, note.what))
@@ -255,6 +256,145 @@ def _may_pass(
         except ValueError:
             return True  # (a value read at run time: it may be that one)
     return False
+
+
+def _kept_out_by_dtype(
+    ctx: FileContext, note: Behaviour, view: CalleeCall, before: CallSignature | None
+) -> bool:
+    """Whether an argument the note names in `Behaviour.dtypes` keeps the call out of the
+    change: certainly a tensor of that dtype (``cu_seqlens`` made as int64), or not passed at
+    all (what the change is about is the dtype of what the caller gives)."""
+    args = view.args
+    for name, dtype in note.dtypes:
+        passed = _given(name, args, before)
+        if passed is None and not (args.starred or args.opaque_kwargs):
+            return True
+        if passed is not None and _of_dtype(ctx, passed, view.scope, dtype):
+            return True
+    return False
+
+
+# the names torch gives a dtype besides its own (`torch.long`), which are also the tensor
+# methods that convert to it (`x.long()`)
+_ALIASES = {"long": "int64", "int": "int32", "half": "float16", "float": "float32"}
+_CONVERSIONS = {**_ALIASES, "bfloat16": "bfloat16"}
+
+
+def _of_dtype(
+    ctx: FileContext,
+    expr: ast.expr,
+    scope: Scope,
+    dtype: str,
+    depth: int = 0,
+    reading: frozenset[str] = frozenset(),
+) -> bool:
+    """Whether ``expr`` is certainly a tensor of the torch dtype ``dtype``: a call with
+    ``dtype=torch.<dtype>`` (``torch.tensor(..., dtype=torch.int64)``), ``.to(torch.<dtype>)``
+    or ``.long()`` of anything, a local every assignment of which is one, or a call of a
+    function of this file that returns one on every path."""
+    import ast
+
+    from migrate_fi.analysis.values import assigned_values
+
+    if depth > 4:
+        return False
+    if isinstance(expr, ast.Name):
+        if expr.id in reading:
+            return True  # (`x = x.cpu()`: x's other assignments decide)
+        values = assigned_values(ctx.resolver, expr.id, scope)
+        inner = reading | {expr.id}
+        return bool(values) and all(
+            _of_dtype(ctx, v, s, dtype, depth + 1, inner) for v, s in values or ()
+        )
+    if not isinstance(expr, ast.Call):
+        return False
+    given = next((k.value for k in expr.keywords if k.arg == "dtype"), None)
+    func = expr.func
+    if isinstance(func, ast.Attribute):
+        if func.attr in _CONVERSIONS and not expr.args and not expr.keywords:
+            return _CONVERSIONS[func.attr] == dtype
+        moves = func.attr == "to" and given is None and _only_a_device(expr)
+        if moves or (func.attr in _SAME_DTYPE and not expr.args):
+            return _of_dtype(ctx, func.value, scope, dtype, depth + 1, reading)  # (same dtype)
+        if func.attr == "to" and given is None and expr.args:
+            given = expr.args[0]
+    if given is not None:
+        return _names_dtype(ctx, given, scope, dtype)
+    if isinstance(func, ast.Name):
+        returned = _returns(ctx, func, scope)
+        return bool(returned) and all(
+            _of_dtype(ctx, value, inner, dtype, depth + 1) for value, inner in returned
+        )
+    return False
+
+
+# tensor methods that give a tensor of the same dtype (`cu_seqlens.cpu()`)
+_SAME_DTYPE = frozenset({"cpu", "cuda", "contiguous", "clone", "detach", "pin_memory"})
+
+
+def _only_a_device(call: ast.Call) -> bool:
+    """Whether ``x.to(...)`` is given a device only: ``.to(q.device)``, ``.to(device=d)``,
+    ``.to("cuda")`` (a dtype, or a tensor whose dtype it takes, is anything else)."""
+    import ast
+
+    return (
+        len(call.args) + len(call.keywords) == 1
+        and all(k.arg == "device" for k in call.keywords)
+        and all(
+            (isinstance(a, ast.Attribute) and a.attr == "device")
+            or (isinstance(a, ast.Constant) and isinstance(a.value, str))
+            for a in call.args
+        )
+    )
+
+
+def _names_dtype(ctx: FileContext, expr: ast.expr, scope: Scope, dtype: str) -> bool:
+    """Whether ``expr`` is torch's ``dtype`` (``torch.int64``, ``torch.long`` for int64)."""
+    import ast
+
+    if not isinstance(expr, ast.Attribute):
+        return False
+    names = {dtype, *(alias for alias, d in _ALIASES.items() if d == dtype)}
+    return expr.attr in names and ctx.resolver.resolve(expr.value, scope).qualnames == {"torch"}
+
+
+def _returns(ctx: FileContext, func: ast.Name, scope: Scope) -> list[tuple[ast.expr, Scope]]:
+    """What a function of this file, called by ``func``, returns on every path (its
+    ``return`` values, with the function's scope); empty where that cannot be read (a
+    decorated function, a generator, a bare ``return``, a name bound otherwise)."""
+    import ast
+
+    from migrate_fi.analysis import nodes
+
+    found = ctx.resolver.lookup(func.id, scope)
+    if found is None or len(found[1]) != 1:
+        return []
+    (binding,) = found[1]
+    defined = next(
+        (
+            f
+            for f in nodes.of_type(ctx.resolver.tree, ast.FunctionDef)
+            if f.name == func.id and f.lineno == binding.line and not f.decorator_list
+        ),
+        None,
+    )
+    inner = ctx.resolver.scope_of(defined) if defined is not None else None
+    if defined is None or inner is None:
+        return []
+    out: list[tuple[ast.expr, Scope]] = []
+    pending: list[ast.AST] = list(defined.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+            continue  # (their returns are their own)
+        if isinstance(node, ast.Yield | ast.YieldFrom):
+            return []
+        if isinstance(node, ast.Return):
+            if node.value is None:
+                return []
+            out.append((node.value, inner))
+        pending.extend(ast.iter_child_nodes(node))
+    return out
 
 
 def _built_with(ctx: FileContext, note: Behaviour, view: CalleeCall, old_api: Api) -> bool:

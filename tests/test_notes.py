@@ -73,6 +73,11 @@ def test_notes_in_a_range_are_those_after_from_up_to_to() -> None:
             'what = "x"\nsource = "y"\nparameter = "not one"\n',
             "`parameter` must be one parameter's name",
         ),
+        (
+            'release = "0.9.1"\n[[behaviour]]\napi = "flashinfer.f"\nkind = "numerics"\n'
+            'what = "x"\nsource = "y"\ndtypes = { cu_seqlens = "int" }\n',
+            "`dtypes` must map parameter names to torch dtypes",
+        ),
     ],
 )
 def test_a_broken_file_is_one_line_naming_it(user_notes: Path, text: str, message: str) -> None:
@@ -99,6 +104,16 @@ def test_a_behaviour_note_may_name_the_parameter_whose_default_it_is(user_notes:
     )
     (found,) = [n for n in notes.load_notes() if n.release == "0.9.1"]
     assert isinstance(found, notes.Behaviour) and found.parameter == "backend"
+
+
+def test_a_behaviour_note_may_keep_out_calls_by_an_arguments_dtype(user_notes: Path) -> None:
+    (user_notes / "0.9.1.toml").write_text(
+        'release = "0.9.1"\n[[behaviour]]\napi = "flashinfer.chunk_gated_delta_rule"\n'
+        'kind = "input-format"\nwhat = "int32 refused"\nsource = "https://example.org/notes"\n'
+        'dtypes = { cu_seqlens = "int64" }\n'
+    )
+    (found,) = [n for n in notes.load_notes() if n.release == "0.9.1"]
+    assert isinstance(found, notes.Behaviour) and found.dtypes == (("cu_seqlens", "int64"),)
 
 
 def test_a_broken_file_of_the_range_stops_the_run_in_one_line(

@@ -21,6 +21,10 @@ say nothing of a function that starts to refuse a GPU. ``migrate_fi/data/notes/<
   a caller wants as it is (a default that now follows a mode the user turns on elsewhere, such
   as torch's deterministic algorithms): FI008 does not pin the old value, and a call that
   passes the parameter is not touched by the change.
+  ``dtypes = { cu_seqlens = "int64" }`` keeps out a call whose argument for the parameter is
+  certainly a tensor of that torch dtype (made with ``dtype=torch.int64``, converted by
+  ``.to(torch.int64)`` or ``.long()``, or a local or a function of the file that gives only
+  such), or that leaves it out: a change that now refuses the other dtypes does not touch it.
 
 Keys of an entry: ``api`` (a public path as `migrate-fi api-diff` prints it, instances as
 ``Class().method``), ``parameter`` (same, deprecated), ``old`` and ``new`` (same: the defaults
@@ -88,10 +92,15 @@ _TABLES = {
         "when",
         "when_built",
         "parameter",
+        "dtypes",
     },
 }
-_OPTIONAL = {"moved_to", "reverts", "when", "when_built", "why_zh", "what_zh"}
+_OPTIONAL = {"moved_to", "reverts", "when", "when_built", "why_zh", "what_zh", "dtypes"}
 _OPTIONAL_IN = {"behaviour": {"parameter"}}  # (optional in that table, required elsewhere)
+
+
+# the torch dtypes a note's `dtypes` may name (what `torch.<name>` spells)
+_DTYPES = frozenset({"int32", "int64", "float16", "bfloat16", "float32"})
 
 
 class NotesError(Exception):
@@ -138,6 +147,10 @@ class Behaviour:
     when_built: tuple[str, ...] = ()
     # the parameter whose changed default the change is (FI008 leaves that default to the note)
     parameter: str | None = None
+    # arguments that keep a call out of the change when they are certainly tensors of a torch
+    # dtype: (parameter, dtype) pairs ("cu_seqlens", "int64": a call that passes int64 is
+    # not touched by a change that refuses int32)
+    dtypes: tuple[tuple[str, str], ...] = ()
 
 
 Note = Same | Deprecated | Behaviour
@@ -205,6 +218,15 @@ def _note(release: str, path: str, table: str, index: int, entry: Any, keys: set
         raise NotesError(f'{where}: `when_built` must list conditions: "name" or "name=literal"')
     if built and "()." not in entry.get("api", ""):
         raise NotesError(f"{where}: `when_built` is for a method of an instance (Class().method)")
+    dtypes = entry.pop("dtypes", {})
+    if not isinstance(dtypes, dict) or not all(
+        isinstance(k, str) and k.isidentifier() and isinstance(v, str) and v in _DTYPES
+        for k, v in dtypes.items()
+    ):
+        raise NotesError(
+            f"{where}: `dtypes` must map parameter names to torch dtypes"
+            f" ({', '.join(sorted(_DTYPES))})"
+        )
     for key, value in entry.items():
         if not isinstance(value, str) or not value.strip():
             raise NotesError(f"{where}: `{key}` must be a non-empty string")
@@ -253,6 +275,7 @@ def _note(release: str, path: str, table: str, index: int, entry: Any, keys: set
         entry.get("what_zh", ""),
         tuple(built),
         entry.get("parameter"),
+        tuple(sorted(dtypes.items())),
     )
 
 
