@@ -14,12 +14,62 @@ from migrate_fi.analysis.resolver import NameResolver
 from migrate_fi.analysis.scopes import Scope
 from migrate_fi.analysis.values import assigned_values
 
-__all__ = ["is_none", "is_world_group", "literal_string", "narrowed_not_none"]
+__all__ = [
+    "bound_function",
+    "is_none",
+    "is_world_group",
+    "literal_string",
+    "narrowed_not_none",
+    "own_returns",
+]
 
 _WORLD = frozenset(
     {"torch.distributed.group.WORLD", "torch.distributed.distributed_c10d.GroupMember.WORLD"}
 )
 _DEPTH = 4
+
+
+def bound_function(
+    resolver: NameResolver, name: str, scope: Scope
+) -> ast.FunctionDef | ast.Lambda | None:
+    """The function ``name`` refers to from ``scope``, when it is bound once, by a def (not
+    decorated: a decorator may return anything) or to a lambda."""
+    found = resolver.lookup(name, scope)
+    if found is None:
+        return None
+    owner, bindings = found
+    if len(bindings) != 1:
+        return None
+    if bindings[0].what == "assignment" and isinstance(bindings[0].value, ast.Lambda):
+        return bindings[0].value
+    if bindings[0].what != "def":
+        return None
+    for node in ast.walk(owner.node):
+        if (
+            isinstance(node, ast.FunctionDef)
+            and node.name == name
+            and node.lineno == bindings[0].line
+            and not node.decorator_list
+        ):
+            return node
+    return None
+
+
+def own_returns(function: ast.FunctionDef) -> list[ast.Return] | None:
+    """The function's own ``return`` statements (not those of the functions and classes in
+    it); None for a generator (what a call gives is not what it returns)."""
+    returns: list[ast.Return] = []
+    pending: list[ast.AST] = list(function.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue  # (their returns are their own)
+        if isinstance(node, (ast.Yield, ast.YieldFrom)):
+            return None
+        if isinstance(node, ast.Return):
+            returns.append(node)
+        pending.extend(ast.iter_child_nodes(node))
+    return returns
 
 
 def is_none(node: ast.expr | None) -> bool:

@@ -359,42 +359,21 @@ def _names_dtype(ctx: FileContext, expr: ast.expr, scope: Scope, dtype: str) -> 
 
 
 def _returns(ctx: FileContext, func: ast.Name, scope: Scope) -> list[tuple[ast.expr, Scope]]:
-    """What a function of this file, called by ``func``, returns on every path (its
-    ``return`` values, with the function's scope); empty where that cannot be read (a
-    decorated function, a generator, a bare ``return``, a name bound otherwise)."""
+    """What a def of this file, called by ``func``, returns on every path (its ``return``
+    values, with the function's scope); empty where that cannot be read (a decorated function,
+    a generator, a bare ``return``, a name bound otherwise)."""
     import ast
 
-    from migrate_fi.analysis import nodes
+    from ._values import bound_function, own_returns
 
-    found = ctx.resolver.lookup(func.id, scope)
-    if found is None or len(found[1]) != 1:
+    defined = bound_function(ctx.resolver, func.id, scope)
+    if not isinstance(defined, ast.FunctionDef):
         return []
-    (binding,) = found[1]
-    defined = next(
-        (
-            f
-            for f in nodes.of_type(ctx.resolver.tree, ast.FunctionDef)
-            if f.name == func.id and f.lineno == binding.line and not f.decorator_list
-        ),
-        None,
-    )
-    inner = ctx.resolver.scope_of(defined) if defined is not None else None
-    if defined is None or inner is None:
+    inner = ctx.resolver.scope_of(defined)
+    returns = own_returns(defined)
+    if inner is None or returns is None or any(r.value is None for r in returns):
         return []
-    out: list[tuple[ast.expr, Scope]] = []
-    pending: list[ast.AST] = list(defined.body)
-    while pending:
-        node = pending.pop()
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
-            continue  # (their returns are their own)
-        if isinstance(node, ast.Yield | ast.YieldFrom):
-            return []
-        if isinstance(node, ast.Return):
-            if node.value is None:
-                return []
-            out.append((node.value, inner))
-        pending.extend(ast.iter_child_nodes(node))
-    return out
+    return [(r.value, inner) for r in returns if r.value is not None]
 
 
 def _built_with(ctx: FileContext, note: Behaviour, view: CalleeCall, old_api: Api) -> bool:

@@ -22,6 +22,7 @@ from migrate_fi.framework.rule import FileContext, Rule
 
 from . import _callers
 from ._api import api_calls
+from ._values import bound_function, own_returns
 
 if TYPE_CHECKING:
     from migrate_fi.api.differ import Api
@@ -272,7 +273,7 @@ class _Shape:
         ):
             return True  # the builtins give Python numbers
         if isinstance(func, ast.Name):
-            defined = self._function(func.id, scope)
+            defined = bound_function(self.resolver, func.id, scope)
             if defined is not None:  # a function of this file: what it returns
                 return self._returns_one(defined, depth)
         qual = self.qualname(func, scope)
@@ -513,28 +514,6 @@ class _Shape:
 
     # ------------------------------------------------------------ functions of this file
 
-    def _function(self, name: str, scope: Scope) -> ast.FunctionDef | ast.Lambda | None:
-        """The function ``name`` refers to, when it is bound once, by a def or to a lambda."""
-        found = self.resolver.lookup(name, scope)
-        if found is None:
-            return None
-        owner, bindings = found
-        if len(bindings) != 1:
-            return None
-        if bindings[0].what == "assignment" and isinstance(bindings[0].value, ast.Lambda):
-            return bindings[0].value
-        if bindings[0].what != "def":
-            return None
-        for node in ast.walk(owner.node):
-            if (
-                isinstance(node, ast.FunctionDef)
-                and node.name == name
-                and node.lineno == bindings[0].line
-                and not node.decorator_list  # a decorator may return anything
-            ):
-                return node
-        return None
-
     def _returns_one(self, function: ast.FunctionDef | ast.Lambda, depth: int) -> bool:
         """Every ``return`` of the function gives one element (and it is not a generator)."""
         inner = self.resolver.scope_of(function)
@@ -542,19 +521,9 @@ class _Shape:
             return False
         if isinstance(function, ast.Lambda):
             return self.one(function.body, inner, depth + 1)
-        returns: list[ast.Return] = []
-        pending: list[ast.AST] = list(function.body)
-        while pending:
-            node = pending.pop()
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-                continue  # their returns are their own
-            if isinstance(node, (ast.Yield, ast.YieldFrom)):
-                return False
-            if isinstance(node, ast.Return):
-                returns.append(node)
-            pending.extend(ast.iter_child_nodes(node))
+        returns = own_returns(function)
         return bool(returns) and all(
-            r.value is not None and self.one(r.value, inner, depth + 1) for r in returns
+            r.value is not None and self.one(r.value, inner, depth + 1) for r in returns or ()
         )
 
     # ------------------------------------------------------------ why
@@ -621,7 +590,7 @@ class _Shape:
             return self.why(parts[0], scope, depth) if parts else _UNREADABLE
         if isinstance(expr, ast.Call):
             if isinstance(expr.func, ast.Name):
-                defined = self._function(expr.func.id, scope)
+                defined = bound_function(self.resolver, expr.func.id, scope)
                 if isinstance(defined, ast.FunctionDef):
                     return say(
                         "what `{name}` (line {line}) returns",

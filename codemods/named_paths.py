@@ -197,9 +197,7 @@ def _check(ctx: FileContext, old_api: Api, new_api: Api, old_v: str, new_v: str)
     skipped = _docstrings_and_annotations(tree)
     patched = patched_in_range(old_v, new_v)
     seen: set[tuple[int, str]] = set()  # (statement, path): once per statement
-    for named in _named(resolver, parents, skipped):
-        if not _may_be_gone(named.path, listed):
-            continue
+    for named in _named(resolver, parents, skipped, listed):
         gone = _gone_prefix(named.path.split("."), old_api, new_api)
         if gone is None:
             continue
@@ -219,9 +217,15 @@ def _check(ctx: FileContext, old_api: Api, new_api: Api, old_v: str, new_v: str)
         ctx.report(named.node, _message(named, gone, module, handler, function, new_v))
 
 
-def _named(resolver: NameResolver, parents: dict[int, ast.AST], skipped: set[int]) -> list[_Named]:
-    """The strings of the file that name a FlashInfer path, in source order: a dotted path, or
-    a module and a name written as two strings side by side."""
+def _named(
+    resolver: NameResolver,
+    parents: dict[int, ast.AST],
+    skipped: set[int],
+    listed: frozenset[str],
+) -> list[_Named]:
+    """The strings of the file that name a FlashInfer path a leading part of which the range
+    may have removed (``listed``), in source order: a dotted path, a module and a name written
+    as two strings side by side, or the name `hasattr`/`getattr` asks of a FlashInfer object."""
     out: list[_Named] = []
     for node in nodes.of_type(resolver.tree, ast.Constant):
         value = node.value
@@ -229,7 +233,7 @@ def _named(resolver: NameResolver, parents: dict[int, ast.AST], skipped: set[int
             continue
         if not value.startswith("flashinfer"):
             asked = _asked_of(resolver, node, parents.get(id(node)))
-            if asked is not None:
+            if asked is not None and _may_be_gone(asked.path, listed):
                 out.append(asked)
             continue
         if id(node) in skipped or not _PATH.fullmatch(value):
@@ -241,14 +245,14 @@ def _named(resolver: NameResolver, parents: dict[int, ast.AST], skipped: set[int
         if isinstance(parent, ast.keyword):
             grand = parents.get(id(parent))
             call = grand if isinstance(grand, ast.Call) else None
+        name = _paired_name(node, parent, call)
+        path = f"{value}.{name}" if name is not None else value
+        if path == "flashinfer" or not _may_be_gone(path, listed):
+            continue  # (what the call is, resolved only for a path that may be gone)
         qualnames: frozenset[str] = frozenset()
         if call is not None:
             scope = resolver.scope_at(call)
             qualnames = frozenset(resolver.resolve(call.func, scope).qualnames)
-        name = _paired_name(node, parent, call)
-        path = f"{value}.{name}" if name is not None else value
-        if path == "flashinfer":
-            continue
         out.append(_Named(node, path, call, qualnames))
     out.sort(key=lambda n: (n.node.lineno, n.node.col_offset))
     return out
