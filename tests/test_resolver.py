@@ -302,3 +302,84 @@ def test_a_released_resolver_lets_its_tree_go() -> None:
     nodes.release()
     gc.collect()
     assert tree() is None  # (the resolver kept alive a moment longer holds no tree)
+
+
+_KERNELS = """
+_prefill = None
+_quant = None
+
+def kernels():
+    global _prefill, _quant
+    if _prefill is None:
+        from flashinfer import fp4_quantize
+        from flashinfer.gdn_prefill import chunk_gated_delta_rule
+        _prefill, _quant = chunk_gated_delta_rule, fp4_quantize
+    return True, _prefill, _quant
+"""
+
+
+@pytest.mark.parametrize(
+    ("use", "expected"),
+    [
+        # a tuple a function of the module returns, unpacked or indexed: the element at its place
+        ("ok, prefill, quant = kernels()\nquant(x)", {"flashinfer.fp4_quantize"}),
+        ("q = kernels()[2]\nq(x)", {"flashinfer.fp4_quantize"}),
+        ("p = kernels()[-2]\np(x)", {"flashinfer.gdn_prefill.chunk_gated_delta_rule"}),
+        ("ok, *_, quant = kernels()\nquant(x)", {"flashinfer.fp4_quantize"}),
+        (
+            "ok, prefill, *rest = kernels()\nprefill(x)",
+            {"flashinfer.gdn_prefill.chunk_gated_delta_rule"},
+        ),
+        ("got = kernels()\ngot[1](x)", {"flashinfer.gdn_prefill.chunk_gated_delta_rule"}),
+        (
+            "class A:\n    def __init__(self):\n        _, self.p, self.q = kernels()\n"
+            "    def run(self, x):\n        self.q(x)",
+            {"flashinfer.fp4_quantize"},
+        ),
+        # a tuple written out, named, then indexed
+        (
+            "from flashinfer import fp4_quantize, mxfp8_quantize\npair = (mxfp8_quantize, fp4_quantize)\npair[1](x)",
+            {"flashinfer.fp4_quantize"},
+        ),
+        # left as any element: a starred target itself, a place past the end, a list in a name
+        # (it may be changed in place), what another module's function returns
+        ("ok, *rest = kernels()\nrest(x)", {None}),
+        ("a, b, c, d = kernels()\nd(x)", {None}),
+        (
+            "from flashinfer import fp4_quantize, mxfp8_quantize\nfs = [mxfp8_quantize, fp4_quantize]\nfs[1](x)",
+            {"flashinfer.fp4_quantize", "flashinfer.mxfp8_quantize"},
+        ),
+        ("from pkg import loader\na, b = loader()\nb(x)", {None}),
+    ],
+)
+def test_the_element_at_a_place_of_a_tuple(use: str, expected: set[str | None]) -> None:
+    assert resolve_call(_KERNELS + use) == expected
+
+
+def test_a_function_that_may_return_something_else_gives_any_element() -> None:
+    src = """
+    from flashinfer import fp4_quantize, mxfp8_quantize
+    def kernels(fast):
+        if fast:
+            return mxfp8_quantize, fp4_quantize
+        return make()
+    a, b = kernels(True)
+    b(x)
+    """
+    assert resolve_call(src) == {None}
+
+
+def test_an_attribute_unpacked_is_one_of_its_values() -> None:
+    # (an attribute a tuple target also sets is no longer only what its plain assignment gives)
+    src = """
+    from flashinfer import fp4_quantize
+    from pkg import loader
+    class A:
+        def __init__(self):
+            self.q = fp4_quantize
+        def reload(self):
+            _, self.q = loader()
+        def run(self, x):
+            self.q(x)
+    """
+    assert resolve_call(src) == {"flashinfer.fp4_quantize", None}

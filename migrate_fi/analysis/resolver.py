@@ -373,6 +373,9 @@ class NameResolver:
             inner = self.scopes.comprehensions.get(id(expr), scope)
             return _contained(self._resolve(expr.value, inner, seen))
         if isinstance(expr, ast.Subscript):  # an element of a container of known elements
+            place = _place(expr.slice)
+            if place is not None:  # (`kernels()[1]`: the element at that place, where known)
+                return self._unpacked(expr.value, place, scope, expr.lineno, seen)
             return _element(self._resolve(expr.value, scope, seen), expr.lineno)
         if isinstance(expr, ast.Call):
             if isinstance(expr.func, ast.Name) and expr.func.id == "super" and not expr.args:
@@ -496,6 +499,83 @@ class NameResolver:
                 continue
             found = self._resolve(value, inner, seen)
             if not found or any(c.qualname is None for c in found):
+                return None
+            out.extend(found)
+        return out or None
+
+    def _unpacked(
+        self, expr: ast.expr, place: int, scope: Scope, line: int, seen: frozenset[tuple[int, str]]
+    ) -> list[Candidate]:
+        """The element at ``place`` of what ``expr`` gives (``a, b = expr``, ``expr[1]``): read
+        where the tuple is in sight (`_at_place`), else any element of it, as a container."""
+        found = self._at_place(expr, place, scope, seen)
+        if found is not None:
+            return found
+        return _element(self._resolve(expr, scope, seen), line)
+
+    def _at_place(
+        self,
+        expr: ast.expr,
+        place: int,
+        scope: Scope,
+        seen: frozenset[tuple[int, str]],
+        lists: bool = True,
+    ) -> list[Candidate] | None:
+        """The element at ``place`` of a tuple written out: ``(a, b)`` itself, a call of a
+        top-level function of this module whose every ``return`` gives one, and a name bound
+        only to these; a list written out too (``lists``), but not through a name, which may
+        change it in place. None where one of them cannot be read so (then the caller takes
+        any element)."""
+        if isinstance(expr, ast.Tuple) or (lists and isinstance(expr, ast.List)):
+            elements = expr.elts
+            if any(isinstance(e, ast.Starred) for e in elements):
+                return None
+            if not -len(elements) <= place < len(elements):
+                return None  # (unpacking it fails: nothing is bound so)
+            return self._resolve(elements[place], scope, seen)
+        if isinstance(expr, ast.IfExp):
+            out: list[Candidate] = []
+            for arm in _arms(expr):
+                found = self._at_place(arm, place, scope, seen, lists)
+                if found is None:
+                    return None
+                out.extend(found)
+            return out
+        if isinstance(expr, ast.Name):
+            looked_up = self.lookup(expr.id, scope)
+            if looked_up is None:
+                return None
+            owner, bindings = looked_up
+            key = (id(owner), expr.id)
+            if key in seen:
+                return None
+            out = []
+            for b in bindings:
+                if b.what == "None":
+                    continue
+                if b.value is None or b.scope is None:
+                    return None
+                found = self._at_place(b.value, place, b.scope, seen | {key}, lists=False)
+                if found is None:
+                    return None
+                out.extend(found)
+            return out or None
+        if not isinstance(expr, ast.Call):
+            return None
+        funcs = self._resolve(expr.func, scope, seen)
+        if len(funcs) != 1 or funcs[0].what != "def":
+            return None
+        fn = self._top_defs().get(funcs[0].line)
+        inner = self.scope_of(fn) if fn is not None else None
+        if fn is None or inner is None or (id(fn), "<return>") in seen:
+            return None
+        out = []
+        for node in inner.returns:  # (its own, as the scopes' walk found them)
+            value = node.value
+            if value is None or (isinstance(value, ast.Constant) and value.value is None):
+                continue  # (unpacking None fails: nothing is bound so)
+            found = self._at_place(value, place, inner, seen | {(id(fn), "<return>")}, lists)
+            if found is None:
                 return None
             out.extend(found)
         return out or None
@@ -784,6 +864,9 @@ class NameResolver:
         for b in bindings:
             if b.what == "None":
                 continue
+            if b.unpacked is not None and b.scope is not None:  # `a, b = <expr>`
+                out.extend(self._unpacked(*b.unpacked, b.scope, b.line, seen))
+                continue
             if b.what == "parameter":
                 out.extend(self._parameter(name, owner, b, seen))
                 continue
@@ -837,7 +920,9 @@ class NameResolver:
         for b in bindings:
             if b.what == "None":
                 continue
-            if b.alias_of is not None and b.scope is not None:
+            if b.unpacked is not None and b.scope is not None:  # `self.a, self.b = <expr>`
+                out.extend(self._unpacked(*b.unpacked, b.scope, b.line, seen | {key}))
+            elif b.alias_of is not None and b.scope is not None:
                 out.extend(self._resolve(b.alias_of, b.scope, seen | {key}))
             else:
                 out.append(Candidate(b.qualname, b.line, b.what))
@@ -1183,6 +1268,16 @@ def _element(containers: Iterable[Candidate], line: int) -> list[Candidate]:
 _OPTIONAL_KINDS = frozenset({"typing.Optional", "typing.Union", "typing_extensions.Optional"})
 # calls that bind a function's first parameters: ``partial(f, x)``, ``MethodType(f, x)``
 _BINDERS = frozenset({"functools.partial", "types.MethodType"})
+
+
+def _place(index: ast.expr) -> int | None:
+    """A subscript's index when it is a whole number written out (``x[1]``, ``x[-1]``)."""
+    if isinstance(index, ast.UnaryOp) and isinstance(index.op, ast.USub):
+        inner = _place(index.operand)
+        return None if inner is None else -inner
+    if isinstance(index, ast.Constant) and type(index.value) is int:
+        return index.value
+    return None
 
 
 def _bound(

@@ -122,6 +122,9 @@ class Binding:
     index: int | None = None  # a positional parameter's place (``self`` is 0)
     element_of: ast.expr | None = None  # ``for x in <expr>``: what it iterates (in ``scope``)
     default: ast.expr | None = None  # a parameter's default value (evaluated in ``scope``)
+    # ``a, b = <expr>``: what is unpacked (in ``scope``) and the place taken (``b``: 1; after a
+    # starred target, from the end: ``*_, z``: -1)
+    unpacked: tuple[ast.expr, int] | None = None
 
     @property
     def alias_of(self) -> ast.expr | None:
@@ -447,7 +450,7 @@ class ScopeBuilder(ast.NodeVisitor):
         elif (
             isinstance(target, ast.Attribute)
             and isinstance(target.value, ast.Name)
-            and self._record_self_attribute(target, value, line, annotation)
+            and self._record_self_attribute(target, self._value_binding(value, line, annotation))
         ):
             self.visit(target.value)
         elif (
@@ -458,16 +461,35 @@ class ScopeBuilder(ast.NodeVisitor):
         ):
             for t, v in zip(target.elts, value.elts, strict=True):
                 self._bind_target(t, v, line)
+        elif isinstance(target, (ast.Tuple, ast.List)) and value is not None:
+            self._bind_unpacked(target, value, line)
         else:
             self.visit(target)
 
-    def _record_self_attribute(
-        self,
-        target: ast.Attribute,
-        value: ast.expr | None,
-        line: int,
-        annotation: ast.expr | None = None,
-    ) -> bool:
+    def _bind_unpacked(self, target: ast.Tuple | ast.List, value: ast.expr, line: int) -> None:
+        """``a, self.b, *rest = <expr>``: each name (or attribute of ``self``) is the element
+        at its place of what ``<expr>`` gives, which `NameResolver` reads where it can (a tuple
+        that a function of the module returns); a starred or nested target is unknown."""
+        stars = [i for i, e in enumerate(target.elts) if isinstance(e, ast.Starred)]
+        star = stars[0] if len(stars) == 1 else None
+        for i, element in enumerate(target.elts):
+            if stars and (star is None or i == star):
+                self.visit(element)
+                continue
+            place = i if star is None or i < star else i - len(target.elts)
+            binding = Binding("assignment", line, scope=self._scope, unpacked=(value, place))
+            if isinstance(element, ast.Name):
+                self._bind(element.id, binding)
+            elif (
+                isinstance(element, ast.Attribute)
+                and isinstance(element.value, ast.Name)
+                and self._record_self_attribute(element, binding)
+            ):
+                self.visit(element.value)
+            else:
+                self.visit(element)
+
+    def _record_self_attribute(self, target: ast.Attribute, binding: Binding) -> bool:
         """`self.attr = value` in a method (or a function nested in one)."""
         assert isinstance(target.value, ast.Name)
         found = self.lookup(target.value.id, self._scope)
@@ -476,9 +498,7 @@ class ScopeBuilder(ast.NodeVisitor):
         owner, _ = found
         if owner.self_name != target.value.id or owner.owner_class is None:
             return False
-        owner.owner_class.attributes.setdefault(target.attr, []).append(
-            self._value_binding(value, line, annotation)
-        )
+        owner.owner_class.attributes.setdefault(target.attr, []).append(binding)
         return True
 
     def visit_For(self, node: ast.For | ast.AsyncFor) -> None:
