@@ -296,9 +296,13 @@ class Api:
         `__init__.py` of its own (a namespace package: ``import path.module`` works, and the
         record lists only the modules in it)."""
         if self._folders is None:
-            self._folders = frozenset(
-                m[:i] for m in self.modules for i, c in enumerate(m) if c == "."
-            )
+            folders = set()
+            for m in self.modules:  # (each dot found, not each character looked at)
+                i = m.find(".")
+                while i != -1:
+                    folders.add(m[:i])
+                    i = m.find(".", i + 1)
+            self._folders = frozenset(folders)
         return path in self._folders
 
     def instance_attributes(self, key: str) -> frozenset[str] | None:
