@@ -473,12 +473,10 @@ class NameResolver:
         of it gives something known (``return flashinfer.BatchDecodeWithPagedKVCacheWrapper(
         ...)``, or a local bound to it); a ``return None`` gives nothing that can be called.
         None when a return is unknown, or the callee is not such a function."""
-        if len(funcs) != 1 or funcs[0].what != "def":
+        found = self._top_function(funcs)
+        if found is None:
             return None
-        fn = self._top_defs().get(funcs[0].line)
-        inner = self.scope_of(fn) if fn is not None else None
-        if fn is None or inner is None:
-            return None
+        fn, inner = found
         key = (id(fn), "<return>")
         if key in seen:
             return None
@@ -562,13 +560,10 @@ class NameResolver:
             return out or None
         if not isinstance(expr, ast.Call):
             return None
-        funcs = self._resolve(expr.func, scope, seen)
-        if len(funcs) != 1 or funcs[0].what != "def":
+        found_fn = self._top_function(self._resolve(expr.func, scope, seen))
+        if found_fn is None or (id(found_fn[0]), "<return>") in seen:
             return None
-        fn = self._top_defs().get(funcs[0].line)
-        inner = self.scope_of(fn) if fn is not None else None
-        if fn is None or inner is None or (id(fn), "<return>") in seen:
-            return None
+        fn, inner = found_fn
         out = []
         for node in inner.returns:  # (its own, as the scopes' walk found them)
             value = node.value
@@ -689,6 +684,15 @@ class NameResolver:
         if len(bases) != 1 or not bases[0].qualname or not in_flashinfer(bases[0].qualname):
             return None
         return f"{bases[0].qualname}().{attr}"
+
+    def _top_function(self, funcs: list[Candidate]) -> tuple[ast.FunctionDef, Scope] | None:
+        """The top-level function of this module (undecorated) that ``funcs``, what a call's
+        callee resolved to, is alone, with its scope; None for anything else."""
+        if len(funcs) != 1 or funcs[0].what != "def":
+            return None
+        fn = self._top_defs().get(funcs[0].line)
+        inner = self.scope_of(fn) if fn is not None else None
+        return None if fn is None or inner is None else (fn, inner)
 
     def _top_defs(self) -> dict[int, ast.FunctionDef]:
         """This module's top-level functions, by the line of their ``def``."""
