@@ -39,6 +39,7 @@ __all__ = [
     "Function",
     "Passed",
     "arguments",
+    "files_mentioning",
     "function_of_parameter",
     "named_only_in",
     "parents_of",
@@ -391,6 +392,12 @@ def _caller(scope: Scope, resolver: NameResolver, path: str) -> Function | None:
         return None
     bound = _lambda_name(node, outer) if isinstance(node, ast.Lambda) else node.name
     return Function(node, bound, outer, resolver, path)
+
+
+def files_mentioning(path: str, word: bytes) -> list[str]:
+    """The Python files of the project around ``path`` that contain ``word`` (their bytes kept:
+    `read_kept`); the search is noted (`_mentioning`)."""
+    return _mentioning(search_root_noted(path), (word,))
 
 
 def named_only_in(path: str) -> Callable[[str], bool]:

@@ -262,6 +262,7 @@ def test_json_output(tree: Path) -> None:
         "FI013",
         "FI014",
         "FI015",
+        "FI016",
     ]
     (d,) = doc["diagnostics"]
     assert (d["path"], d["line"], d["col"], d["code"], d["fixable"]) == (
