@@ -6,6 +6,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import TYPE_CHECKING, ClassVar
 
+from migrate_fi.api.paths import is_flashinfer
 from migrate_fi.base.messages import Said, say
 from migrate_fi.base.results import FixAvailability
 from migrate_fi.framework.rule import FileContext, Rule, RuleOption, RuleSetupError, RunOptions
@@ -14,6 +15,7 @@ from ._api import api_calls, paths_words
 
 if TYPE_CHECKING:
     import ast
+    from collections.abc import Callable
 
     from migrate_fi.analysis.calls import CallArgs, CalleeCall
     from migrate_fi.analysis.scopes import Scope
@@ -113,6 +115,15 @@ class BehaviourNotes(Rule):
         if not by_key:
             return
         told: set[tuple[str, str]] = set()
+
+        def member(value: ast.expr, scope: Scope) -> str | None:
+            """The FlashInfer enum member ``value`` certainly is (``SfLayout.layout_8x4``)."""
+            found = ctx.resolver.resolve(value, scope).qualnames
+            if len(found) != 1:
+                return None
+            (only,) = found
+            return only if is_flashinfer(only) else None
+
         for call in api_calls(ctx, old_api, by_key.keys()):
             if not call.certain:
                 continue
@@ -123,7 +134,7 @@ class BehaviourNotes(Rule):
                     continue
                 if (
                     (call.key, note.what) in told
-                    or not _may_apply(note, call.view, old_api.callable(call.path))
+                    or not _may_apply(note, call.view, old_api.callable(call.path), member)
                     or not _built_with(ctx, note, call.view, old_api)
                     or _kept_out_by_dtype(ctx, note, call.view, old_api.callable(call.path))
                 ):
@@ -202,17 +213,27 @@ def _by_key(
     return out
 
 
-def _may_apply(note: Behaviour, view: CalleeCall, before: CallSignature | None) -> bool:
+def _may_apply(
+    note: Behaviour,
+    view: CalleeCall,
+    before: CallSignature | None,
+    member: Callable[[ast.expr, Scope], str | None] | None = None,
+) -> bool:
     """Whether the call may pass what the note's change is tied to (`Behaviour.when`): an
     argument passed at all, or with a value (by keyword, or at its place in ``before``, the
     signature the code is written for); unreadable arguments (``*args``, ``**kw``) may. A
     change of a parameter's default (`Behaviour.parameter`) never touches a call that passes
-    it."""
+    it. ``member`` says which FlashInfer enum member an argument certainly is, for a
+    condition on one (``sfLayout=SfLayout.layout_linear``)."""
     if note.parameter is not None and _given(note.parameter, view.args, before) is not None:
         return False  # (a change of the parameter's default: this call gives its own value)
     if not note.when:
         return True
-    return _may_pass(note.when, view.args, before, defaults=False)
+
+    def is_member(value: ast.expr) -> str | None:
+        return member(value, view.scope) if member is not None else None
+
+    return _may_pass(note.when, view.args, before, defaults=False, member=is_member)
 
 
 def _given(name: str, args: CallArgs, before: CallSignature | None) -> ast.expr | None:
@@ -227,10 +248,16 @@ def _given(name: str, args: CallArgs, before: CallSignature | None) -> ast.expr 
 
 
 def _may_pass(
-    conditions: tuple[str, ...], args: CallArgs, before: CallSignature | None, defaults: bool
+    conditions: tuple[str, ...],
+    args: CallArgs,
+    before: CallSignature | None,
+    defaults: bool,
+    member: Callable[[ast.expr], str | None] | None = None,
 ) -> bool:
-    """Whether a call with ``args`` may meet one of ``conditions`` ("name", "name=literal");
-    with ``defaults``, an argument left out is its default in ``before``."""
+    """Whether a call with ``args`` may meet one of ``conditions`` ("name", "name=literal",
+    "name=Enum.member"); with ``defaults``, an argument left out is its default in ``before``.
+    A value that is certainly another member of the same enum (``member`` reads which) does
+    not meet a condition on a member."""
     import ast
 
     for condition in conditions:
@@ -250,12 +277,42 @@ def _may_pass(
                 return True
         if not literal:
             return True
+        if _is_member_name(literal):
+            if not _other_member(passed, literal, member):
+                return True
+            continue
         try:
             if ast.literal_eval(passed) == ast.literal_eval(literal):
                 return True
         except ValueError:
             return True  # (a value read at run time: it may be that one)
     return False
+
+
+def _is_member_name(text: str) -> bool:
+    """``Enum.member``: a condition on an enum member, not a literal."""
+    parts = text.split(".")
+    return len(parts) >= 2 and all(p.isidentifier() for p in parts)
+
+
+def _other_member(
+    passed: ast.expr, wanted: str, member: Callable[[ast.expr], str | None] | None
+) -> bool:
+    """Whether ``passed`` is certainly another member of the enum of ``wanted``
+    (``SfLayout.layout_8x4`` for ``SfLayout.layout_linear``): resolved to a FlashInfer enum of
+    that name (through ``member``), or, a default written in a signature, spelled so."""
+    import ast
+
+    enum, _, name = wanted.rpartition(".")
+    enum = enum.rpartition(".")[2]
+    if member is not None:
+        found = member(passed)
+    else:  # (a default of the signature: its text)
+        found = ast.unparse(passed) if isinstance(passed, ast.Attribute) else None
+    if found is None:
+        return False
+    owner, _, other = found.rpartition(".")
+    return owner.rpartition(".")[2] == enum and other != name
 
 
 def _kept_out_by_dtype(

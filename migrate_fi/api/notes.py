@@ -15,7 +15,8 @@ say nothing of a function that starts to refuse a GPU. ``migrate_fi/data/notes/<
   calls work that failed before): FI012 reports the calls, with the note.
   ``reverts = "<release>"`` marks a change that undoes that release's change of the API: a
   range holding both has neither; ``when = ["do_finalize=False"]`` ties it to arguments (a
-  call that cannot pass them is left alone), ``when_built = ["backend='cudnn'"]`` (a method's
+  call that cannot pass them is left alone; ``"sfLayout=SfLayout.layout_linear"``: a member of
+  a FlashInfer enum, which a call passing another member of it cannot pass), ``when_built = ["backend='cudnn'"]`` (a method's
   note) to the arguments its instance was made with, where that construction is in sight.
   ``parameter = "<name>"`` says that the change is that of the parameter's default, to a value
   a caller wants as it is (a default that now follows a mode the user turns on elsewhere, such
@@ -212,7 +213,9 @@ def _note(release: str, path: str, table: str, index: int, entry: Any, keys: set
     entry = dict(entry)
     when = entry.pop("when", [])
     if not isinstance(when, list) or not all(_condition(c) for c in when):
-        raise NotesError(f'{where}: `when` must list conditions: "name" or "name=literal"')
+        raise NotesError(
+            f'{where}: `when` must list conditions: "name", "name=literal" or "name=Enum.member"'
+        )
     built = entry.pop("when_built", [])
     if not isinstance(built, list) or not all(_condition(c) for c in built):
         raise NotesError(f'{where}: `when_built` must list conditions: "name" or "name=literal"')
@@ -280,7 +283,7 @@ def _note(release: str, path: str, table: str, index: int, entry: Any, keys: set
 
 
 def _condition(text: object) -> bool:
-    """``name`` or ``name=<a Python literal>``."""
+    """``name``, ``name=<a Python literal>`` or ``name=<Enum>.<member>``."""
     if not isinstance(text, str):
         return False
     name, _, value = text.partition("=")
@@ -288,6 +291,9 @@ def _condition(text: object) -> bool:
         return False
     if not value:
         return True
+    parts = value.split(".")
+    if len(parts) >= 2 and all(p.isidentifier() for p in parts):
+        return True  # (a member of a FlashInfer enum: `SfLayout.layout_linear`)
     try:
         ast.literal_eval(value)
     except (ValueError, SyntaxError):
