@@ -447,3 +447,33 @@ def test_what_a_module_reads_when_it_runs(tmp_path: Path) -> None:
     api = _release(tmp_path / "1.0", text)
     assert api.reads("flashinfer") == {"used", "helper"}
     assert api.reads("flashinfer.missing") is None
+
+
+def test_a_method_named_again_in_its_class_body_is_that_method(tmp_path: Path) -> None:
+    """``begin_forward = plan``: a call of ``begin_forward`` (on the class or a subclass) is a
+    call of ``plan``, with its signature and its key (what a release note on ``plan`` or a
+    change of its parameters is about)."""
+    text = """
+        class Wrapper:
+            def plan(self, indptr, indices, head_dim, data_type=None): ...
+
+            def run(self, q, out=None): ...
+
+            begin_forward = plan
+            forward = run
+            version = "1"
+
+        class GraphWrapper(Wrapper):
+            pass
+    """
+    api = _release(tmp_path / "1.0", text)
+    for cls in ("flashinfer.Wrapper", "flashinfer.GraphWrapper"):
+        key = api.key(f"{cls}().begin_forward")
+        assert key is not None and key.endswith("Wrapper().plan"), key
+        plan, begin = api.callable(f"{cls}().plan"), api.callable(f"{cls}().begin_forward")
+        assert plan is not None and begin is not None and begin.params == plan.params
+        assert api.key(f"{cls}().forward") == api.key(f"{cls}().run")
+    assert api.key("flashinfer.Wrapper.begin_forward") == api.key("flashinfer.Wrapper().plan")
+    # (a class attribute that is no method: left as it is)
+    assert api.key("flashinfer.Wrapper().version") == "flashinfer.Wrapper().version"
+    assert api.callable("flashinfer.Wrapper().version") is None

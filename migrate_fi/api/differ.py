@@ -223,6 +223,21 @@ class Api:
         names = entry.get("names", ())
         return frozenset(names[i] for i in entry.get("reads", ()))
 
+    def method_named(self, cls_path: str, name: str, seen: frozenset[str] = frozenset()) -> str:
+        """The method another name of it in a class body names (``begin_forward = plan``: a
+        call of ``begin_forward`` is one of ``plan``), in the class or a base; else ``name``."""
+        record = self.defs.get(cls_path) if cls_path not in seen else None
+        if record is None or record.get("k") != "c" or name in record["methods"]:
+            return name
+        aliased = record.get("maliases", {}).get(name)
+        if aliased is not None:
+            return str(aliased)
+        for base in record.get("bases", []):
+            found = self.method_named(self.canonical(base) or base, name, seen | {cls_path})
+            if found != name:
+                return found
+        return name
+
     def _method(self, cls_path: str, name: str, seen: frozenset[str] = frozenset()) -> Any | None:
         if cls_path in seen:
             return None
@@ -356,13 +371,15 @@ class Api:
         api_path = ApiPath(path)
         if api_path.is_method:
             cls = self.canonical(api_path.owner)
-            return str(ApiPath.method_of(cls, api_path.name)) if cls else None
+            if cls is None:
+                return None
+            return str(ApiPath.method_of(cls, self.method_named(cls, api_path.name)))
         found = self.canonical(path)
         if found is None:  # `Cls.method`, or `f.cache_clear` of a function
             owner, _, attribute = path.rpartition(".")
             cls = self.canonical(owner)
             if cls is not None and self.kind(cls) == "c":
-                return str(ApiPath.method_of(cls, attribute))
+                return str(ApiPath.method_of(cls, self.method_named(cls, attribute)))
             function = self.cache_owner(path)
             if function is not None:
                 return f"{function}.{attribute}"
@@ -378,7 +395,7 @@ class Api:
             cls, method = self.canonical(api_path.owner), api_path.name
             if cls is None or "." in method:
                 return None
-            record = self._method(cls, method)
+            record = self._method(cls, self.method_named(cls, method))
             if record is None or record.get("dec") == "property":
                 return None
             params = _params(record["sig"])

@@ -26,7 +26,9 @@ What is recorded, per release (format 6):
   ``module.f = g`` reaches them; where a release stops reading ``f``, the patch changes
   nothing). A class
   records its bases, its ``__init__``/``__call__``/public methods (``static``/``class``/
-  ``property``), the other names its body binds, enum member values, and the ``__init__``
+  ``property``), its methods named again in its body (``maliases``: ``begin_forward = plan``,
+  a call of one is a call of the other), the other names its body binds, enum member values,
+  and the ``__init__``
   Python synthesizes for ``@dataclass``, ``NamedTuple`` and ``attrs`` classes
   (`migrate_fi.api.synthesized`).
 - Deprecation shims: a function taking ``*args`` and ``**kwargs`` whose body maps the ``*args`` onto
@@ -880,6 +882,9 @@ class _Release:
         if aliases and "__init__" in methods:
             methods["__init__"]["aliases"] = aliases
         out: dict[str, Any] = {"k": "c", "bases": bases, "methods": methods, "h": body_hash(cls)}
+        aliased = _method_aliases(cls, methods)
+        if aliased:
+            out["maliases"] = aliased
         attrs = sorted(_class_attributes(cls) - set(methods))
         if attrs:
             out["attrs"] = attrs
@@ -1112,6 +1117,23 @@ def _instance_attributes(cls: ast.ClassDef) -> set[str]:
                 ):
                     names.add(t.attr)
     return names
+
+
+def _method_aliases(cls: ast.ClassDef, methods: dict[str, Any]) -> dict[str, str]:
+    """``begin_forward = plan`` in a class body: another name of one of its methods, by the
+    names it gives (a call through it is a call of the method)."""
+    out: dict[str, str] = {}
+    for stmt in cls.body:
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and isinstance(stmt.value, ast.Name)
+            and stmt.value.id in methods
+            and stmt.targets[0].id not in methods
+        ):
+            out[stmt.targets[0].id] = stmt.value.id
+    return out
 
 
 def _class_attributes(cls: ast.ClassDef) -> set[str]:
