@@ -3,7 +3,7 @@ signature change to show it; and deprecated arguments passed."""
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import TYPE_CHECKING, ClassVar
 
 from migrate_fi.api.paths import is_flashinfer
@@ -37,6 +37,13 @@ class BehaviourNotes(Rule):
     architecture dropped, an input format), the option `kinds` adds the others. A call that passes an argument FlashInfer deprecated in the
     range (`BatchDecodeWithPagedKVCacheWrapper.run(q_len_per_req=...)`, which belongs to
     `plan()` now) is reported at each call, with where the argument goes.
+
+    A note tied to arguments (`when`) leaves out a call that certainly cannot pass them (a
+    literal of another value, another member of the FlashInfer enum named); a method's note
+    tied to how its instance was made (`when_built`, `backend='cudnn'`) reads the constructions
+    in sight (a name given only constants counts as each of them), and for an instance made out
+    of sight (a parameter) the constructions of that class in the same file, where there are
+    any. A method named again in its class body (`begin_forward = plan`) is that method.
 
     Left alone: calls that may be something other than FlashInfer's (the other rules' policy),
     and behaviour another rule of the range handles with a fix or a finding of its own (FI003
@@ -253,11 +260,13 @@ def _may_pass(
     before: CallSignature | None,
     defaults: bool,
     member: Callable[[ast.expr], str | None] | None = None,
+    literals: Callable[[ast.expr], list[ast.expr] | None] | None = None,
 ) -> bool:
     """Whether a call with ``args`` may meet one of ``conditions`` ("name", "name=literal",
     "name=Enum.member"); with ``defaults``, an argument left out is its default in ``before``.
     A value that is certainly another member of the same enum (``member`` reads which) does
-    not meet a condition on a member."""
+    not meet a condition on a member; a name given only constants (``literals`` reads which)
+    meets a condition where one of them does."""
     import ast
 
     for condition in conditions:
@@ -279,6 +288,13 @@ def _may_pass(
             return True
         if _is_member_name(literal):
             if not _other_member(passed, literal, member):
+                return True
+            continue
+        given = literals(passed) if literals is not None else None
+        if given is not None:  # (a name given only constants: each of them)
+            if any(
+                g.value == ast.literal_eval(literal) for g in given if isinstance(g, ast.Constant)
+            ):
                 return True
             continue
         try:
@@ -447,19 +463,56 @@ def _built_with(ctx: FileContext, note: Behaviour, view: CalleeCall, old_api: Ap
     if not note.when_built or not isinstance(view.node.func, ast.Attribute):
         return True
     cls = str(ApiPath(note.api).owner).removesuffix("()")
-    made = _constructions(ctx, view.node.func.value, view.scope)
-    if made is None:
-        return True
     init = old_api.callable(cls)
     target = old_api.canonical(cls)
+    made = _constructions(ctx, view.node.func.value, view.scope)
+    if made is None:
+        # (made out of sight, a parameter say: as the file makes that class, where it does)
+        made = [
+            (call, scope)
+            for call, scope in ctx.resolver.iter_calls()
+            if target is not None
+            and {old_api.canonical(q) for q in ctx.resolver.resolve(call.func, scope).qualnames}
+            == {target}
+        ]
+        if not made:
+            return True
     for call, scope in made:
         found = ctx.resolver.resolve(call.func, scope).qualnames
         if target is None or {old_api.canonical(q) for q in found} != {target}:
             return True  # (made by something else: a factory, another class)
         args = CallArgs.of(call, ctx.resolver, scope)
-        if _may_pass(note.when_built, args, init, defaults=True):
+        literals = partial(_literals, ctx, scope)
+        if _may_pass(note.when_built, args, init, defaults=True, literals=literals):
             return True
     return False
+
+
+def _literals(ctx: FileContext, scope: Scope, value: ast.expr) -> list[ast.expr] | None:
+    """The constants ``value`` may be where every value it is given is one: a local assigned
+    only literals (`backend = "auto"`, then `backend = "fa2"` on some path), a `self.<name>`
+    the class assigns only literals; None otherwise."""
+    import ast
+
+    from migrate_fi.analysis.values import assigned_values
+
+    values: list[tuple[ast.expr, Scope]] | None = None
+    if isinstance(value, ast.Name):
+        values = assigned_values(ctx.resolver, value.id, scope)
+    elif isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name):
+        found = ctx.resolver.lookup(value.value.id, scope)
+        owner = found[0] if found is not None else None
+        if (
+            owner is not None
+            and owner.owner_class is not None
+            and owner.self_name == value.value.id
+        ):
+            bindings = owner.owner_class.attributes.get(value.attr, [])
+            if bindings and all(b.value is not None and b.scope is not None for b in bindings):
+                values = [(b.value, b.scope) for b in bindings if b.value is not None and b.scope]
+    if not values or not all(isinstance(v, ast.Constant) for v, _ in values):
+        return None
+    return [v for v, _ in values]
 
 
 def _constructions(
