@@ -115,6 +115,12 @@ def test_add_keyword_never_twice() -> None:
         ("f(\n    a,\n    b=1\n    )\n", "f(\n    a\n    )\n"),
         ("f(a, b=1,)\n", "f(a,)\n"),
         ("f(b=1)\n", "f()\n"),
+        # the comment lines after the dropped one speak of the next: they stay above it
+        (
+            "f(\n    a=1,\n    # of b\n    b=None,  # b\n    # of c,\n    # two lines\n"
+            "    c=2,\n)\n",
+            "f(\n    a=1,\n    # of c,\n    # two lines\n    c=2,\n)\n",
+        ),
     ],
 )
 def test_remove_keyword(source: str, expected: str) -> None:
@@ -128,6 +134,11 @@ def test_remove_keyword(source: str, expected: str) -> None:
         ("f(a, None, c)\n", {1}, "f(a, c)\n"),
         ("f(\n    a,\n    None,  # x\n    None,\n)\n", {1, 2}, "f(\n    a,\n)\n"),
         ("f(a, None, k=1)\n", {1}, "f(a, k=1)\n"),
+        (
+            "f(\n    a,\n    None,\n    # of k\n    None,\n    # of k too\n    k=1,\n)\n",
+            {1, 2},
+            "f(\n    a,\n    # of k too\n    k=1,\n)\n",
+        ),
     ],
 )
 def test_remove_arguments(source: str, drop: set[int], expected: str) -> None:

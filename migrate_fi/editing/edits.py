@@ -484,7 +484,7 @@ def without_arguments(args: Sequence[Any], drop: Collection[int]) -> list[Any]:
     dropped one had one, and the closing parenthesis keeps its indentation."""
     import libcst as cst
 
-    kept = [a for i, a in enumerate(args) if i not in drop]
+    kept = _comments_carried(args, drop)
     if not kept or len(args) - 1 not in drop:
         return kept
     gone, last = args[-1], kept[-1]
@@ -510,6 +510,32 @@ def without_arguments(args: Sequence[Any], drop: Collection[int]) -> list[Any]:
         *kept[:-1],
         last.with_changes(comma=cst.MaybeSentinel.DEFAULT, whitespace_after_arg=between),
     ]
+
+
+def _comments_carried(args: Sequence[Any], drop: Collection[int]) -> list[Any]:
+    """``args`` without those at ``drop``, where the comment lines between a dropped argument
+    and the next one kept (they speak of that one: `# Respect the routing method...` above
+    `routing_method_type=`) stay above it: they become the lines after the comma of the
+    argument kept before (whose own lines above the dropped one go with it)."""
+    import libcst as cst
+
+    kept: list[Any] = []
+    carried: Any = None  # the comment lines after the last argument dropped, since one kept
+    for i, arg in enumerate(args):
+        if i in drop:
+            after = arg.comma.whitespace_after if isinstance(arg.comma, cst.Comma) else None
+            carried = after.empty_lines if isinstance(after, cst.ParenthesizedWhitespace) else ()
+            continue
+        if carried and kept and isinstance(kept[-1].comma, cst.Comma):
+            before = kept[-1].comma.whitespace_after
+            if isinstance(before, cst.ParenthesizedWhitespace):
+                comma = kept[-1].comma.with_changes(
+                    whitespace_after=before.with_changes(empty_lines=carried)
+                )
+                kept[-1] = kept[-1].with_changes(comma=comma)
+        carried = None
+        kept.append(arg)
+    return kept
 
 
 def add_dict_entry(key: str, value: str) -> Transform:
