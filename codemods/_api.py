@@ -31,7 +31,15 @@ from migrate_fi.framework.rule import FileContext
 if TYPE_CHECKING:
     from migrate_fi.api.differ import Api
 
-__all__ = ["ApiCall", "api_calls", "flashinfer_calls", "last_names", "path_words", "paths_words"]
+__all__ = [
+    "ApiCall",
+    "api_calls",
+    "flashinfer_calls",
+    "last_names",
+    "path_words",
+    "paths_words",
+    "public_paths_to",
+]
 
 
 @dataclass(frozen=True)
@@ -122,6 +130,28 @@ def paths_words(paths: Iterable[object]) -> tuple[tuple[str, ...], ...]:
             head = _prefix_words(prefix) if dot else ()
         out.append((*head, intern(last)))
     return tuple(out)
+
+
+@lru_cache(maxsize=16)
+def public_paths_to(version: str, paths: frozenset[str]) -> tuple[str, ...]:
+    """``paths`` (public paths of ``version``'s definitions, methods as ``X().name``) with every
+    other public path to the same definition (for a method, to its class): what a file that
+    calls one of them may name instead (`flashinfer.decode.f` for `flashinfer.mla.f`)."""
+    from migrate_fi.api.differ import api_for
+    from migrate_fi.api.paths import ApiPath
+
+    api = api_for(version)
+    by_target: dict[str, list[str]] = {}
+    for public, target in api.public_paths().items():
+        by_target.setdefault(target, []).append(public)
+    out = set(paths)
+    for path in paths:
+        api_path = ApiPath(path)
+        owner = str(api_path.owner).removesuffix("()") if api_path.is_method else path
+        found = api.canonical(owner)
+        for other in by_target.get(found, []) if found is not None else []:
+            out.add(str(ApiPath.method_of(other, api_path.name)) if api_path.is_method else other)
+    return tuple(sorted(out))
 
 
 @lru_cache(maxsize=16)

@@ -11,7 +11,7 @@ from migrate_fi.base.messages import Said, say
 from migrate_fi.base.results import FixAvailability
 from migrate_fi.framework.rule import FileContext, Rule, RuleOption, RuleSetupError, RunOptions
 
-from ._api import api_calls, paths_words
+from ._api import api_calls, paths_words, public_paths_to
 
 if TYPE_CHECKING:
     import ast
@@ -111,7 +111,10 @@ class BehaviourNotes(Rule):
             for n in _notes(str(options.from_version), str(options.to_version))
             if not isinstance(n, Behaviour) or n.kind in kinds
         }
-        return tuple(sorted(set(paths_words(sorted(apis)))))
+        # (every public path of each API: a file imports it through any of them,
+        # `flashinfer.decode.trtllm_batch_decode_with_kv_cache_mla` for `flashinfer.mla.`'s)
+        paths = public_paths_to(str(options.from_version), frozenset(apis))
+        return tuple(sorted(set(paths_words(sorted(paths)))))
 
     def find(self, ctx: FileContext) -> None:
         from migrate_fi.api.differ import api_for
