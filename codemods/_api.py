@@ -135,22 +135,18 @@ def paths_words(paths: Iterable[object]) -> tuple[tuple[str, ...], ...]:
 @lru_cache(maxsize=16)
 def public_paths_to(version: str, paths: frozenset[str]) -> tuple[str, ...]:
     """``paths`` (public paths of ``version``'s definitions, methods as ``X().name``) with every
-    other public path to the same definition (for a method, to its class): what a file that
-    calls one of them may name instead (`flashinfer.decode.f` for `flashinfer.mla.f`)."""
+    other public path to the same definition (for a method, to its class), as the prefilter
+    index lists them: what a file that calls one of them may name instead
+    (`flashinfer.decode.f` for `flashinfer.mla.f`)."""
     from migrate_fi.api.differ import api_for
-    from migrate_fi.api.paths import ApiPath
+    from migrate_fi.api.index import public_by_target, public_calls
 
-    api = api_for(version)
-    by_target: dict[str, list[str]] = {}
-    for public, target in api.public_paths().items():
-        by_target.setdefault(target, []).append(public)
+    api, by_target = api_for(version), public_by_target(version)
     out = set(paths)
     for path in paths:
-        api_path = ApiPath(path)
-        owner = str(api_path.owner).removesuffix("()") if api_path.is_method else path
-        found = api.canonical(owner)
-        for other in by_target.get(found, []) if found is not None else []:
-            out.add(str(ApiPath.method_of(other, api_path.name)) if api_path.is_method else other)
+        key = api.key(path)
+        if key is not None:
+            out.update(public_calls(key, by_target))
     return tuple(sorted(out))
 
 

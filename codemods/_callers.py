@@ -406,8 +406,7 @@ def named_only_in(path: str) -> Callable[[str], bool]:
     here = os.path.abspath(path)
 
     def only_here(name: str) -> bool:
-        found = _mentioning(search_root_noted(path), (name.encode(),))
-        return all(os.path.abspath(p) == here for p in found)
+        return all(os.path.abspath(p) == here for p in files_mentioning(path, name.encode()))
 
     return only_here
 

@@ -468,22 +468,23 @@ def _built_with(ctx: FileContext, note: Behaviour, view: CalleeCall, old_api: Ap
     cls = str(ApiPath(note.api).owner).removesuffix("()")
     init = old_api.callable(cls)
     target = old_api.canonical(cls)
+    if target is None:
+        return True
+
+    def makes(call: ast.Call, scope: Scope) -> bool:
+        found = ctx.resolver.resolve(call.func, scope).qualnames
+        return {old_api.canonical(q) for q in found} == {target}
+
     made = _constructions(ctx, view.node.func.value, view.scope)
-    if made is None:
+    if made is not None:
+        if not all(makes(call, scope) for call, scope in made):
+            return True  # (made by something else: a factory, another class)
+    else:
         # (made out of sight, a parameter say: as the file makes that class, where it does)
-        made = [
-            (call, scope)
-            for call, scope in ctx.resolver.iter_calls()
-            if target is not None
-            and {old_api.canonical(q) for q in ctx.resolver.resolve(call.func, scope).qualnames}
-            == {target}
-        ]
+        made = [(call, scope) for call, scope in ctx.resolver.iter_calls() if makes(call, scope)]
         if not made:
             return True
     for call, scope in made:
-        found = ctx.resolver.resolve(call.func, scope).qualnames
-        if target is None or {old_api.canonical(q) for q in found} != {target}:
-            return True  # (made by something else: a factory, another class)
         args = CallArgs.of(call, ctx.resolver, scope)
         literals = partial(_literals, ctx, scope)
         if _may_pass(note.when_built, args, init, defaults=True, literals=literals):
@@ -497,22 +498,7 @@ def _literals(ctx: FileContext, scope: Scope, value: ast.expr) -> list[ast.expr]
     the class assigns only literals; None otherwise."""
     import ast
 
-    from migrate_fi.analysis.values import assigned_values
-
-    values: list[tuple[ast.expr, Scope]] | None = None
-    if isinstance(value, ast.Name):
-        values = assigned_values(ctx.resolver, value.id, scope)
-    elif isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name):
-        found = ctx.resolver.lookup(value.value.id, scope)
-        owner = found[0] if found is not None else None
-        if (
-            owner is not None
-            and owner.owner_class is not None
-            and owner.self_name == value.value.id
-        ):
-            bindings = owner.owner_class.attributes.get(value.attr, [])
-            if bindings and all(b.value is not None and b.scope is not None for b in bindings):
-                values = [(b.value, b.scope) for b in bindings if b.value is not None and b.scope]
+    values = _assigned(ctx, value, scope, keep_none=True)
     if not values or not all(isinstance(v, ast.Constant) for v, _ in values):
         return None
     return [v for v, _ in values]
@@ -525,29 +511,38 @@ def _constructions(
     is assigned, or those a class's methods assign to ``self.<name>``; None otherwise."""
     import ast
 
-    from migrate_fi.analysis.values import assigned_values
-
-    values: list[tuple[ast.expr, Scope]] | None
-    if isinstance(receiver, ast.Name):
-        values = assigned_values(ctx.resolver, receiver.id, scope)
-    elif isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name):
-        # (`self.<name>`: what the class's methods assign to it, as the scopes record it)
-        found = ctx.resolver.lookup(receiver.value.id, scope)
-        owner = found[0] if found is not None else None
-        if owner is None or owner.owner_class is None or owner.self_name != receiver.value.id:
-            return None
-        # (a `None` it starts as is no instance a method is called on)
-        bindings = [
-            b for b in owner.owner_class.attributes.get(receiver.attr, []) if b.what != "None"
-        ]
-        if any(b.value is None or b.scope is None for b in bindings):
-            return None  # (an annotation alone, a value not read)
-        values = [(b.value, b.scope) for b in bindings if b.value is not None and b.scope]
-    else:
-        return None
+    # (a `None` an attribute starts as is no instance a method is called on)
+    values = _assigned(ctx, receiver, scope, keep_none=False)
     if not values or not all(isinstance(value, ast.Call) for value, _ in values):
         return None
     return [(value, where) for value, where in values if isinstance(value, ast.Call)]
+
+
+def _assigned(
+    ctx: FileContext, expr: ast.expr, scope: Scope, keep_none: bool
+) -> list[tuple[ast.expr, Scope]] | None:
+    """Every value given to ``expr`` with the scope it is evaluated in: a local name's
+    assignments, or what a class's methods assign to ``self.<name>`` (its `None` ones too,
+    with ``keep_none``); None where one of them cannot be read (a parameter, an annotation
+    alone, anything else than a name or an attribute of ``self``)."""
+    import ast
+
+    from migrate_fi.analysis.values import assigned_values
+
+    if isinstance(expr, ast.Name):
+        return assigned_values(ctx.resolver, expr.id, scope)
+    if not (isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name)):
+        return None
+    found = ctx.resolver.lookup(expr.value.id, scope)
+    owner = found[0] if found is not None else None
+    if owner is None or owner.owner_class is None or owner.self_name != expr.value.id:
+        return None
+    bindings = [
+        b for b in owner.owner_class.attributes.get(expr.attr, []) if keep_none or b.what != "None"
+    ]
+    if any(b.value is None or b.scope is None for b in bindings):
+        return None
+    return [(b.value, b.scope) for b in bindings if b.value is not None and b.scope is not None]
 
 
 def _notes(old_v: str, new_v: str) -> list[Behaviour | Deprecated]:

@@ -41,6 +41,8 @@ __all__ = [
     "listed_in",
     "patched_in_range",
     "private_gone_in_range",
+    "public_by_target",
+    "public_calls",
     "trigger_paths",
     "write_index",
 ]
@@ -90,7 +92,7 @@ def build_index(
             for s in _PER_PAIR:
                 sections[s][pair] = done[s][pair]
             continue
-        by_target = _public_by_target(old)
+        by_target = public_by_target(old)
         paths: set[str] = set()
         for key in changed_callables(old, new):
             # a call to a changed method needs its instance built in the same file (or in the
@@ -109,7 +111,7 @@ def build_index(
         sections["patches"][pair] = patched_paths(old, new)
         sections["private"][pair] = private_names_gone(old, new)
         sections["defaults"][pair] = sorted(
-            {p for key in changed_defaults(old, new) for p in _public_calls(key, by_target)}
+            {p for key in changed_defaults(old, new) for p in public_calls(key, by_target)}
         )
         gone: dict[str, set[str]] = {}
         for change in changed_enums(old, new).values():
@@ -133,7 +135,10 @@ def build_index(
     return index
 
 
-def _public_by_target(version: str) -> dict[str, list[str]]:
+@lru_cache(maxsize=4)
+def public_by_target(version: str) -> dict[str, list[str]]:
+    """Every public path of ``version`` (and each module attribute a caller reaches, `attrs`)
+    by the definition it names (worked out once per release: do not change the dict)."""
     from migrate_fi.api.differ import api_for
 
     by_target: dict[str, list[str]] = {}
@@ -146,7 +151,7 @@ def _public_by_target(version: str) -> dict[str, list[str]]:
     return by_target
 
 
-def _public_calls(key: str, by_target: dict[str, list[str]]) -> list[str]:
+def public_calls(key: str, by_target: dict[str, list[str]]) -> list[str]:
     """Every public path that calls the definition ``key`` (``X().run`` for each path of X)."""
     api_key = ApiPath(key)
     if not api_key.is_method:
@@ -207,6 +212,7 @@ def forget() -> None:
         _pair_sets,
         changed_in,
         first_change,
+        public_by_target,
     ):
         cached.cache_clear()
 
