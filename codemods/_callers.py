@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import os
+import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -616,10 +617,13 @@ def _into_buffer(path: str) -> tuple[bytes | bytearray | None, int]:
         whole = _read_once(path)
         return whole, len(whole or b"")
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        # (not blocking: a named pipe among the files is opened at once, and left unread)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return None, 0
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None, 0
         size = os.readv(fd, [_BUFFER])
     except OSError:
         return None, 0
@@ -632,8 +636,11 @@ def _into_buffer(path: str) -> tuple[bytes | bytearray | None, int]:
 
 
 def _read_once(path: str) -> bytes | None:
-    """A file's bytes, or None where it cannot be read."""
+    """A file's bytes, or None where it cannot be read (or is no regular file: a named pipe
+    a search walks past would wait forever)."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
         return depends.read_bytes(path)
     except OSError:
         return None

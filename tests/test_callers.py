@@ -76,6 +76,17 @@ def test_every_caller_in_other_modules_passes_one_element(tmp_path: Path) -> Non
     assert _fi003(root) == []
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes on this system")
+def test_the_search_walks_past_a_named_pipe(tmp_path: Path) -> None:
+    """A named pipe among the files a search reads is left unread (opening it to read would
+    wait for a writer forever); the callers around it are still read."""
+    root = _project(tmp_path, {"proj/user.py": ONE, "proj/bad.py": MANY})
+    os.mkfifo(root / "proj" / "pipe.py")
+    os.mkfifo(root / "proj" / "flashinfer_quantize.py")
+    found = _fi003(root)
+    assert len(found) == 1 and "proj/bad.py:6" in str(found[0]["message"])
+
+
 def test_a_caller_in_another_module_is_named(tmp_path: Path) -> None:
     root = _project(tmp_path, {"proj/user.py": ONE, "proj/bad.py": MANY})
     found = _fi003(root)

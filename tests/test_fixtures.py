@@ -91,11 +91,15 @@ def _run(cid: str, case: str, data: bytes, mode: str, splice_text: bool = True):
     path = settings.get("path", before_file(folder, case).name)
     # (in a folder of its own: a rule that searches the project for a function's callers finds
     # the case alone, whatever files lie around the checkout; its pyproject.toml gives the line
-    # length the cases are written for, which fixes that wrap a call read from the project)
+    # length the cases are written for, which fixes that wrap a call read from the project;
+    # three folders down, so that the folder above a case's package, where a search starts, is
+    # still its own, not the system's temporary folder with whatever lies there)
     here = os.getcwd()
     with tempfile.TemporaryDirectory() as alone:
         Path(alone, "pyproject.toml").write_text("[tool.ruff]\nline-length = 100\n")
-        os.chdir(alone)
+        work = Path(alone, "a", "b", "c")
+        work.mkdir(parents=True)
+        os.chdir(work)
         try:
             return process_source(data, path, rules, options, Mode(mode), module)
         finally:
