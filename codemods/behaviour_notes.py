@@ -43,7 +43,11 @@ class BehaviourNotes(Rule):
     tied to how its instance was made (`when_built`, `backend='cudnn'`) reads the constructions
     in sight (a name given only constants counts as each of them), and for an instance made out
     of sight (a parameter) the constructions of that class in the same file, where there are
-    any. A method named again in its class body (`begin_forward = plan`) is that method.
+    any. A method named again in its class body (`begin_forward = plan`) is that method. A
+    note tied to GPUs (`gpus`: 0.6.12's change on SM10x) leaves out a call the code reaches
+    only on other GPUs, by the tests of the compute capability before it (an `if` around it, an
+    `if ...: raise` or `return` before it, a test in its class's `__init__` that raises; read
+    through locals and `self.` attributes: `self.use_pool = sm_major != 9`).
 
     Left alone: calls that may be something other than FlashInfer's (the other rules' policy),
     and behaviour another rule of the range handles with a fix or a finding of its own (FI003
@@ -147,10 +151,21 @@ class BehaviourNotes(Rule):
                     or not _may_apply(note, call.view, old_api.callable(call.path), member)
                     or not _built_with(ctx, note, call.view, old_api)
                     or _kept_out_by_dtype(ctx, note, call.view, old_api.callable(call.path))
+                    or _elsewhere(ctx, note, call.view.node)
                 ):
                     continue  # (the first call of the API in the file says it)
                 told.add((call.key, note.what))
                 ctx.report(call.view.node, _changed(note))
+
+
+def _elsewhere(ctx: FileContext, note: Behaviour, node: ast.AST) -> bool:
+    """Whether the code reaches the call only on GPUs other than those the note's change
+    concerns (`Behaviour.gpus`), by the tests of the compute capability made before it."""
+    from migrate_fi.analysis.gpus import reached_on
+
+    if note.gpus is None or ctx.tree is None:
+        return False
+    return not (reached_on(ctx.resolver, ctx.tree, node) & note.gpus)
 
 
 def _deprecated(note: Deprecated) -> Said:
@@ -492,16 +507,87 @@ def _built_with(ctx: FileContext, note: Behaviour, view: CalleeCall, old_api: Ap
     return False
 
 
-def _literals(ctx: FileContext, scope: Scope, value: ast.expr) -> list[ast.expr] | None:
+def _literals(
+    ctx: FileContext, scope: Scope, value: ast.expr, depth: int = 0
+) -> list[ast.expr] | None:
     """The constants ``value`` may be where every value it is given is one: a local assigned
     only literals (`backend = "auto"`, then `backend = "fa2"` on some path), a `self.<name>`
-    the class assigns only literals; None otherwise."""
+    the class assigns only literals, each of them read in turn where it is itself a name or an
+    attribute (`self.backend = other.backend`, ``other`` a parameter of the class's
+    `__init__`: what the file's constructions of the class pass for it); None otherwise."""
     import ast
 
-    values = _assigned(ctx, value, scope, keep_none=True)
-    if not values or not all(isinstance(v, ast.Constant) for v, _ in values):
+    if depth > 4:
         return None
-    return [v for v, _ in values]
+    values = _assigned(ctx, value, scope, keep_none=True)
+    if values is None:
+        values = _passed_in(ctx, value, scope)
+    if not values:
+        return None
+    out: list[ast.expr] = []
+    for given, where in values:
+        if isinstance(given, ast.Constant):
+            out.append(given)
+            continue
+        inner = _literals(ctx, where, given, depth + 1)
+        if inner is None:
+            return None
+        out.extend(inner)
+    return out
+
+
+def _passed_in(
+    ctx: FileContext, expr: ast.expr, scope: Scope
+) -> list[tuple[ast.expr, Scope]] | None:
+    """For ``param`` or ``param.<attr>``, ``param`` a parameter of a function of the module or
+    of a class's `__init__`: the argument each call of it in this file passes (``.<attr>`` of
+    it), with the caller's scope; None where a call passes it out of sight (``*args``, a
+    default) or the file calls it nowhere."""
+    import ast
+
+    attr, base = None, expr
+    if isinstance(expr, ast.Attribute):
+        attr, base = expr.attr, expr.value
+    if not isinstance(base, ast.Name):
+        return None
+    found = ctx.resolver.lookup(base.id, scope)
+    if found is None or len(found[1]) != 1:
+        return None
+    owner, (binding,) = found
+    function = owner.node
+    if (
+        binding.what != "parameter"
+        or binding.index is None
+        or not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef)
+    ):
+        return None
+    if owner.owner_class is not None and function.name == "__init__":
+        callee, place, home = owner.owner_class.node, binding.index - 1, owner.owner_class.parent
+    elif owner.owner_class is None and owner.parent is not None and owner.parent.kind == "module":
+        callee, place, home = function, binding.index, owner.parent
+    else:
+        return None
+    name = getattr(callee, "name", None)
+    out: list[tuple[ast.expr, Scope]] = []
+    for call, where in ctx.resolver.iter_calls():
+        if not (isinstance(call.func, ast.Name) and call.func.id == name):
+            continue
+        named = ctx.resolver.lookup(call.func.id, where)
+        if named is None or named[0] is not home:
+            continue
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(
+            k.arg is None for k in call.keywords
+        ):
+            return None
+        given = next((k.value for k in call.keywords if k.arg == base.id), None)
+        if given is None and 0 <= place < len(call.args):
+            given = call.args[place]
+        if given is None:
+            return None
+        if attr is not None:
+            given = ast.copy_location(ast.Attribute(value=given, attr=attr, ctx=ast.Load()), given)
+        out.append((given, where))
+    return out or None
 
 
 def _constructions(

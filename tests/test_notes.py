@@ -78,6 +78,21 @@ def test_notes_in_a_range_are_those_after_from_up_to_to() -> None:
             'what = "x"\nsource = "y"\ndtypes = { cu_seqlens = "int" }\n',
             "`dtypes` must map parameter names to torch dtypes",
         ),
+        (
+            'release = "0.9.1"\n[[behaviour]]\napi = "flashinfer.f"\nkind = "numerics"\n'
+            'what = "x"\nsource = "y"\ngpus = ["sm90"]\n',
+            "`gpus` must list compute capabilities",
+        ),
+        (
+            'release = "0.9.1"\n[[behaviour]]\napi = "flashinfer.f"\nkind = "numerics"\n'
+            'what = "x"\nsource = "y"\ngpus = []\n',
+            "`gpus` must list compute capabilities",
+        ),
+        (
+            'release = "0.9.1"\n[[behaviour]]\napi = "flashinfer.f"\nkind = "numerics"\n'
+            'what = "x"\nsource = "y"\ngpus = [">=10.x"]\n',
+            "a family (10.x) takes no comparison",
+        ),
     ],
 )
 def test_a_broken_file_is_one_line_naming_it(user_notes: Path, text: str, message: str) -> None:
@@ -114,6 +129,17 @@ def test_a_behaviour_note_may_keep_out_calls_by_an_arguments_dtype(user_notes: P
     )
     (found,) = [n for n in notes.load_notes() if n.release == "0.9.1"]
     assert isinstance(found, notes.Behaviour) and found.dtypes == (("cu_seqlens", "int64"),)
+
+
+def test_a_behaviour_note_may_name_the_gpus_it_concerns(user_notes: Path) -> None:
+    (user_notes / "0.9.1.toml").write_text(
+        'release = "0.9.1"\n[[behaviour]]\napi = "flashinfer.fp4_quantize"\nkind = "error"\n'
+        'what = "refused below SM100"\nsource = "https://example.org/notes"\n'
+        'gpus = ["<9.0", "12.x", "9.0"]\n'
+    )
+    (found,) = [n for n in notes.load_notes() if n.release == "0.9.1"]
+    assert isinstance(found, notes.Behaviour) and found.gpus is not None
+    assert {89, 90, 120, 129} <= found.gpus and not {91, 100, 110} & found.gpus
 
 
 def test_a_broken_file_of_the_range_stops_the_run_in_one_line(

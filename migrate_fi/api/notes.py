@@ -26,6 +26,9 @@ say nothing of a function that starts to refuse a GPU. ``migrate_fi/data/notes/<
   certainly a tensor of that torch dtype (made with ``dtype=torch.int64``, converted by
   ``.to(torch.int64)`` or ``.long()``, or a local or a function of the file that gives only
   such), or that leaves it out: a change that now refuses the other dtypes does not touch it.
+  ``gpus = ["10.x"]`` says which GPUs the change concerns, as compute capabilities (``"9.0"``,
+  ``"10.x"`` for every 10.*, ``"<10.0"``, ``">=12.0"``; their union): a call that the code
+  reaches only on other GPUs, by the tests of the capability before it, is not touched by it.
 
 Keys of an entry: ``api`` (a public path as `migrate-fi api-diff` prints it, instances as
 ``Class().method``), ``parameter`` (same, deprecated), ``old`` and ``new`` (same: the defaults
@@ -44,6 +47,7 @@ from functools import cache
 from typing import Any
 
 from migrate_fi.api.store import release_files
+from migrate_fi.base.gpus import GpusError, gpus_named
 from migrate_fi.base.messages import Said
 from migrate_fi.base.versions import VersionError, parse_version
 
@@ -94,9 +98,10 @@ _TABLES = {
         "when_built",
         "parameter",
         "dtypes",
+        "gpus",
     },
 }
-_OPTIONAL = {"moved_to", "reverts", "when", "when_built", "why_zh", "what_zh", "dtypes"}
+_OPTIONAL = {"moved_to", "reverts", "when", "when_built", "why_zh", "what_zh", "dtypes", "gpus"}
 _OPTIONAL_IN = {"behaviour": {"parameter"}}  # (optional in that table, required elsewhere)
 
 
@@ -152,6 +157,9 @@ class Behaviour:
     # dtype: (parameter, dtype) pairs ("cu_seqlens", "int64": a call that passes int64 is
     # not touched by a change that refuses int32)
     dtypes: tuple[tuple[str, str], ...] = ()
+    # the GPUs the change concerns, as compute capabilities (`migrate_fi.base.gpus`); None:
+    # every GPU. A call the code reaches only on other GPUs is not touched by it.
+    gpus: frozenset[int] | None = None
 
 
 Note = Same | Deprecated | Behaviour
@@ -230,6 +238,16 @@ def _note(release: str, path: str, table: str, index: int, entry: Any, keys: set
             f"{where}: `dtypes` must map parameter names to torch dtypes"
             f" ({', '.join(sorted(_DTYPES))})"
         )
+    gpus = entry.pop("gpus", None)
+    if gpus is not None:
+        try:
+            if not isinstance(gpus, list) or not gpus:
+                raise GpusError("a non-empty list")
+            gpus = gpus_named(gpus)
+        except GpusError as exc:
+            raise NotesError(
+                f'{where}: `gpus` must list compute capabilities ("9.0", "10.x", "<10.0"): {exc}'
+            ) from None
     for key, value in entry.items():
         if not isinstance(value, str) or not value.strip():
             raise NotesError(f"{where}: `{key}` must be a non-empty string")
@@ -279,6 +297,7 @@ def _note(release: str, path: str, table: str, index: int, entry: Any, keys: set
         tuple(built),
         entry.get("parameter"),
         tuple(sorted(dtypes.items())),
+        gpus,
     )
 
 

@@ -1,0 +1,410 @@
+"""On which GPUs a call runs, read from the tests of the compute capability made before it.
+
+Serving projects gate kernels by GPU: ``if torch.cuda.get_device_capability()[0] != 9: raise``,
+``self.use_pool = sm_major != 9`` in ``__init__`` and ``if self.use_pool: raise`` in the method
+that calls the kernel, vLLM's ``current_platform.is_device_capability(90)``, SGLang's
+``is_sm100_supported()``. A change a release made on other GPUs does not touch such a call.
+
+`reached_on` answers with a set of compute capabilities (`migrate_fi.base.gpus`): every GPU
+unless a test the analysis reads says otherwise. What it reads, on the way from the call up to
+the module:
+
+- an ``if`` (or ``x if c else y``, or ``a and b``) the call is inside, and an ``assert``;
+- a statement before the call, in the same block, ``if c: <ends in raise, return, break or
+  continue>``: after it, ``c`` is false;
+- in a method, a test at the top of its class's ``__init__`` that raises: no instance exists
+  where it holds;
+- the tests themselves: ``get_device_capability()`` (``[0]``, ``[1]``, ``.major``,
+  ``.minor``, ``major * 10 + minor``, ``.to_int()``) compared with constants, also through a
+  local, a module-level name or a ``self.`` attribute assigned once;
+  ``get_device_properties(d).major``; vLLM's ``is_device_capability(N)``,
+  ``has_device_capability(N)`` and ``is_device_capability_family(N)``; ``is_sm<NN>_supported()``
+  (true only on major NN // 10; false anywhere, since they also test the CUDA version);
+  ``not``, ``and``, ``or`` of them.
+
+Anything else is a test that may go either way on any GPU: never a guess.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+import re
+from collections.abc import Callable
+from typing import Any
+
+from migrate_fi.analysis.nodes import parents
+from migrate_fi.analysis.resolver import NameResolver
+from migrate_fi.analysis.scopes import Scope
+from migrate_fi.base.gpus import EVERY_GPU
+
+__all__ = ["reached_on"]
+
+_MAX_DEPTH = 6
+_NONE: frozenset[int] = frozenset()
+
+# what a test of the capability holds on each GPU: (GPUs where it may be true, where false)
+Truth = tuple[frozenset[int], frozenset[int]]
+_UNKNOWN: Truth = (EVERY_GPU, EVERY_GPU)
+
+# a value computed from the capability: its value on each GPU (a number, a tuple)
+Value = Callable[[int], object]
+
+_COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+}
+_ARITHMETIC: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv,
+}
+_SM_SUPPORTED = re.compile(r"_?is_sm(\d{2,3})_supported")
+
+
+def reached_on(resolver: NameResolver, tree: ast.Module, node: ast.AST) -> frozenset[int]:
+    """The compute capabilities of the GPUs on which ``node`` may run (`EVERY_GPU` where no
+    test before it is read)."""
+    up = parents(tree)
+    reached = EVERY_GPU
+    for test, holds in _tests_before(node, up):
+        truth = _truth(resolver, test, resolver.scope_at(test), 0)
+        reached &= truth[0] if holds else truth[1]
+    method = _method_of(node, up)
+    if method is not None:
+        reached &= _instances_on(resolver, method, up)
+    return reached if reached else EVERY_GPU  # (no GPU at all: a test misread, not a fact)
+
+
+def _tests_before(node: ast.AST, up: dict[int, ast.AST]) -> list[tuple[ast.expr, bool]]:
+    """The tests that hold (True) or fail (False) wherever ``node`` runs."""
+    out: list[tuple[ast.expr, bool]] = []
+    child, parent = node, up.get(id(node))
+    while parent is not None:
+        if isinstance(parent, ast.If | ast.IfExp | ast.While) and child is not parent.test:
+            body = parent.body if isinstance(parent.body, list) else [parent.body]
+            out.append((parent.test, any(child is s for s in body)))
+        elif isinstance(parent, ast.BoolOp) and isinstance(child, ast.expr):
+            before = parent.values[: next(i for i, v in enumerate(parent.values) if v is child)]
+            out.extend((v, isinstance(parent.op, ast.And)) for v in before)
+        if isinstance(child, ast.stmt):
+            out.extend(_guards(parent, child))
+        child, parent = parent, up.get(id(parent))
+    return out
+
+
+def _guards(parent: ast.AST, statement: ast.stmt) -> list[tuple[ast.expr, bool]]:
+    """What the statements before ``statement`` in its block leave true or false after them."""
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(parent, field, None)
+        if isinstance(block, list) and any(s is statement for s in block):
+            break
+    else:
+        return []
+    out: list[tuple[ast.expr, bool]] = []
+    for earlier in block[: next(i for i, s in enumerate(block) if s is statement)]:
+        if isinstance(earlier, ast.Assert):
+            out.append((earlier.test, True))
+        elif isinstance(earlier, ast.If):
+            body_ends, else_ends = _ends(earlier.body), _ends(earlier.orelse)
+            if body_ends and not else_ends:
+                out.append((earlier.test, False))
+            elif else_ends and not body_ends:
+                out.append((earlier.test, True))
+    return out
+
+
+def _ends(block: list[ast.stmt]) -> bool:
+    """Whether a block never falls through to the statement after it."""
+    return bool(block) and isinstance(block[-1], ast.Raise | ast.Return | ast.Break | ast.Continue)
+
+
+def _method_of(node: ast.AST, up: dict[int, ast.AST]) -> ast.FunctionDef | None:
+    """The method (a def in a class body) ``node`` is in, other than ``__init__``."""
+    child, parent = node, up.get(id(node))
+    while parent is not None:
+        if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+            if isinstance(parent, ast.ClassDef) and child.name != "__init__":
+                return child  # type: ignore[return-value]
+            return None
+        child, parent = parent, up.get(id(parent))
+    return None
+
+
+def _instances_on(
+    resolver: NameResolver, method: ast.FunctionDef, up: dict[int, ast.AST]
+) -> frozenset[int]:
+    """The GPUs on which an instance of the method's class can exist: those its ``__init__``
+    does not refuse by a test at its top that raises (static and class methods: any)."""
+    if any(
+        isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod")
+        for d in method.decorator_list
+    ):
+        return EVERY_GPU
+    owner = up.get(id(method))
+    init = next(
+        (
+            s
+            for s in getattr(owner, "body", ())
+            if isinstance(s, ast.FunctionDef) and s.name == "__init__"
+        ),
+        None,
+    )
+    if init is None:
+        return EVERY_GPU
+    scope = resolver.scope_of(init)
+    if scope is None:
+        return EVERY_GPU
+    on = EVERY_GPU
+    for statement in init.body:
+        if isinstance(statement, ast.If) and not statement.orelse:
+            if isinstance(statement.body[-1], ast.Raise):
+                on &= _truth(resolver, statement.test, scope, 0)[1]
+        elif isinstance(statement, ast.Assert):
+            on &= _truth(resolver, statement.test, scope, 0)[0]
+    return on
+
+
+def _truth(resolver: NameResolver, test: ast.expr, scope: Scope, depth: int) -> Truth:
+    """Where ``test`` may be true and where it may be false."""
+    if depth > _MAX_DEPTH:
+        return _UNKNOWN
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        true, false = _truth(resolver, test.operand, scope, depth + 1)
+        return false, true
+    if isinstance(test, ast.BoolOp):
+        parts = [_truth(resolver, v, scope, depth + 1) for v in test.values]
+        if isinstance(test.op, ast.And):
+            true = EVERY_GPU
+            for t, _ in parts:
+                true &= t
+            return true, frozenset().union(*(f for _, f in parts))
+        false = EVERY_GPU
+        for _, f in parts:
+            false &= f
+        return frozenset().union(*(t for t, _ in parts)), false
+    if isinstance(test, ast.Compare):
+        return _compared(resolver, test, scope, depth)
+    if isinstance(test, ast.Call):
+        return _asked(test)
+    if isinstance(test, ast.Name | ast.Attribute):
+        values = _values_of(resolver, test, scope)
+        if not values:
+            return _UNKNOWN
+        true, false = _NONE, _NONE
+        for value, inner in values:
+            if isinstance(value, tuple):
+                return _UNKNOWN
+            t, f = _truth(resolver, value, inner, depth + 1)
+            true, false = true | t, false | f
+        return true, false
+    return _UNKNOWN
+
+
+def _compared(resolver: NameResolver, test: ast.Compare, scope: Scope, depth: int) -> Truth:
+    """``a < b`` (each pair of a chain must hold) where a side is read from the capability."""
+    sides = [test.left, *test.comparators]
+    true = EVERY_GPU
+    for left, op, right in zip(sides, test.ops, sides[1:], strict=False):
+        a, b = _value(resolver, left, scope, depth), None
+        if isinstance(op, ast.In | ast.NotIn):
+            options = _members(right)
+            if a is None or options is None:
+                return _UNKNOWN
+            if isinstance(op, ast.In):
+                true &= frozenset(c for c in EVERY_GPU if a(c) in options)
+            else:
+                true &= frozenset(c for c in EVERY_GPU if a(c) not in options)
+            continue
+        compare = _COMPARE.get(type(op))
+        b = _value(resolver, right, scope, depth)
+        if compare is None or a is None or b is None:
+            return _UNKNOWN
+        try:
+            true &= frozenset(c for c in EVERY_GPU if compare(a(c), b(c)))
+        except TypeError:
+            return _UNKNOWN
+    if len(test.ops) == 1:
+        return true, EVERY_GPU - true
+    return true, EVERY_GPU  # (a chain is false where any pair is: not tracked pair by pair)
+
+
+def _asked(call: ast.Call) -> Truth:
+    """A call that asks about the capability by name (vLLM's platform, SGLang's helpers)."""
+    name = _called_name(call.func)
+    if name is None:
+        return _UNKNOWN
+    sm = _SM_SUPPORTED.fullmatch(name)
+    if sm is not None and not call.args:
+        major = int(sm.group(1)) // 10
+        return frozenset(c for c in EVERY_GPU if c // 10 == major), EVERY_GPU
+    if name not in ("is_device_capability", "has_device_capability", "is_device_capability_family"):
+        return _UNKNOWN
+    if len(call.args) != 1:
+        return _UNKNOWN
+    asked = _constant(call.args[0])
+    if asked is None:
+        return _UNKNOWN
+    (value,) = asked
+    if isinstance(value, tuple) and len(value) == 2 and all(isinstance(v, int) for v in value):
+        at = value[0] * 10 + value[1]
+    elif isinstance(value, int) and not isinstance(value, bool):
+        at = value
+    else:
+        return _UNKNOWN
+    if name == "is_device_capability":
+        true = frozenset(c for c in EVERY_GPU if c == at)
+    elif name == "has_device_capability":
+        true = frozenset(c for c in EVERY_GPU if c >= at)
+    else:
+        true = frozenset(c for c in EVERY_GPU if c // 10 == at // 10)
+    return true, EVERY_GPU - true
+
+
+def _called_name(func: ast.expr) -> str | None:
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return None
+
+
+def _value(resolver: NameResolver, expr: ast.expr, scope: Scope, depth: int) -> Value | None:
+    """``expr`` as a function of the GPU's capability (a constant is one too); None where it
+    is not read from the capability or a constant."""
+    if depth > _MAX_DEPTH:
+        return None
+    constant = _constant(expr)
+    if constant is not None:
+        return lambda _c: constant[0]
+    if isinstance(expr, ast.Call):
+        name = _called_name(expr.func)
+        if name == "get_device_capability":
+            return lambda c: (c // 10, c % 10)
+        if name == "to_int" and isinstance(expr.func, ast.Attribute) and not expr.args:
+            inner = _value(resolver, expr.func.value, scope, depth + 1)
+            return _to_int(inner) if inner is not None else None
+        return None
+    if isinstance(expr, ast.Subscript):
+        index = _constant(expr.slice)
+        inner = _value(resolver, expr.value, scope, depth + 1)
+        if inner is None or index is None or not isinstance(index[0], int):
+            return None
+        return _item(inner, index[0])
+    if isinstance(expr, ast.BinOp):
+        combine = _ARITHMETIC.get(type(expr.op))
+        left = _value(resolver, expr.left, scope, depth + 1)
+        right = _value(resolver, expr.right, scope, depth + 1)
+        if combine is None or left is None or right is None:
+            return None
+        return _combined(combine, left, right)
+    if isinstance(expr, ast.Attribute) and expr.attr in ("major", "minor"):
+        place = 0 if expr.attr == "major" else 1
+        base = expr.value
+        if isinstance(base, ast.Call) and _called_name(base.func) == "get_device_properties":
+            return _item(lambda c: (c // 10, c % 10), place)
+        inner = _value(resolver, base, scope, depth + 1)
+        return _item(inner, place) if inner is not None else None
+    if isinstance(expr, ast.Name | ast.Attribute):
+        found = _values_of(resolver, expr, scope, unpacked=True)
+        if not found or len(found) != 1:
+            return None
+        ((value, inner_scope),) = found
+        if isinstance(value, tuple):  # (an element of an unpacked value: its place)
+            whole = _value(resolver, value[0], inner_scope, depth + 1)
+            return _item(whole, value[1]) if whole is not None else None
+        return _value(resolver, value, inner_scope, depth + 1)
+    return None
+
+
+def _item(value: Value, at: int) -> Value:
+    def item(c: int) -> object:
+        whole = value(c)
+        return whole[at] if isinstance(whole, tuple) and -len(whole) <= at < len(whole) else None
+
+    return item
+
+
+def _to_int(value: Value) -> Value:
+    def to_int(c: int) -> object:
+        whole = value(c)
+        if isinstance(whole, tuple) and len(whole) == 2:
+            return whole[0] * 10 + whole[1]
+        return None
+
+    return to_int
+
+
+def _combined(combine: Callable[[object, object], object], left: Value, right: Value) -> Value:
+    def combined(c: int) -> object:
+        try:
+            return combine(left(c), right(c))
+        except TypeError:
+            return None
+
+    return combined
+
+
+def _constant(expr: ast.expr) -> tuple[object] | None:
+    """``(value,)`` for a constant number or tuple of numbers; None for anything else."""
+    try:
+        value = ast.literal_eval(expr)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return (value,) if isinstance(value, int | tuple) else None
+
+
+def _members(expr: ast.expr) -> set[object] | None:
+    """The elements of a tuple, list or set of constants (the right side of ``in``)."""
+    if not isinstance(expr, ast.Tuple | ast.List | ast.Set):
+        return None
+    found: set[object] = set()
+    for element in expr.elts:
+        constant = _constant(element)
+        if constant is None:
+            return None
+        found.add(constant[0])
+    return found
+
+
+def _values_of(
+    resolver: NameResolver, expr: ast.Name | ast.Attribute, scope: Scope, unpacked: bool = False
+) -> list[tuple[ast.expr | tuple[ast.expr, int], Scope]] | None:
+    """What a name or a ``self.<attr>`` is assigned, each with the scope it is evaluated in;
+    with ``unpacked``, ``a, b = <expr>`` gives (``<expr>``, place). None where a binding is
+    anything else (a parameter, an import, a loop variable)."""
+    if isinstance(expr, ast.Name):
+        found = resolver.lookup(expr.id, scope)
+        bindings = found[1] if found is not None else []
+    else:
+        owner = _self_class(expr, scope)
+        bindings = owner.attributes.get(expr.attr, []) if owner is not None else []
+    out: list[tuple[ast.expr | tuple[ast.expr, int], Scope]] = []
+    for binding in bindings:
+        if binding.scope is None:
+            return None
+        if binding.value is not None:
+            out.append((binding.value, binding.scope))
+        elif unpacked and binding.unpacked is not None:
+            out.append((binding.unpacked, binding.scope))
+        else:
+            return None
+    return out or None
+
+
+def _self_class(expr: ast.Attribute, scope: Scope) -> Scope | None:
+    """The class whose instance ``expr``'s object is, for ``self.<attr>`` in a method."""
+    while scope.kind == "comprehension" and scope.parent is not None:
+        scope = scope.parent
+    if (
+        isinstance(expr.value, ast.Name)
+        and scope.self_name is not None
+        and expr.value.id == scope.self_name
+    ):
+        return scope.owner_class
+    return None

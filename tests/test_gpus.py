@@ -1,0 +1,156 @@
+"""Which GPUs a call runs on, read from the capability tests before it (`analysis.gpus`)."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+
+from migrate_fi.analysis.gpus import reached_on
+from migrate_fi.analysis.resolver import NameResolver
+from migrate_fi.base.gpus import EVERY_GPU, GpusError, gpus_named, said
+
+
+def _reached(source: str) -> dict[int, str]:
+    """What each `kernel(...)` call of ``source`` is reached on, by line."""
+    tree = ast.parse(textwrap.dedent(source))
+    resolver = NameResolver(tree, "m")
+    out = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("kernel"):
+            out[node.lineno] = said(reached_on(resolver, tree, node))
+    return out
+
+
+def test_a_flag_set_in_init_from_the_major_and_raised_on_in_the_method() -> None:
+    found = _reached(
+        """
+        import torch
+        class K:
+            def __init__(self):
+                sm_major = torch.cuda.get_device_capability()[0]
+                self.use_state_pool = sm_major != 9
+            def extend(self, x):
+                if self.use_state_pool:
+                    raise NotImplementedError
+                return self.fn.kernel(x)
+            def decode(self, x):
+                return self.fn.kernel(x)
+        """
+    )
+    assert found == {10: "SM90-SM99", 12: "any GPU"}
+
+
+def test_vllm_platform_tests_branch_by_branch() -> None:
+    found = _reached(
+        """
+        from vllm.platforms import current_platform
+        def f(x):
+            if current_platform.is_device_capability(90):
+                kernel(x)
+            elif current_platform.has_device_capability((10, 0)):
+                kernel(x)
+            elif current_platform.is_device_capability_family(120):
+                kernel(x)
+            else:
+                kernel(x)
+        """
+    )
+    assert found == {
+        5: "SM90",
+        7: "SM100-SM159",
+        9: "any GPU",  # (a family test under `not >= 10.0`: no GPU at all, a misreading)
+        11: "SM30-SM89, SM91-SM99",
+    }
+
+
+def test_tests_read_through_names_tuples_and_arithmetic() -> None:
+    found = _reached(
+        """
+        import torch
+        _IS_SM100 = is_sm100_supported()
+        def early(x):
+            if not _IS_SM100:
+                return None
+            kernel(x)
+        def unpacked():
+            major, minor = torch.cuda.get_device_capability()
+            if major * 10 + minor < 100:
+                raise RuntimeError
+            kernel()
+        def asserted():
+            cap = torch.cuda.get_device_capability()
+            assert cap >= (9, 0) and cap < (10, 0)
+            kernel()
+        def membership():
+            if torch.cuda.get_device_properties(0).major in (10, 12):
+                kernel()
+        def loop(xs):
+            for x in xs:
+                if torch.cuda.get_device_capability()[0] < 9:
+                    continue
+                kernel(x)
+        """
+    )
+    assert found == {
+        7: "SM100-SM109",
+        12: "SM100-SM159",
+        16: "SM90-SM99",
+        19: "SM100-SM109, SM120-SM129",
+        24: "SM90-SM159",
+    }
+
+
+def test_a_class_whose_init_refuses_other_gpus() -> None:
+    found = _reached(
+        """
+        from vllm.platforms import current_platform
+        class A:
+            def __init__(self):
+                if not current_platform.has_device_capability(100):
+                    raise ValueError("Blackwell only")
+            def run(self):
+                kernel()
+            @staticmethod
+            def anywhere():
+                kernel()
+        """
+    )
+    assert found == {8: "SM100-SM159", 11: "any GPU"}
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        # tests that may go either way on any GPU
+        "def f(flag):\n    if flag:\n        return\n    kernel()\n",
+        "def f(x):\n    if x.shape[0] == 9:\n        return\n    kernel()\n",
+        # a name given two different values, a parameter, a call of something else
+        "import torch\ndef f(p):\n    m = 9\n    m = torch.cuda.get_device_capability()[0]\n"
+        "    if m != 9:\n        return\n    kernel()\n",
+        "def f(major):\n    if major != 9:\n        return\n    kernel()\n",
+        "def f():\n    if is_blackwell():\n        return\n    kernel()\n",
+        # a raise that may not be reached (not the last statement of its block) and a test
+        # after the call
+        "import torch\ndef f():\n    if torch.cuda.get_device_capability()[0] != 9:\n"
+        "        log()\n    kernel()\n    if torch.cuda.get_device_capability()[0] != 9:\n"
+        "        raise RuntimeError\n",
+        # SGLang's helpers may be false on their own GPUs (a CUDA version test): their `not`
+        # says nothing
+        "def f():\n    if is_sm100_supported():\n        return\n    kernel()\n",
+    ],
+)
+def test_what_is_not_read_leaves_every_gpu(source: str) -> None:
+    (found,) = _reached(source).values()
+    assert found == "any GPU"
+
+
+def test_gpu_sets_as_notes_write_them() -> None:
+    assert gpus_named(["10.x"]) == frozenset(range(100, 110))
+    assert gpus_named(["<9.0"]) == frozenset(c for c in EVERY_GPU if c < 90)
+    assert gpus_named(["9.0", ">=12.0"]) == frozenset({90} | set(range(120, 160)))
+    assert said(gpus_named(["10.0", "10.3"])) == "SM100, SM103"
+    for bad in ("sm90", "10", "<10.x", "10.10"):
+        with pytest.raises(GpusError):
+            gpus_named([bad])
