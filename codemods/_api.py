@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from migrate_fi.analysis.calls import CalleeCall, callee_calls
 from migrate_fi.analysis.resolver import Candidate
-from migrate_fi.api.paths import is_flashinfer
+from migrate_fi.api.paths import ApiPath, is_flashinfer, is_public
 from migrate_fi.framework.rule import FileContext
 
 if TYPE_CHECKING:
@@ -137,17 +137,49 @@ def public_paths_to(version: str, paths: frozenset[str]) -> tuple[str, ...]:
     """``paths`` (public paths of ``version``'s definitions, methods as ``X().name``) with every
     other public path to the same definition (for a method, to its class), as the prefilter
     index lists them: what a file that calls one of them may name instead
-    (`flashinfer.decode.f` for `flashinfer.mla.f`)."""
+    (`flashinfer.decode.f` for `flashinfer.mla.f`). (One pass over the release's exports for
+    the few definitions asked: its public paths and their inversion cost a worker 5 MB.)"""
     from migrate_fi.api.differ import api_for
-    from migrate_fi.api.index import public_by_target, public_calls
 
-    api, by_target = api_for(version), public_by_target(version)
+    api = api_for(version)
     out = set(paths)
+    # the definitions asked, each with how a path to it is written: itself, or a method of it
+    wanted: dict[str, set[str | None]] = {}
     for path in paths:
         key = api.key(path)
-        if key is not None:
-            out.update(public_calls(key, by_target))
+        if key is None:
+            continue
+        api_key = ApiPath(key)
+        if api_key.is_method:
+            wanted.setdefault(str(api_key.owner), set()).add(api_key.name)
+        else:
+            wanted.setdefault(key, set()).add(None)
+    found: set[str] = set()
+
+    def add(public: str, target: str) -> None:
+        found.add(target)
+        out.update(_written(public, wanted[target]))
+
+    # (what `Api.public_paths` holds, read for these definitions only: a public definition is
+    # its own path; a public export of one, unless the export's path is a definition itself)
+    for target in wanted:
+        if target in api.defs and is_public(target):
+            add(target, target)
+    for public, target in api.exports.items():
+        if target in wanted and is_public(public) and target in api.defs and public not in api.defs:
+            add(public, target)
+    # (a name a module imports but leaves out of its `__all__` is reached as its attribute too)
+    for public, target in api.attrs.items():
+        if target in wanted and target in api.defs:
+            add(public, target)
+    for target in wanted.keys() - found:  # (no public path: the definition's own)
+        out.update(_written(target, wanted[target]))
     return tuple(sorted(out))
+
+
+def _written(path: str, names: set[str | None]) -> list[str]:
+    """``path`` as the paths to it are written: itself, or ``path().name`` for a method."""
+    return [path if name is None else str(ApiPath.method_of(path, name)) for name in names]
 
 
 @lru_cache(maxsize=16)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from typing import Any
 
-from migrate_fi.api.paths import CACHE_ATTRIBUTES, ApiPath
+from migrate_fi.api.paths import CACHE_ATTRIBUTES, ApiPath, is_public
 from migrate_fi.api.store import (
     Section,
     keys_ending_with,
@@ -152,9 +152,7 @@ class CallableDiff:
         return min(indexes) if indexes else None
 
 
-def _public(path: str) -> bool:
-    """No component of ``path`` starts with `_`."""
-    return "._" not in path and not path.startswith("_")
+_public = is_public  # (no component of the path starts with `_`)
 
 
 class Api:

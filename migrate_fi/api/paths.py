@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TypeGuard
 
-__all__ = ["CACHE_ATTRIBUTES", "ApiPath", "is_flashinfer", "is_user_facing"]
+__all__ = ["CACHE_ATTRIBUTES", "ApiPath", "is_flashinfer", "is_public", "is_user_facing"]
 
 # what `functools.cache` / `functools.lru_cache` give the function they wrap (`cache_clear()`...)
 CACHE_ATTRIBUTES = ("cache_clear", "cache_info", "cache_parameters")
@@ -20,6 +20,11 @@ _INSTANCE = "()."
 
 def is_flashinfer(path: str | None) -> TypeGuard[str]:
     return path is not None and (path == "flashinfer" or path.startswith("flashinfer."))
+
+
+def is_public(path: str) -> bool:
+    """No component of ``path`` starts with `_`."""
+    return "._" not in path and not path.startswith("_")
 
 
 # folders of generated or kernel-internal code, which FlashInfer's users do not call
