@@ -221,6 +221,33 @@ def test_a_file_name_that_is_not_utf8_and_a_named_pipe(tmp_path: Path) -> None:
     assert run(project, "check", *RANGE, ".").returncode == 0
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes on this system")
+@pytest.mark.parametrize(
+    "name", [".gitignore", "pkg/.gitignore", "pyproject.toml", "requirements-dev.txt"]
+)
+def test_a_named_pipe_where_a_file_beside_the_code_is_read(tmp_path: Path, name: str) -> None:
+    """What is read beside the Python files (ignore files, the configuration looked for
+    upward, a requirements file's include) may be a named pipe: it is never waited on."""
+    project = tmp_path / "project"
+    (project / "pkg").mkdir(parents=True)
+    (project / "pkg" / "__init__.py").write_text("")
+    (project / "pkg" / "mod.py").write_text(LEGACY)
+    (project / "requirements.txt").write_text("-r requirements-dev.txt\n")
+    os.mkfifo(project / name)
+    for command, code in (("check", 1), ("apply", 0)):
+        r = subprocess.run(
+            [sys.executable, "-m", "migrate_fi", command, *RANGE, "."],
+            cwd=project,
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+        err = r.stderr.decode(errors="replace")
+        assert r.returncode == code, err
+        assert "internal error" not in err and "Traceback" not in err, err
+    assert (project / "pkg" / "mod.py").read_text() == MIGRATED
+
+
 @pytest.mark.slow
 def test_diff_patches_apply_and_apply_keeps_every_byte_it_does_not_mean_to_change(
     tree: Path, tmp_path: Path

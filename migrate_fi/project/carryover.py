@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from migrate_fi.analysis.suppression import UNUSED_CODE, Suppressions
 from migrate_fi.base import patterns
+from migrate_fi.base.files import read_regular
 from migrate_fi.base.modules import is_python_path
 from migrate_fi.base.results import Diagnostic, FileError, FileResult, RunResult
 from migrate_fi.project.record import ApplyRecord, LeftSite, relative
@@ -32,8 +33,7 @@ _SUPPRESS = patterns.compile(r"\s*#\s*migrate-fi:\s*ignore(?:\[[^\]#]*\])?")
 
 def _lines(path: str) -> list[str] | None:
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        data = read_regular(path)
     except OSError:
         return None
     return data.decode("utf-8", errors="replace").splitlines()

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from migrate_fi.base.depends import watch
+from migrate_fi.base.files import read_regular
 from migrate_fi.base.toml import tomllib
 
 __all__ = [
@@ -86,8 +87,9 @@ class Config:
 def _read_toml(path: str) -> dict[str, Any]:
     toml = tomllib()
     try:
-        with open(path, "rb") as fh:
-            return toml.load(fh)  # type: ignore[no-any-return]
+        return toml.loads(read_regular(path).decode("utf-8"))  # type: ignore[no-any-return]
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not valid TOML (not UTF-8)") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
     except toml.TOMLDecodeError as exc:
@@ -103,8 +105,7 @@ def find_config(paths: Iterable[str]) -> str | None:
         watch(candidate)  # (a run replayed relies on it: `migrate_fi.run.warm`)
         if os.path.isfile(candidate):
             try:
-                with open(candidate, "rb") as fh:
-                    raw = fh.read()
+                raw = read_regular(candidate)
             except OSError:
                 raw = b""
             if b"migrate-fi" in raw and TABLE in _read_toml(candidate).get("tool", {}):

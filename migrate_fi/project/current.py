@@ -20,6 +20,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from migrate_fi.base.files import read_regular
 from migrate_fi.base.toml import tomllib
 from migrate_fi.base.versions import VersionError, parse_version
 from migrate_fi.project.discovery import (
@@ -141,8 +142,7 @@ def search_pins(paths: Iterable[str]) -> PinSearch:
     out = PinSearch()
     for filename in pin_files(with_includes(list(paths))):
         try:
-            with open(filename, "rb") as fh:
-                data = fh.read()
+            data = read_regular(filename)
         except OSError as exc:
             out.problems.append(f"{_shown(filename)}: cannot be read ({exc.strerror})")
             continue

@@ -18,6 +18,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from migrate_fi.base import depends, patterns
+from migrate_fi.base.files import read_regular
 from migrate_fi.base.modules import PYTHON_SUFFIXES, TEMPORARY_SUFFIX, python_script
 
 if TYPE_CHECKING:  # (pathspec is imported where a .gitignore is read: it costs start-up)
@@ -158,8 +159,7 @@ def wanted_files(suffixes: tuple[str, ...], patterns: Sequence[str] = ()) -> _Wa
 
 def _read_ignore(base: str, filename: str) -> _Ignore | None:
     try:
-        with open(filename, encoding="utf-8", errors="replace") as fh:
-            lines = fh.read().splitlines()
+        lines = read_regular(filename).decode("utf-8", errors="replace").splitlines()
     except OSError:
         return None
     if not any(line.strip() and not line.startswith("#") for line in lines):
@@ -427,8 +427,7 @@ def _includes(path: str, seen: set[str], root: str | None = None) -> list[str]:
     while todo:
         including = todo.pop()
         try:
-            with open(including, encoding="utf-8", errors="replace") as fh:
-                text = fh.read()
+            text = read_regular(including).decode("utf-8", errors="replace")
         except OSError:
             continue  # (the run itself says that it cannot be read)
         for m in _INCLUDE.finditer(text):

@@ -30,6 +30,7 @@ from typing import Any
 
 from migrate_fi import __version__
 from migrate_fi.base.depends import blake2b, watch
+from migrate_fi.base.files import read_regular
 from migrate_fi.editing.sources import SourceError, write_atomically, write_new_file
 
 __all__ = [
@@ -161,8 +162,7 @@ class ApplyRecord:
         if want is None:
             return False
         try:
-            with open(path, "rb") as fh:
-                return digest(fh.read()) == want
+            return digest(read_regular(path)) == want
         except OSError:
             return False
 
@@ -259,8 +259,7 @@ def state_folder(root: str) -> str:
     if not os.path.lexists(ignore):
         write_new_file(ignore, _IGNORE)
     elif os.path.isfile(ignore):
-        with open(ignore, "rb") as fh:
-            old = fh.read()
+        old = read_regular(ignore)
         if old == _IGNORE_ALL:
             write_atomically(ignore, _IGNORE, old)
     return folder
@@ -272,8 +271,7 @@ def _store(root: str, record: ApplyRecord) -> str:
     try:
         state_folder(root)
         if os.path.exists(path):
-            with open(path, "rb") as fh:
-                old = fh.read()
+            old = read_regular(path)
             if _same_but_when(old, record):
                 return path  # (an apply that changed nothing leaves the committed record be)
             write_atomically(path, data, old)
@@ -301,8 +299,7 @@ def read_record(root: str) -> ApplyRecord | None:
     if not os.path.exists(path):
         return None
     try:
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
+        doc = json.loads(read_regular(path).decode("utf-8"))
         if not isinstance(doc, dict):
             raise TypeError("not an object")
         # format 1 (no state): an apply that may have left sites, so in progress
