@@ -46,8 +46,11 @@ class BehaviourNotes(Rule):
     any. A method named again in its class body (`begin_forward = plan`) is that method. A
     note tied to GPUs (`gpus`: 0.6.12's change on SM10x) leaves out a call the code reaches
     only on other GPUs, by the tests of the compute capability before it (an `if` around it, an
-    `if ...: raise` or `return` before it, a test in its class's `__init__` that raises; read
-    through locals and `self.` attributes: `self.use_pool = sm_major != 9`).
+    `if ...: raise` or `return` before it, a test in its class's `__init__` that raises, where
+    the file's calls of its private function or method run; read through locals, `self.`
+    attributes and functions of the file: `self.use_pool = sm_major != 9`, `use_fi_prefill()`
+    true only on SM10x), and a wrapper made with the note's arguments only on other GPUs
+    (`backend = "cutlass"` under `if is_sm100_supported():`).
 
     Left alone: calls that may be something other than FlashInfer's (the other rules' policy),
     and behaviour another rule of the range handles with a fix or a finding of its own (FI003
@@ -500,22 +503,32 @@ def _built_with(ctx: FileContext, note: Behaviour, view: CalleeCall, old_api: Ap
         if not made:
             return True
     for call, scope in made:
+        if _elsewhere(ctx, note, call):
+            continue  # (made only on other GPUs than the change's)
         args = CallArgs.of(call, ctx.resolver, scope)
-        literals = partial(_literals, ctx, scope)
+        literals = partial(_literals, ctx, scope, gpus=note.gpus)
         if _may_pass(note.when_built, args, init, defaults=True, literals=literals):
             return True
     return False
 
 
 def _literals(
-    ctx: FileContext, scope: Scope, value: ast.expr, depth: int = 0
+    ctx: FileContext,
+    scope: Scope,
+    value: ast.expr,
+    depth: int = 0,
+    gpus: frozenset[int] | None = None,
 ) -> list[ast.expr] | None:
     """The constants ``value`` may be where every value it is given is one: a local assigned
     only literals (`backend = "auto"`, then `backend = "fa2"` on some path), a `self.<name>`
     the class assigns only literals, each of them read in turn where it is itself a name or an
     attribute (`self.backend = other.backend`, ``other`` a parameter of the class's
-    `__init__`: what the file's constructions of the class pass for it); None otherwise."""
+    `__init__`: what the file's constructions of the class pass for it); None otherwise.
+    With ``gpus`` (a note's), a constant given only on other GPUs (`backend = "cutlass"`
+    under `if is_sm100_supported():`) is not one of them there."""
     import ast
+
+    from migrate_fi.analysis.gpus import reached_on
 
     if depth > 4:
         return None
@@ -527,9 +540,10 @@ def _literals(
     out: list[ast.expr] = []
     for given, where in values:
         if isinstance(given, ast.Constant):
-            out.append(given)
+            if gpus is None or ctx.tree is None or reached_on(ctx.resolver, ctx.tree, given) & gpus:
+                out.append(given)
             continue
-        inner = _literals(ctx, where, given, depth + 1)
+        inner = _literals(ctx, where, given, depth + 1, gpus)
         if inner is None:
             return None
         out.extend(inner)

@@ -120,6 +120,54 @@ def test_a_class_whose_init_refuses_other_gpus() -> None:
     assert found == {8: "SM100-SM159", 11: "any GPU"}
 
 
+def test_a_function_of_the_file_and_the_callers_of_a_private_method() -> None:
+    found = _reached(
+        """
+        import functools
+        from vllm.platforms import current_platform
+        @functools.cache
+        def use_fi_prefill() -> bool:
+            if not (has_flashinfer() and current_platform.is_device_capability_family(100)):
+                return False
+            return is_compatible()
+        class Impl:
+            def __init__(self):
+                self._use_fi = use_fi_prefill()
+            def build(self, meta):
+                if self._use_fi and meta.num_prefills > 0:
+                    self._plan(meta)
+            def _plan(self, meta):
+                self.wrapper.kernel(meta)
+            def _anywhere(self, meta):
+                self.wrapper.kernel(meta)
+            def run(self, meta):
+                self._anywhere(meta)
+        def _helper(x):
+            kernel(x)
+        def public(x):
+            if current_platform.is_device_capability(90):
+                _helper(x)
+        """
+    )
+    assert found == {16: "SM100-SM109", 18: "any GPU", 22: "SM90"}
+
+
+def test_a_private_method_named_otherwise_is_not_followed() -> None:
+    found = _reached(
+        """
+        import torch
+        class Impl:
+            def build(self):
+                if torch.cuda.get_device_capability()[0] == 9:
+                    self._plan()
+                self.hooks.append(self._plan)
+            def _plan(self):
+                kernel()
+        """
+    )
+    assert found == {9: "any GPU"}
+
+
 @pytest.mark.parametrize(
     "source",
     [

@@ -70,22 +70,125 @@ _SM_SUPPORTED = re.compile(r"_?is_sm(\d{2,3})_supported")
 def reached_on(resolver: NameResolver, tree: ast.Module, node: ast.AST) -> frozenset[int]:
     """The compute capabilities of the GPUs on which ``node`` may run (`EVERY_GPU` where no
     test before it is read)."""
-    up = parents(tree)
-    reached = EVERY_GPU
-    for test, holds in _tests_before(node, up):
-        truth = _truth(resolver, test, resolver.scope_at(test), 0)
-        reached &= truth[0] if holds else truth[1]
-    method = _method_of(node, up)
-    if method is not None:
-        reached &= _instances_on(resolver, method, up)
+    reached = _Reader(resolver, tree).reached(node, frozenset())
     return reached if reached else EVERY_GPU  # (no GPU at all: a test misread, not a fact)
 
 
-def _tests_before(node: ast.AST, up: dict[int, ast.AST]) -> list[tuple[ast.expr, bool]]:
-    """The tests that hold (True) or fail (False) wherever ``node`` runs."""
+class _Reader:
+    """The tests of one file, read for one question (a function's answer kept)."""
+
+    def __init__(self, resolver: NameResolver, tree: ast.Module) -> None:
+        self.resolver = resolver
+        self.tree = tree
+        self.up = parents(tree)
+        self.answers: dict[int, Truth] = {}  # a function's, by id of its def
+
+    def reached(self, node: ast.AST, calling: frozenset[int]) -> frozenset[int]:
+        """Where ``node`` runs: the tests before it, its class's ``__init__``, and, in a
+        private function or method (``_name``) that is only ever called in this file, where
+        its calls run (``calling``: the functions on the way, not asked again)."""
+        reached = EVERY_GPU
+        for test, holds in _tests_before(node, self.up):
+            truth = self.truth(test, self.resolver.scope_at(test), 0)
+            reached &= truth[0] if holds else truth[1]
+        method = _method_of(node, self.up)
+        if method is not None:
+            reached &= _instances_on(self, method, self.up)
+        function = _function_of(node, self.up)
+        if function is not None and id(function) not in calling and len(calling) < 3:
+            calls = _private_calls(self, function)
+            if calls:
+                inner = calling | {id(function)}
+                reached &= frozenset().union(*(self.reached(c, inner) for c in calls))
+        return reached
+
+    def truth(self, test: ast.expr, scope: Scope, depth: int) -> Truth:
+        return _truth(self, test, scope, depth)
+
+    def answer(self, function: ast.FunctionDef, depth: int) -> Truth:
+        """Where a call of ``function`` (a function of this file) may give a true value and
+        where a false one: each ``return`` where it runs in the function; falling off its end
+        gives None, false."""
+        key = id(function)
+        found = self.answers.get(key)
+        if found is not None:
+            return found
+        self.answers[key] = _UNKNOWN  # (a function that calls itself: unknown)
+        scope = self.resolver.scope_of(function)
+        true, false = _NONE, _NONE
+        if scope is None:
+            return _UNKNOWN
+        for ret in scope.returns:
+            where = EVERY_GPU
+            for test, holds in _tests_before(ret, self.up, stop=function):
+                truth = self.truth(test, scope, depth + 1)
+                where &= truth[0] if holds else truth[1]
+            if ret.value is None:
+                false |= where
+                continue
+            t, f = self.truth(ret.value, scope, depth + 1)
+            true, false = true | (t & where), false | (f & where)
+        if not _ends(function.body):
+            false = EVERY_GPU
+        found = self.answers[key] = (true, false)
+        return found
+
+
+def _function_of(node: ast.AST, up: dict[int, ast.AST]) -> ast.FunctionDef | None:
+    """The innermost def ``node`` is in."""
+    parent = up.get(id(node))
+    while parent is not None:
+        if isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef):
+            return parent  # type: ignore[return-value]
+        parent = up.get(id(parent))
+    return None
+
+
+def _private_calls(reader: _Reader, function: ast.FunctionDef) -> list[ast.Call] | None:
+    """Every call of ``function`` in this file, where it is private (``_name``, not a
+    dunder), defined in a class body (called as ``self._name(...)``) or at the top of the
+    module (``_name(...)``) and never named otherwise (passed, stored, patched); None where
+    any of that does not hold or it is never called here."""
+    from migrate_fi.analysis.nodes import called_by, of_type
+
+    name = function.name
+    if not name.startswith("_") or name.startswith("__"):
+        return None
+    owner = reader.up.get(id(function))
+    calls_of = called_by(reader.tree)
+    found: list[ast.Call] = []
+    if isinstance(owner, ast.ClassDef):
+        lo, hi = owner.lineno, owner.end_lineno or owner.lineno
+        for attribute in of_type(reader.tree, ast.Attribute):
+            if attribute.attr != name:
+                continue
+            call = calls_of.get(id(attribute))
+            inside = lo <= attribute.lineno <= hi
+            if not (inside and call is not None and isinstance(attribute.value, ast.Name)):
+                return None  # (named otherwise, or from outside the class: not followed)
+            if attribute.value.id not in ("self", "cls"):
+                return None
+            found.append(call)
+    elif isinstance(owner, ast.Module):
+        for named in of_type(reader.tree, ast.Name):
+            if named.id != name:
+                continue
+            call = calls_of.get(id(named))
+            if call is None:
+                return None
+            found.append(call)
+    else:
+        return None
+    return found or None
+
+
+def _tests_before(
+    node: ast.AST, up: dict[int, ast.AST], stop: ast.AST | None = None
+) -> list[tuple[ast.expr, bool]]:
+    """The tests that hold (True) or fail (False) wherever ``node`` runs (up to ``stop``)."""
     out: list[tuple[ast.expr, bool]] = []
     child, parent = node, up.get(id(node))
-    while parent is not None:
+    while parent is not None and child is not stop:
         if isinstance(parent, ast.If | ast.IfExp | ast.While) and child is not parent.test:
             body = parent.body if isinstance(parent.body, list) else [parent.body]
             out.append((parent.test, any(child is s for s in body)))
@@ -137,7 +240,7 @@ def _method_of(node: ast.AST, up: dict[int, ast.AST]) -> ast.FunctionDef | None:
 
 
 def _instances_on(
-    resolver: NameResolver, method: ast.FunctionDef, up: dict[int, ast.AST]
+    reader: _Reader, method: ast.FunctionDef, up: dict[int, ast.AST]
 ) -> frozenset[int]:
     """The GPUs on which an instance of the method's class can exist: those its ``__init__``
     does not refuse by a test at its top that raises (static and class methods: any)."""
@@ -157,28 +260,30 @@ def _instances_on(
     )
     if init is None:
         return EVERY_GPU
-    scope = resolver.scope_of(init)
+    scope = reader.resolver.scope_of(init)
     if scope is None:
         return EVERY_GPU
     on = EVERY_GPU
     for statement in init.body:
         if isinstance(statement, ast.If) and not statement.orelse:
             if isinstance(statement.body[-1], ast.Raise):
-                on &= _truth(resolver, statement.test, scope, 0)[1]
+                on &= reader.truth(statement.test, scope, 0)[1]
         elif isinstance(statement, ast.Assert):
-            on &= _truth(resolver, statement.test, scope, 0)[0]
+            on &= reader.truth(statement.test, scope, 0)[0]
     return on
 
 
-def _truth(resolver: NameResolver, test: ast.expr, scope: Scope, depth: int) -> Truth:
+def _truth(reader: _Reader, test: ast.expr, scope: Scope, depth: int) -> Truth:
     """Where ``test`` may be true and where it may be false."""
     if depth > _MAX_DEPTH:
         return _UNKNOWN
+    if isinstance(test, ast.Constant):  # (`return False`: false on every GPU)
+        return (EVERY_GPU, _NONE) if test.value else (_NONE, EVERY_GPU)
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        true, false = _truth(resolver, test.operand, scope, depth + 1)
+        true, false = _truth(reader, test.operand, scope, depth + 1)
         return false, true
     if isinstance(test, ast.BoolOp):
-        parts = [_truth(resolver, v, scope, depth + 1) for v in test.values]
+        parts = [_truth(reader, v, scope, depth + 1) for v in test.values]
         if isinstance(test.op, ast.And):
             true = EVERY_GPU
             for t, _ in parts:
@@ -189,18 +294,23 @@ def _truth(resolver: NameResolver, test: ast.expr, scope: Scope, depth: int) -> 
             false &= f
         return frozenset().union(*(t for t, _ in parts)), false
     if isinstance(test, ast.Compare):
-        return _compared(resolver, test, scope, depth)
+        return _compared(reader.resolver, test, scope, depth)
     if isinstance(test, ast.Call):
-        return _asked(test)
+        asked = _asked(test)
+        if asked is _UNKNOWN:
+            function = _module_function(reader, test, scope)
+            if function is not None:
+                return reader.answer(function, depth)
+        return asked
     if isinstance(test, ast.Name | ast.Attribute):
-        values = _values_of(resolver, test, scope)
+        values = _values_of(reader.resolver, test, scope)
         if not values:
             return _UNKNOWN
         true, false = _NONE, _NONE
         for value, inner in values:
             if isinstance(value, tuple):
                 return _UNKNOWN
-            t, f = _truth(resolver, value, inner, depth + 1)
+            t, f = _truth(reader, value, inner, depth + 1)
             true, false = true | t, false | f
         return true, false
     return _UNKNOWN
@@ -232,6 +342,32 @@ def _compared(resolver: NameResolver, test: ast.Compare, scope: Scope, depth: in
     if len(test.ops) == 1:
         return true, EVERY_GPU - true
     return true, EVERY_GPU  # (a chain is false where any pair is: not tracked pair by pair)
+
+
+_CACHES = frozenset({"cache", "lru_cache", "cached_property"})
+
+
+def _module_function(reader: _Reader, call: ast.Call, scope: Scope) -> ast.FunctionDef | None:
+    """The function of this module ``call`` calls with no arguments (``use_fi_prefill()``):
+    a top-level def bound once, undecorated or only cached (`functools.cache`)."""
+    if not isinstance(call.func, ast.Name) or call.args or call.keywords:
+        return None
+    found = reader.resolver.lookup(call.func.id, scope)
+    if found is None or found[0].kind != "module" or len(found[1]) != 1:
+        return None
+    if found[1][0].what != "def":
+        return None
+    for statement in reader.tree.body:
+        if isinstance(statement, ast.FunctionDef) and statement.name == call.func.id:
+            if all(_called_name(_undecorated(d)) in _CACHES for d in statement.decorator_list):
+                return statement
+            return None
+    return None
+
+
+def _undecorated(decorator: ast.expr) -> ast.expr:
+    """``lru_cache`` for ``lru_cache(maxsize=1)``."""
+    return decorator.func if isinstance(decorator, ast.Call) else decorator
 
 
 def _asked(call: ast.Call) -> Truth:
