@@ -12,10 +12,12 @@ from migrate_fi.analysis.resolver import NameResolver
 from migrate_fi.base.gpus import EVERY_GPU, GpusError, gpus_named, said
 
 
-def _reached(source: str) -> dict[int, str]:
-    """What each `kernel(...)` call of ``source`` is reached on, by line."""
+def _reached(source: str, elsewhere: frozenset[str] = frozenset()) -> dict[int, str]:
+    """What each `kernel(...)` call of ``source`` is reached on, by line; ``elsewhere``: the
+    names another file of the project mentions (the project search's answer)."""
     tree = ast.parse(textwrap.dedent(source))
     resolver = NameResolver(tree, "m")
+    resolver.only_here = lambda name: name not in elsewhere
     out = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("kernel"):
@@ -152,7 +154,8 @@ def test_a_function_of_the_file_and_the_callers_of_a_private_method() -> None:
     assert found == {16: "SM100-SM109", 18: "any GPU", 22: "SM90"}
 
 
-def test_a_private_method_named_otherwise_is_not_followed() -> None:
+@pytest.mark.parametrize("elsewhere", [frozenset(), frozenset({"_plan"})])
+def test_a_private_method_named_otherwise_is_not_followed(elsewhere: frozenset[str]) -> None:
     found = _reached(
         """
         import torch
@@ -166,6 +169,20 @@ def test_a_private_method_named_otherwise_is_not_followed() -> None:
         """
     )
     assert found == {9: "any GPU"}
+    # (named in another file of the project, a subclass's call say: not followed either)
+    found = _reached(
+        """
+        import torch
+        class Impl:
+            def build(self):
+                if torch.cuda.get_device_capability()[0] == 9:
+                    self._plan()
+            def _plan(self):
+                kernel()
+        """,
+        elsewhere,
+    )
+    assert found == {8: "any GPU" if elsewhere else "SM90-SM99"}
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,10 @@ the module:
   ``get_device_properties(d).major``; vLLM's ``is_device_capability(N)``,
   ``has_device_capability(N)`` and ``is_device_capability_family(N)``; ``is_sm<NN>_supported()``
   (true only on major NN // 10; false anywhere, since they also test the CUDA version);
-  ``not``, ``and``, ``or`` of them.
+  ``not``, ``and``, ``or`` of them;
+- ``f()`` of a function of the file (undecorated or cached): where its returns give a true or
+  a false value; and, in a private function or method (``_name``) that no other file of the
+  project names (the resolver's project search), where the file's calls of it run.
 
 Anything else is a test that may go either way on any GPU: never a guess.
 """
@@ -147,12 +150,18 @@ def _function_of(node: ast.AST, up: dict[int, ast.AST]) -> ast.FunctionDef | Non
 def _private_calls(reader: _Reader, function: ast.FunctionDef) -> list[ast.Call] | None:
     """Every call of ``function`` in this file, where it is private (``_name``, not a
     dunder), defined in a class body (called as ``self._name(...)``) or at the top of the
-    module (``_name(...)``) and never named otherwise (passed, stored, patched); None where
-    any of that does not hold or it is never called here."""
+    module (``_name(...)``), never named otherwise (passed, stored, patched) and named in no
+    other file of the project (a subclass elsewhere may call it); None where any of that does
+    not hold or it is never called here."""
     from migrate_fi.analysis.nodes import called_by, of_type
 
     name = function.name
     if not name.startswith("_") or name.startswith("__"):
+        return None
+    # (a subclass or another module may call it too: only where no other file of the project
+    # names it, as the resolver's project search says)
+    only_here = reader.resolver.only_here
+    if only_here is None or not only_here(name):
         return None
     owner = reader.up.get(id(function))
     calls_of = called_by(reader.tree)
