@@ -201,6 +201,13 @@ def test_a_private_method_named_otherwise_is_not_followed(elsewhere: frozenset[s
         "import torch\ndef f():\n    if torch.cuda.get_device_capability()[0] != 9:\n"
         "        log()\n    kernel()\n    if torch.cuda.get_device_capability()[0] != 9:\n"
         "        raise RuntimeError\n",
+        # a generator's call is a generator, whatever it returns; a flag a class also binds
+        # in its body (an instance may keep that value)
+        "import torch\ndef gen():\n    if torch.cuda.get_device_capability()[0] != 10:\n"
+        "        return\n    yield 1\ndef f():\n    if not gen():\n        return\n    kernel()\n",
+        "import torch\nclass K:\n    use = False\n    def __init__(self):\n"
+        "        self.use = torch.cuda.get_device_capability()[0] == 9\n    def run(self):\n"
+        "        if not self.use:\n            return\n        kernel()\n",
         # SGLang's helpers may be false on their own GPUs (a CUDA version test): their `not`
         # says nothing
         "def f():\n    if is_sm100_supported():\n        return\n    kernel()\n",

@@ -119,8 +119,10 @@ class _Reader:
         self.answers[key] = _UNKNOWN  # (a function that calls itself: unknown)
         scope = self.resolver.scope_of(function)
         true, false = _NONE, _NONE
-        if scope is None:
-            return _UNKNOWN
+        if scope is None or any(
+            isinstance(n, ast.Yield | ast.YieldFrom) for n in ast.walk(function)
+        ):
+            return _UNKNOWN  # (a generator's call gives a generator, whatever it returns)
         for ret in scope.returns:
             where = EVERY_GPU
             for test, holds in _tests_before(ret, self.up, stop=function):
@@ -528,7 +530,9 @@ def _values_of(
         bindings = found[1] if found is not None else []
     else:
         owner = _self_class(expr, scope)
-        bindings = owner.attributes.get(expr.attr, []) if owner is not None else []
+        if owner is None or expr.attr in owner.bindings:
+            return None  # (not `self.`'s, or a class attribute an instance may keep)
+        bindings = owner.attributes.get(expr.attr, [])
     out: list[tuple[ast.expr | tuple[ast.expr, int], Scope]] = []
     for binding in bindings:
         if binding.scope is None:
