@@ -513,3 +513,29 @@ def test_recorded_sites_name_their_lines_as_apply_left_them(demo: Path) -> None:
     before = (demo / ".migrate-fi" / "last-apply.json").read_bytes()
     invoke("apply", "--from", "0.6.8.post1", ".")
     assert (demo / ".migrate-fi" / "last-apply.json").read_bytes() == before  # idempotent
+
+
+def test_two_sites_of_one_rule_on_one_line_keep_their_own_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two names of one import that the target lacks are two sites of one rule on the same
+    lines: an apply run again keeps each with its own message (not one of them twice), and
+    rewrites nothing, the record included."""
+    root = tmp_path / "p"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "a2a.py").write_text(
+        "try:\n"
+        "    from flashinfer.comm import MoeAlltoAll, moe_a2a_get_workspace_size_per_rank\n"
+        "except ImportError:\n"
+        "    MoeAlltoAll = None\n"
+    )
+    (root / "requirements.txt").write_text("flashinfer-python==0.6.8.post1\n")
+    monkeypatch.chdir(root)
+    assert invoke("apply", "--to", "0.7.4", ".").exit_code == 1
+    record = root / ".migrate-fi" / "last-apply.json"
+    first = record.read_bytes()
+    messages = [s["message"] for s in json.loads(first)["sites_left"]]
+    assert len(messages) == 2 and len(set(messages)) == 2, messages
+    assert invoke("apply", "--to", "0.7.4", ".").exit_code == 1
+    assert record.read_bytes() == first

@@ -193,6 +193,33 @@ class Applied:
     base: str | None = None  # the commit checked out when it ran (git), if one
 
 
+def _kept_as_recorded(sites: list[LeftSite], earlier: list[LeftSite]) -> list[LeftSite]:
+    """Each of ``sites`` as the earlier record has it where it is found there again: the same
+    file, rule and lines, and, where several sites share those (two names of one import), the
+    same message; else as found now."""
+
+    def key(site: LeftSite) -> tuple[str, str, str]:
+        return (site.path, site.code, site.text)
+
+    recorded: dict[tuple[str, str, str], list[LeftSite]] = {}
+    for site in earlier:
+        recorded.setdefault(key(site), []).append(site)
+    now: dict[tuple[str, str, str], int] = {}
+    for site in sites:
+        now[key(site)] = now.get(key(site), 0) + 1
+    out = []
+    for site in sites:
+        candidates = recorded.get(key(site), [])
+        same = [c for c in candidates if c.message == site.message]
+        if same:
+            out.append(same[0])
+        elif len(candidates) == 1 and now[key(site)] == 1:
+            out.append(candidates[0])
+        else:
+            out.append(site)
+    return out
+
+
 def write_record(root: str, from_version: str, to_version: str, applied: Applied) -> str:
     """Record an apply, merged with an earlier record of the same origin: the written files add
     up; sites and failures of files this apply read replace the earlier ones, the others stay.
@@ -213,11 +240,10 @@ def write_record(root: str, from_version: str, to_version: str, applied: Applied
         digests = {**earlier.digests, **digests}
         failing = {p.path for p in failed}
         # a site found again as it was keeps its record (its message may name lines that moved)
-        kept = {(s.path, s.code, s.text): s for s in earlier.sites}
-        sites = [kept.get((s.path, s.code, s.text), s) for s in sites]
+        sites = _kept_as_recorded(sites, earlier.sites)
         sites += [s for s in earlier.sites if s.path not in seen and s.path not in failing]
         failed += [p for p in earlier.pending if p.path not in seen and p.path not in failing]
-    sites.sort(key=lambda s: (s.path, s.line, s.code))
+    sites.sort(key=lambda s: (s.path, s.line, s.code, s.message))
     failed.sort(key=lambda p: p.path)
     left = len(sites)
     state = State.IN_PROGRESS if left or failed or applied.interrupted else State.DONE
