@@ -221,6 +221,21 @@ def test_a_file_name_that_is_not_utf8_and_a_named_pipe(tmp_path: Path) -> None:
     assert run(project, "check", *RANGE, ".").returncode == 0
 
 
+def test_a_gitignore_line_git_cannot_read_is_passed_over(tmp_path: Path) -> None:
+    """A line of a .gitignore that is no pattern (`x\\`, or bytes that are no text) matches
+    nothing, as in git; the file's other lines still apply."""
+    project = tmp_path / "project"
+    (project / "pkg").mkdir(parents=True)
+    (project / "pkg" / "__init__.py").write_text("")
+    (project / "pkg" / "mod.py").write_text(LEGACY)
+    (project / "pkg" / "generated.py").write_text(LEGACY)
+    (project / ".gitignore").write_bytes(b"\xff\xfe\x00x\\\npkg/generated.py\nx\\\n")
+    r = run(project, "check", *RANGE, ".")
+    err = r.stderr.decode(errors="replace")
+    assert r.returncode == 1 and "internal error" not in err, err
+    assert b"pkg/mod.py" in r.stdout and b"generated.py" not in r.stdout
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes on this system")
 @pytest.mark.parametrize(
     "name", [".gitignore", "pkg/.gitignore", "pyproject.toml", "requirements-dev.txt"]

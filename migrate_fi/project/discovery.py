@@ -166,7 +166,25 @@ def _read_ignore(base: str, filename: str) -> _Ignore | None:
         return None
     import pathspec
 
-    return _Ignore(base, pathspec.GitIgnoreSpec.from_lines(lines))
+    try:
+        return _Ignore(base, pathspec.GitIgnoreSpec.from_lines(lines))
+    except ValueError:  # (a line git cannot read either, `x\\` say: it matches nothing there)
+        return _Ignore(base, pathspec.GitIgnoreSpec.from_lines(_readable_patterns(lines)))
+
+
+def _readable_patterns(lines: list[str]) -> list[str]:
+    """The lines of an ignore file that are patterns pathspec reads (git passes over the
+    others: they match nothing)."""
+    import pathspec
+
+    out = []
+    for line in lines:
+        try:
+            pathspec.GitIgnoreSpec.from_lines([line])
+        except ValueError:
+            continue
+        out.append(line)
+    return out
 
 
 def find_upward(folder: str, markers: Iterable[str]) -> str | None:
