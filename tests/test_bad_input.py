@@ -221,6 +221,18 @@ def test_a_file_name_that_is_not_utf8_and_a_named_pipe(tmp_path: Path) -> None:
     assert run(project, "check", *RANGE, ".").returncode == 0
 
 
+def test_an_exclude_pattern_that_is_no_pattern_is_said_in_one_line(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "mod.py").write_text(LEGACY)
+    (project / "pyproject.toml").write_text('[tool.migrate-fi]\nexclude = ["x\\\\"]\n')
+    for args in (("check", *RANGE, "."), ("check", *RANGE, "--exclude", "y\\", ".")):
+        r = run(project, *args)
+        err = r.stderr.decode(errors="replace")
+        assert r.returncode == 2 and "internal error" not in err, err
+        assert "is not a gitignore-style pattern" in err and err.count("\n") == 1, err
+
+
 def test_a_gitignore_line_git_cannot_read_is_passed_over(tmp_path: Path) -> None:
     """A line of a .gitignore that is no pattern (`x\\`, or bytes that are no text) matches
     nothing, as in git; the file's other lines still apply."""

@@ -464,6 +464,13 @@ def _includes(path: str, seen: set[str], root: str | None = None) -> list[str]:
 
 
 def _spec(patterns: Iterable[str]) -> pathspec.GitIgnoreSpec:
+    """The user's exclude patterns (`--exclude`, the configuration's `exclude`) as one spec;
+    `DiscoveryError` naming a pattern that is not one."""
     import pathspec
 
-    return pathspec.GitIgnoreSpec.from_lines(list(patterns))
+    patterns = list(patterns)
+    try:
+        return pathspec.GitIgnoreSpec.from_lines(patterns)
+    except ValueError:
+        bad = next(p for p in patterns if not _readable_patterns([p]))
+        raise DiscoveryError(f"exclude pattern {bad!r} is not a gitignore-style pattern") from None
