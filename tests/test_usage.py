@@ -141,6 +141,11 @@ def test_release_notes_of_the_apis_used(monkeypatch: pytest.MonkeyPatch) -> None
     changed = text.split("Unchanged:")[0]
     assert "  flashinfer.BatchDecodeWithPagedKVCacheWrapper: 2 sites" in changed
     assert "0.7.1 note, error: backend='prims-ts'" in changed
+    # a note of some GPUs says which, in the text and the JSON
+    assert "0.7.4 note, error (below SM100): the 'cuda' and 'cute-dsl' backends" in text
+    assert {"release": "0.7.4", "gpus": list(range(30, 100))}.items() <= next(
+        n for n in fp4 if n["release"] == "0.7.4" and n["table"] == "behaviour"
+    ).items()
 
 
 def test_a_file_the_new_reexports_cannot_change_is_read_once(

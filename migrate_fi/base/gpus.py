@@ -48,7 +48,8 @@ def gpus_named(items: list[str] | tuple[str, ...]) -> frozenset[int]:
 
 
 def said(gpus: frozenset[int]) -> str:
-    """A set of GPUs as a person reads it: ``SM90``, ``SM100-SM103``, runs of capabilities."""
+    """A set of GPUs as a person reads it: ``SM90``, ``SM100-SM103``, ``SM10x``, ``below
+    SM100``, ``SM120 and newer``."""
     if gpus >= EVERY_GPU:
         return "any GPU"
     runs: list[tuple[int, int]] = []
@@ -57,4 +58,15 @@ def said(gpus: frozenset[int]) -> str:
             runs[-1] = (runs[-1][0], c)
         else:
             runs.append((c, c))
-    return ", ".join(f"SM{a}" if a == b else f"SM{a}-SM{b}" for a, b in runs)
+    low, high = min(EVERY_GPU), max(EVERY_GPU)
+
+    def run(a: int, b: int) -> str:
+        if a == low:
+            return f"below SM{b + 1}"
+        if b == high:
+            return f"SM{a} and newer"
+        if a % 10 == 0 and b == a + 9:
+            return f"SM{a // 10}x"
+        return f"SM{a}" if a == b else f"SM{a}-SM{b}"
+
+    return ", ".join(run(a, b) for a, b in runs)

@@ -20,6 +20,7 @@ from migrate_fi.analysis.resolver import NameResolver, ProjectAliases
 from migrate_fi.api.differ import Api, api_for, diff_releases
 from migrate_fi.api.notes import Behaviour, Deprecated, Note, notes_in_range
 from migrate_fi.api.paths import ApiPath, is_flashinfer
+from migrate_fi.base.gpus import said as said_gpus
 from migrate_fi.base.modules import display_path, in_flashinfer, module_identity
 from migrate_fi.editing.sources import SourceError, decode_source
 from migrate_fi.framework.rule import Rule
@@ -86,6 +87,8 @@ def _note_json(note: Note) -> dict[str, object]:
         out.update(table="behaviour", kind=note.kind, what=note.what)
         if note.parameter is not None:
             out["parameter"] = note.parameter
+        if note.gpus is not None:  # (the compute capabilities it concerns, 90 for SM90)
+            out["gpus"] = sorted(note.gpus)
     elif isinstance(note, Deprecated):
         out.update(table="deprecated", parameter=note.parameter, why=note.why)
         if note.moved_to:
@@ -99,7 +102,8 @@ def _note_json(note: Note) -> dict[str, object]:
 def _note_line(note: Note) -> str:
     """A release note as `usage` says it, on one line."""
     if isinstance(note, Behaviour):
-        said = f"{note.kind}: {note.what}"
+        gpus = f" ({said_gpus(note.gpus)})" if note.gpus is not None else ""
+        said = f"{note.kind}{gpus}: {note.what}"
     elif isinstance(note, Deprecated):
         where = f" (pass it to {note.moved_to})" if note.moved_to else ""
         said = f"deprecated: {note.parameter}={where}: {note.why}"
