@@ -523,7 +523,8 @@ def _literals(
     only literals (`backend = "auto"`, then `backend = "fa2"` on some path), a `self.<name>`
     the class assigns only literals, each of them read in turn where it is itself a name or an
     attribute (`self.backend = other.backend`, ``other`` a parameter of the class's
-    `__init__`: what the file's constructions of the class pass for it); None otherwise.
+    `__init__`: what the file's constructions of the class pass for it, where no other file
+    names the class); None otherwise.
     With ``gpus`` (a note's), a constant given only on other GPUs (`backend = "cutlass"`
     under `if is_sm100_supported():`) is not one of them there."""
     import ast
@@ -554,9 +555,9 @@ def _passed_in(
     ctx: FileContext, expr: ast.expr, scope: Scope
 ) -> list[tuple[ast.expr, Scope]] | None:
     """For ``param`` or ``param.<attr>``, ``param`` a parameter of a function of the module or
-    of a class's `__init__`: the argument each call of it in this file passes (``.<attr>`` of
-    it), with the caller's scope; None where a call passes it out of sight (``*args``, a
-    default) or the file calls it nowhere."""
+    of a class's `__init__` that no other file of the project names: the argument each call of
+    it in this file passes (``.<attr>`` of it), with the caller's scope; None where a call
+    passes it out of sight (``*args``, a default) or the file calls it nowhere."""
     import ast
 
     attr, base = None, expr
@@ -582,6 +583,9 @@ def _passed_in(
     else:
         return None
     name = getattr(callee, "name", None)
+    only_here = ctx.resolver.only_here  # (another file may call it with something else)
+    if not isinstance(name, str) or only_here is None or not only_here(name):
+        return None
     out: list[tuple[ast.expr, Scope]] = []
     for call, where in ctx.resolver.iter_calls():
         if not (isinstance(call.func, ast.Name) and call.func.id == name):
