@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 
+from migrate_fi.analysis import nodes
 from migrate_fi.analysis.resolver import NameResolver
 from migrate_fi.analysis.scopes import Scope
 from migrate_fi.analysis.values import assigned_values
@@ -147,16 +148,14 @@ def _tests_none(test: ast.expr, name: str) -> bool:
     return _compares_to_none(test, name, ast.Is)
 
 
-def _exits(body: list[ast.stmt]) -> bool:
-    return bool(body) and isinstance(body[-1], (ast.Raise, ast.Return, ast.Continue, ast.Break))
-
-
 def _narrows(stmt: ast.stmt, name: str) -> bool:
     if isinstance(stmt, ast.Assert):
         return _tests_not_none(stmt.test, name)
-    if isinstance(stmt, ast.If) and _tests_none(stmt.test, name) and _exits(stmt.body):
+    if isinstance(stmt, ast.If) and _tests_none(stmt.test, name) and nodes.exits(stmt.body):
         return True
-    return isinstance(stmt, ast.If) and _tests_not_none(stmt.test, name) and _exits(stmt.orelse)
+    return (
+        isinstance(stmt, ast.If) and _tests_not_none(stmt.test, name) and nodes.exits(stmt.orelse)
+    )
 
 
 def _binds(stmt: ast.stmt, name: str) -> bool:

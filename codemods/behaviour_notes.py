@@ -635,15 +635,12 @@ def _assigned(
 
     if isinstance(expr, ast.Name):
         return assigned_values(ctx.resolver, expr.id, scope)
-    if not (isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name)):
+    if not isinstance(expr, ast.Attribute):
         return None
-    found = ctx.resolver.lookup(expr.value.id, scope)
-    owner = found[0] if found is not None else None
-    if owner is None or owner.owner_class is None or owner.self_name != expr.value.id:
+    owner = ctx.resolver.self_class(expr, scope)
+    if owner is None:
         return None
-    bindings = [
-        b for b in owner.owner_class.attributes.get(expr.attr, []) if keep_none or b.what != "None"
-    ]
+    bindings = [b for b in owner.attributes.get(expr.attr, []) if keep_none or b.what != "None"]
     if any(b.value is None or b.scope is None for b in bindings):
         return None
     return [(b.value, b.scope) for b in bindings if b.value is not None and b.scope is not None]

@@ -36,7 +36,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from migrate_fi.analysis.nodes import parents
+from migrate_fi.analysis.nodes import exits, parents
 from migrate_fi.analysis.resolver import NameResolver
 from migrate_fi.analysis.scopes import Scope
 from migrate_fi.base.gpus import EVERY_GPU
@@ -133,7 +133,7 @@ class _Reader:
                 continue
             t, f = self.truth(ret.value, scope, depth + 1)
             true, false = true | (t & where), false | (f & where)
-        if not _ends(function.body):
+        if not exits(function.body):
             false = EVERY_GPU
         found = self.answers[key] = (true, false)
         return found
@@ -225,17 +225,12 @@ def _guards(parent: ast.AST, statement: ast.stmt) -> list[tuple[ast.expr, bool]]
         if isinstance(earlier, ast.Assert):
             out.append((earlier.test, True))
         elif isinstance(earlier, ast.If):
-            body_ends, else_ends = _ends(earlier.body), _ends(earlier.orelse)
+            body_ends, else_ends = exits(earlier.body), exits(earlier.orelse)
             if body_ends and not else_ends:
                 out.append((earlier.test, False))
             elif else_ends and not body_ends:
                 out.append((earlier.test, True))
     return out
-
-
-def _ends(block: list[ast.stmt]) -> bool:
-    """Whether a block never falls through to the statement after it."""
-    return bool(block) and isinstance(block[-1], ast.Raise | ast.Return | ast.Break | ast.Continue)
 
 
 def _method_of(node: ast.AST, up: dict[int, ast.AST]) -> ast.FunctionDef | None:
@@ -529,7 +524,7 @@ def _values_of(
         found = resolver.lookup(expr.id, scope)
         bindings = found[1] if found is not None else []
     else:
-        owner = _self_class(expr, scope)
+        owner = resolver.self_class(expr, scope)
         if owner is None or expr.attr in owner.bindings:
             return None  # (not `self.`'s, or a class attribute an instance may keep)
         bindings = owner.attributes.get(expr.attr, [])
@@ -544,16 +539,3 @@ def _values_of(
         else:
             return None
     return out or None
-
-
-def _self_class(expr: ast.Attribute, scope: Scope) -> Scope | None:
-    """The class whose instance ``expr``'s object is, for ``self.<attr>`` in a method."""
-    while scope.kind == "comprehension" and scope.parent is not None:
-        scope = scope.parent
-    if (
-        isinstance(expr.value, ast.Name)
-        and scope.self_name is not None
-        and expr.value.id == scope.self_name
-    ):
-        return scope.owner_class
-    return None

@@ -16,7 +16,7 @@ from collections import deque
 from collections.abc import Collection
 from typing import TypeVar
 
-__all__ = ["blocks", "called_by", "of_type", "on_lines", "parents", "release", "walk"]
+__all__ = ["blocks", "called_by", "exits", "of_type", "on_lines", "parents", "release", "walk"]
 
 N = TypeVar("N", bound=ast.AST)
 
@@ -146,6 +146,12 @@ def inner_statements(stmt: ast.stmt) -> list[ast.stmt]:
         for part in getattr(stmt, name, None) or ():
             out += [part] if isinstance(part, ast.stmt) else part.body
     return out
+
+
+def exits(block: list[ast.stmt]) -> bool:
+    """Whether a block never falls through to the statement after it: its last statement
+    raises, returns, breaks or continues."""
+    return bool(block) and isinstance(block[-1], ast.Raise | ast.Return | ast.Break | ast.Continue)
 
 
 def _holds_statements(node: ast.AST) -> bool:

@@ -185,6 +185,20 @@ class NameResolver:
         """The scope that binds ``name`` as seen from ``scope``, with its bindings."""
         return self.scopes.lookup(name, scope)
 
+    def self_class(self, expr: ast.Attribute, scope: Scope) -> Scope | None:
+        """For ``self.<attr>`` in a method (or a function or comprehension inside one), the
+        scope of the method's class, whose ``attributes`` hold what its methods assign to
+        ``self.<attr>``; None for any other attribute."""
+        if not isinstance(expr.value, ast.Name):
+            return None
+        found = self.lookup(expr.value.id, scope)
+        if found is None:
+            return None
+        owner, _ = found
+        if owner.self_name != expr.value.id:
+            return None
+        return owner.owner_class
+
     def absolute_module(self, module: str | None, level: int) -> str | None:
         return self.scopes.absolute_module(module, level)
 
@@ -897,17 +911,12 @@ class NameResolver:
         """``self.attr`` inside a method: what the class's methods assign to ``self.attr``; a
         method or attribute the class (or a class of this module it derives from) defines is
         the project's own, never its FlashInfer base's."""
-        if not isinstance(expr.value, ast.Name):
+        owner_class = self.self_class(expr, scope)
+        if owner_class is None:
             return None
-        found = self.lookup(expr.value.id, scope)
-        if found is None:
-            return None
-        owner, _ = found
-        if owner.self_name != expr.value.id or owner.owner_class is None:
-            return None
-        bindings = owner.owner_class.attributes.get(expr.attr)
+        bindings = owner_class.attributes.get(expr.attr)
         if not bindings:
-            for cls in self._own_classes(owner.owner_class):
+            for cls in self._own_classes(owner_class):
                 if expr.attr in cls.bindings or expr.attr in cls.attributes:
                     held = self._class_body_value(cls, expr.attr, True, seen)
                     if held is None:  # (`attr: T` in its body: the type it declares)
@@ -917,7 +926,7 @@ class NameResolver:
                     line = cls.node.lineno  # type: ignore[attr-defined]
                     return [Candidate(None, line, "attribute of the project's class")]
             return None
-        key = (id(owner.owner_class), "self." + expr.attr)
+        key = (id(owner_class), "self." + expr.attr)
         if key in seen:
             return [Candidate(None, bindings[0].line, "circular alias")]
         out: list[Candidate] = []
@@ -933,7 +942,7 @@ class NameResolver:
         if not any(c.qualname and in_flashinfer(c.qualname) for c in out):
             # (what is assigned is nothing of FlashInfer's that can be read here: the type the
             # class declares for it, where it names FlashInfer's or the project's classes)
-            declared = self._declared(owner.owner_class, expr.attr, seen | {key})
+            declared = self._declared(owner_class, expr.attr, seen | {key})
             if declared:
                 return declared
         return out
