@@ -89,8 +89,20 @@ def test_a_rule_left_out_runs_again_only_for_a_name_it_looks_for() -> None:
     other = b"from elsewhere import q\n"
     assert unaffected(partial, other, NONE, after, looked_for, file_imports(other, "m.py"))
     assert not unaffected(partial, text, NONE, after, looked_for, file_imports(text, "m.py"))
-    dynamic = b"q = importlib.import_module(name).q\n"  # (modules named in strings)
+    # a module imported by call: only one whose name is written out can be followed
+    dynamic = b"q = importlib.import_module('proj.ops').q\n"
     assert not unaffected(partial, dynamic, NONE, after, looked_for, file_imports(dynamic, "m.py"))
+    assert not unaffected(
+        partial, dynamic, NONE, after, looked_for, file_imports(dynamic, "m.py"), "m.py"
+    )
+    by_parts = b"proj = importlib.import_module('proj')\nq = proj.ops.q\n"
+    assert not unaffected(
+        partial, by_parts, NONE, after, looked_for, file_imports(by_parts, "m.py"), "m.py"
+    )
+    unknown = b"q = importlib.import_module(name).q\n"  # (no resolver follows it)
+    assert unaffected(
+        partial, unknown, NONE, after, looked_for, file_imports(unknown, "m.py"), "m.py"
+    )
     # and, with its path, where an import statement of it may bind the name: a file that
     # imports another name of the module and binds `q` itself is not analysed again
     own = b"from proj.ops import r\nq = r()\n"
@@ -180,6 +192,39 @@ def test_only_files_the_new_reexports_can_change_are_analysed_again(
     assert counts["proj/other.py"] > 1
 
 
+# Files that import modules by call: the one that names the re-exporting module is analysed
+# with the re-exports and its call found; the one whose module name is a variable is never
+# analysed for them (no resolver follows it, whatever it names).
+BY_CALL = {
+    "proj/__init__.py": "",
+    "proj/quant.py": "from flashinfer import fp4_quantize\n",
+    "proj/user.py": (
+        "import importlib\n\n\n"
+        "def q(x, gs):\n"
+        "    m = importlib.import_module('proj.quant')\n"
+        "    return m.fp4_quantize(x, gs[:1], 16, False, True, False, True)\n"
+    ),
+    "proj/plugins.py": (
+        "import importlib\n\n\n"
+        "def load(name, x, gs):  # fp4_quantize of a plugin\n"
+        "    return importlib.import_module(name).fp4_quantize(x, gs, 16, False, True, False, True)\n"
+    ),
+}
+
+
+def test_a_file_that_imports_by_call_is_analysed_again_only_for_a_module_it_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(tmp_path, BY_CALL)
+    found, counts = check(tmp_path, monkeypatch)
+    assert [(d["path"], d["code"]) for d in found["diagnostics"]] == [("proj/user.py", "FI001")]
+    assert counts["proj/user.py"] == 1
+    assert "proj/plugins.py" not in counts  # (no rule's prefilter took it; no round does)
+    monkeypatch.setattr(migrate_fi.run.engine, "unaffected", lambda *a: False)
+    every, _ = check(tmp_path, monkeypatch)
+    assert every == found
+
+
 # A package's modules import its re-export by a relative import that names no module
 # (`from . import fp4_quantize`, `from .. import fp4_quantize`): found by the rounds as
 # `from pkg.quant import fp4_quantize` is. `proj/quant/other.py` names the re-export and
@@ -264,6 +309,60 @@ def test_an_import_statement_may_bind_a_name_of_a_module(
     # a name or module that is not ASCII: bound (import words are ASCII)
     assert may_bind(data, path, b"quant", "q\u00e9".encode())
     assert may_bind(data, path, "qu\u00e9".encode(), b"q")
+
+
+@pytest.mark.parametrize(
+    ("data", "bound"),
+    [
+        (b"from pkg.moe.flashinfer import q\n", True),
+        (b"from src.pkg.moe.flashinfer import q\n", True),  # (a longer name ends with it)
+        (b"from moe.flashinfer import q\n", False),  # (a shorter one does not)
+        (b"from .flashinfer import q\n", True),  # (relative: may be it)
+        (b"from ..moe.flashinfer import q\n", True),
+        (b"from flashinfer import q\n", False),  # (FlashInfer itself, not the project's)
+        (b"from flashinfer.jit import q\n", False),
+        (b"from flashinfer.jit import logger\nflashinfer.q\n", False),  # (loads FlashInfer)
+        (b"import pkg\nfrom pkg.moe.flashinfer.sub import r\npkg.moe.flashinfer.q\n", True),
+        (b"from pkg.moe import flashinfer\n", True),  # (the module itself is bound)
+        (b"import flashinfer\n", True),  # (an `import` statement: every word counts)
+    ],
+)
+def test_a_from_statement_of_an_absolute_module_binds_only_a_module_it_may_name(
+    data: bytes, bound: bool, tmp_path: Path
+) -> None:
+    """With the module's whole name (``pkg.moe.flashinfer``, a project module named as
+    FlashInfer's package is), a `from` statement of an absolute module counts only where that
+    module's name, up to the part, is that name or ends with it."""
+    from migrate_fi.analysis.importwords import ImportStatements
+
+    write(tmp_path, {"pkg/__init__.py": "", "pkg/moe/__init__.py": ""})
+    path = str(tmp_path / "pkg" / "moe" / "user.py")
+    assert ImportStatements(data, path).binds(b"flashinfer", b"q", "pkg.moe.flashinfer") is bound
+    # (without it, by the last part alone: never fewer)
+    assert ImportStatements(data, path).binds(b"flashinfer", b"q") or not bound
+
+
+@pytest.mark.parametrize(
+    ("data", "follows"),
+    [
+        (b"import importlib\nm = importlib.import_module('pkg.quant')\nm.q(x)\n", True),
+        (b"import importlib\np = importlib.import_module('pkg')\np.quant.q(x)\n", True),
+        (b"import pytest\nm = pytest.importorskip('src.pkg.quant')\nm.q(x)\n", True),
+        (b"import importlib\nm = importlib.import_module(name)\nm.q(x)\n", False),
+        (b"import importlib\nm = importlib.import_module('pkg.other')\nm.q(x)\n", False),
+        (b"import importlib\nm = importlib.import_module('pkg.quant')\nm.r(x)\n", False),
+    ],
+)
+def test_a_file_that_imports_by_call_may_import_a_module_it_writes_out(
+    data: bytes, follows: bool
+) -> None:
+    """`AliasImports.imported_by`: a file that imports modules by call may import a re-export
+    only where every part of its module's name is written in it (a resolver follows only a
+    call that names the module, and the attributes of what it gives) and its name is too."""
+    from migrate_fi.analysis.importwords import AliasImports
+
+    asked = AliasImports(["pkg.quant.q"])
+    assert asked.imported_by(file_imports(data, "m.py"), data, "m.py") is follows
 
 
 def test_a_relative_import_of_a_package_names_it_among_the_import_words(tmp_path: Path) -> None:

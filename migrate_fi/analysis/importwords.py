@@ -22,6 +22,7 @@ __all__ = [
     "file_imports",
     "import_words",
     "may_bind",
+    "written_out",
 ]
 
 # an import statement, with a parenthesized or backslash-continued list of names
@@ -133,7 +134,7 @@ class ImportStatements:
         """The last parts of the packages its ``from . import x`` statements import from."""
         return {last for last, parts, _, _ in self.parts if last and not any(parts)}
 
-    def binds(self, module: bytes, name: bytes) -> bool:
+    def binds(self, module: bytes, name: bytes, home: str | None = None) -> bool:
         """Whether a statement may bind ``name`` of a module whose last part is ``module``, or
         that module (then `module.name` reaches it): ``from pkg.module import name`` (or
         ``*``), ``from . import name`` in that package, ``from pkg import module``, ``import
@@ -142,10 +143,15 @@ class ImportStatements:
         elsewhere then reaches by attribute (``pkg.module.name``, ``m = pkg.module``): that
         writes the module's name outside the import statements. A file that names ``name``,
         imports other names of the module and writes its name nowhere else never imports it.
+        With ``home``, the module's whole name as its own file knows it (`ProjectAliases`), a
+        `from` statement of an absolute module counts only where that module's name, up to
+        the part ``module``, is ``home`` or ends with it (``from flashinfer.jit import x``
+        never reaches a project module ``pkg.moe.flashinfer``).
         Conservative: every word of a statement counts as a name it may bind, and a name or
         module that is not ASCII is bound (import words are ASCII)."""
         if not (name.isascii() and module.isascii()):
             return True
+        whole = None if home is None else home.encode("utf-8", "surrogateescape")
         loaded = False  # (a `from` statement of the module, of other names)
         for last, parts, names, star in self.parts:
             if module in names:
@@ -153,16 +159,30 @@ class ImportStatements:
             if last == b"":
                 continue  # (an `import` statement that does not name it)
             if last is None or last == module:
+                if not _may_name(parts, len(parts) - 1, whole):
+                    continue
                 if name in names or star:
                     return True
                 loaded = True
-            elif module in parts:
+            elif module in parts and any(
+                p == module and _may_name(parts, i, whole) for i, p in enumerate(parts)
+            ):
                 loaded = True  # (`from pkg.module.sub import x` loads the module too)
         if not loaded:
             return False
         word = re.compile(rb"(?<!\w)%s(?!\w)" % re.escape(module))
         written = len(word.findall(self.data))
         return written > sum(len(word.findall(block)) for block in self.blocks)
+
+
+def _may_name(parts: list[bytes], at: int, home: bytes | None) -> bool:
+    """Whether the module a `from` statement names (its dotted ``parts``; a relative one's
+    first part is empty), up to its part ``at``, may be the project module ``home`` (None:
+    any): a relative one may; an absolute one where its name is ``home`` or ends with it."""
+    if home is None or not parts or parts[0] == b"":
+        return True
+    named = b".".join(parts[: at + 1])
+    return named == home or named.endswith(b"." + home)
 
 
 def may_bind(data: bytes, path: str, module: bytes, name: bytes) -> bool:
@@ -235,11 +255,14 @@ class AliasImports:
     `migrate_fi.analysis.resolver.ProjectAliases` has them): it contains the name, and an import
     statement of its names the last part of the name's module (`from pkg.quant import q`,
     `from . import quant`, `import pkg.quant as m`), or it imports modules by call
-    (`importlib`)."""
+    (`importlib`) and writes every part of the module's name (`written_out`)."""
 
     def __init__(self, keys: Iterable[str]) -> None:
         self.modules_of: dict[bytes, set[bytes]] = {}  # name -> last parts of its modules
         self.names_of: dict[bytes, set[bytes]] = {}  # last part of a module -> its names
+        self.names_in: dict[str, set[bytes]] = {}  # module -> its names
+        # last part of a module -> (the module, a name of it)
+        self.homes_of: dict[bytes, set[tuple[str, bytes]]] = {}
         for key in keys:
             module, name = export_parts(key)
             # (a file name that is not UTF-8 gives its bytes back: `os.fsencode`)
@@ -247,36 +270,63 @@ class AliasImports:
             named = name.encode("utf-8", "surrogateescape")
             self.modules_of.setdefault(named, set()).add(last)
             self.names_of.setdefault(last, set()).add(named)
+            self.names_in.setdefault(module, set()).add(named)
+            self.homes_of.setdefault(last, set()).add((module, named))
         self.modules = Words(self.names_of)
 
     def imported_by(self, imports: FileImports, data: bytes, path: str) -> bool:
         """Whether the file at ``path``, of ``data``, whose import words are ``imports``, may
-        import one: it names one, and an import statement may bind it (`ImportStatements`)."""
-        if imports.dynamic:  # modules named in strings: no import statement to read
-            possible: set[bytes] = set(self.modules_of)
-        else:
-            imported = imports.among(self.modules)
-            if not imported:
-                return False
-            possible = set().union(*(self.names_of[m] for m in imported))
-        # (an imported name is written as an identifier; non-ASCII names as they are)
-        ascii_names = {n for n in possible if n.isascii()}
+        import one: it names one, and an import statement may bind it (`ImportStatements`), or
+        a module it imports by call may be that one's (`written_out`)."""
+        if imports.dynamic:
+            by_call = [
+                n for m, names in self.names_in.items() if written_out(m, data) for n in names
+            ]
+            if _named(by_call, data):
+                return True
+        imported = imports.among(self.modules)
+        if not imported:
+            return False
+        possible: set[bytes] = set().union(*(self.names_of[m] for m in imported))
         if any(not n.isascii() and n in data for n in possible):
-            return True
-        if len(ascii_names) <= _FEW_NAMES:  # (cheaper than collecting the identifiers)
-            named = names_one_of(data, ascii_names)
-        else:
-            named = not identifiers(data).isdisjoint(ascii_names)
-        if not named or imports.dynamic:
-            return named
+            return True  # (a name that is not ASCII, as it is written: no statement is read)
+        if not _named(possible, data):
+            return False
         statements = ImportStatements(data, path)
         return any(
-            statements.binds(module, name)
+            statements.binds(module, name, home)
             for module in imported
-            for name in self.names_of[module]
+            for home, name in sorted(self.homes_of[module])
             if name in data
         )
 
     def may_import(self, imports: FileImports) -> bool:
         """What a file's import words alone say (False: it imports none)."""
         return imports.dynamic or self.modules.one_in(imports)
+
+
+def written_out(module: str, data: bytes) -> bool:
+    """Whether a module that a file of ``data`` imports by call may be ``module`` (a project
+    module, as its own file knows itself): a resolver follows only a call that writes the
+    module's name out (`importlib.import_module("pkg.sub.mod")`, `pytest.importorskip`, a lazy
+    import helper's literal arguments), and the attributes of what it returns (`.sub.mod`), so
+    each part of the name is written in the file. (A file that imports by call only names it
+    cannot follow, `import_module(name)`, is never analysed again for every re-export.)"""
+    return all(part.encode("utf-8", "surrogateescape") in data for part in module.split("."))
+
+
+def _named(names: Iterable[bytes], data: bytes) -> bool:
+    """Whether one of ``names`` is in ``data``: an ASCII one as an identifier, another as it is
+    written."""
+    ascii_names = set()
+    for n in names:
+        if not n.isascii():
+            if n in data:
+                return True
+        else:
+            ascii_names.add(n)
+    if not ascii_names:
+        return False
+    if len(ascii_names) <= _FEW_NAMES:  # (cheaper than collecting the identifiers)
+        return names_one_of(data, ascii_names)
+    return not identifiers(data).isdisjoint(ascii_names)

@@ -15,6 +15,7 @@ from migrate_fi.analysis.importwords import (
     ImportStatements,
     Words,
     file_imports,
+    written_out,
 )
 from migrate_fi.analysis.resolver import ProjectAliases
 from migrate_fi.base import depends
@@ -80,26 +81,36 @@ def unaffected(
     where the file may import it: ``imports``, the file's, name its module (as `importers`
     asks; without them, any re-export named counts) and, with its ``path``, one of its import
     statements may bind it (`ImportStatements.binds`: a file that imports other names of that
-    module, and binds the name itself, is not analysed again)."""
+    module, and binds the name itself, is not analysed again), or, in a file that imports
+    modules by call, every part of its module's name is written (`written_out`)."""
     lookups = result.lookups
     if lookups is None:
         return False
     if lookups.skipped:
         by_module, modules = _added(before, after)
-        if imports is None or imports.dynamic:
+        by_call: set[str] = set()  # (reached through a module imported by call)
+        if imports is None:
             reachable = [k for keys in by_module.values() for k in keys]
         else:  # (a module whose last part is not ASCII is never among the words: kept)
             reachable = list(by_module.get(None, ()))
             for module in imports.among(modules):
                 reachable += by_module[module]
+            if imports.dynamic:
+                by_call = {
+                    k
+                    for keys in by_module.values()
+                    for k in keys
+                    if written_out(export_parts(k)[0], data)
+                }
+                reachable += sorted(by_call.difference(reachable))
         statements = None  # (read the first time a name is found in the file)
         for key in reachable:
             home, name = export_parts(key)
             if name.isascii() and name.encode() not in data:
                 continue  # (not in the file: it runs no rule)
-            if path is not None and imports is not None and not imports.dynamic:
+            if path is not None and imports is not None and key not in by_call:
                 statements = statements or ImportStatements(data, path)
-                if not statements.binds(home.rpartition(".")[2].encode(), name.encode()):
+                if not statements.binds(home.rpartition(".")[2].encode(), name.encode(), home):
                     continue  # (no import statement of the file binds it)
             # (where it leads, and its own target: a chain `follow` cannot end leads to both)
             reached = {_word(t) for t in (after.follow(key), after.aliases[key])}
