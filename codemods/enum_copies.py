@@ -56,8 +56,11 @@ class EnumCopies(Rule):
     on the target; the fix gives it the target's number, a review fix, since a number the
     project also stores or compares elsewhere changes with it. Left alone: members the project
     never reads, members the copy has and FlashInfer does not (`DeepseekV4 = (100,)`), classes
-    that share a FlashInfer enum's name but not its numbers, FlashInfer's own modules. Where a
-    new number would give two members of the copy the same number, it is reported only.
+    that share a FlashInfer enum's name but not its numbers, FlashInfer's own modules, and a
+    copy defined only where importing FlashInfer's enum failed, in the handler of a `try` whose
+    imports the target release all has (`except ImportError: class ActivationType(IntEnum)`):
+    where the target is installed the import binds FlashInfer's own enum. Where a new number
+    would give two members of the copy the same number, it is reported only.
     """
 
     code = "FI016"
@@ -103,7 +106,7 @@ class EnumCopies(Rule):
             if changes and _derives_from_enum(cls):
                 members = _members(cls)
                 copied = _copied(members, changes)
-                if copied is not None:
+                if copied is not None and not _fallback_unused(ctx.tree, cls, new_v):
                     _check(ctx, cls, members, copied)
 
 
@@ -119,6 +122,47 @@ def _renumbered_names(from_version: str, to_version: str) -> frozenset[str]:
     from migrate_fi.api.differ import changed_enums
 
     return frozenset(c.name for c in changed_enums(from_version, to_version).values())
+
+
+# what a handler that runs when an import fails catches (a bare `except:` too)
+_CATCHES_IMPORT = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+
+
+def _fallback_unused(tree: ast.Module, cls: ast.ClassDef, target: str) -> bool:
+    """Whether ``cls`` is a stand-in that never runs where the ``target`` release is installed:
+    defined in the handler of a `try` that catches a failed import, whose body only imports
+    FlashInfer names (the enum's own among them, under the class's name) that the target has
+    (SGLang's `try: from flashinfer.fused_moe.core import ActivationType` / `except
+    ImportError: class ActivationType(IntEnum): ...`). There the import binds FlashInfer's enum,
+    and the copy's numbers reach nothing."""
+    from migrate_fi.api.differ import api_for
+
+    for node in nodes.of_type(tree, ast.Try):
+        for handler in node.handlers:
+            if not any(stmt is cls for stmt in handler.body):
+                continue
+            if not _catches_import_error(handler.type):
+                return False
+            api = api_for(target)
+            binds = False
+            for stmt in node.body:
+                if not isinstance(stmt, ast.ImportFrom) or stmt.level or not stmt.module:
+                    return False
+                if not in_flashinfer(stmt.module):
+                    return False
+                for alias in stmt.names:
+                    if alias.name == "*" or api.exists(f"{stmt.module}.{alias.name}") is not True:
+                        return False
+                    binds = binds or (alias.asname or alias.name) == cls.name
+            return binds
+    return False
+
+
+def _catches_import_error(caught: ast.expr | None) -> bool:
+    if caught is None:
+        return True
+    names = caught.elts if isinstance(caught, ast.Tuple) else [caught]
+    return any(isinstance(n, ast.Name) and n.id in _CATCHES_IMPORT for n in names)
 
 
 def _derives_from_enum(cls: ast.ClassDef) -> bool:
