@@ -406,8 +406,9 @@ def _message(
     calls = named.qualnames
     if "builtins.hasattr" in calls:
         effect = say(
-            "hasattr() answers False there, so the code it gates turns off, with no error",
-            "hasattr() 在那里返回 False，于是它守护的代码被静默关闭，不报错",
+            "hasattr() answers False there, with no error: the code it gates takes its path"
+            " for a missing feature",
+            "hasattr() 在那里返回 False，不报错：它守护的代码走功能缺失时的路径",
         )
     elif "builtins.getattr" in calls and named.call is not None:
         effect = (
@@ -420,9 +421,9 @@ def _message(
         )
     elif calls & _FIND_SPEC:
         effect = say(
-            "find_spec() finds nothing there, so what it tests for reads as missing and the code"
-            " it gates turns off, with no error",
-            "find_spec() 在那里找不到它，于是它检测的功能被视为缺失，它守护的代码被静默关闭，不报错",
+            "find_spec() finds nothing there, with no error: what it tests for reads as missing"
+            " and the code it gates takes its path for a missing feature",
+            "find_spec() 在那里找不到它，不报错：它检测的功能被视为缺失，它守护的代码走功能缺失时的路径",
         )
     elif "pytest.importorskip" in calls:
         effect = say(
