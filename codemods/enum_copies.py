@@ -16,6 +16,7 @@ from migrate_fi.editing.edits import replace_with
 from migrate_fi.framework.rule import FileContext, Rule, RunOptions
 
 from . import _callers
+from ._imports import IMPORT_ERRORS, catches
 
 if TYPE_CHECKING:
     from migrate_fi.api.differ import EnumChange
@@ -124,10 +125,6 @@ def _renumbered_names(from_version: str, to_version: str) -> frozenset[str]:
     return frozenset(c.name for c in changed_enums(from_version, to_version).values())
 
 
-# what a handler that runs when an import fails catches (a bare `except:` too)
-_CATCHES_IMPORT = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
-
-
 def _fallback_unused(tree: ast.Module, cls: ast.ClassDef, target: str) -> bool:
     """Whether ``cls`` is a stand-in that never runs where the ``target`` release is installed:
     defined in the handler of a `try` that catches a failed import, whose body only imports
@@ -141,7 +138,7 @@ def _fallback_unused(tree: ast.Module, cls: ast.ClassDef, target: str) -> bool:
         for handler in node.handlers:
             if not any(stmt is cls for stmt in handler.body):
                 continue
-            if not _catches_import_error(handler.type):
+            if not catches(handler, IMPORT_ERRORS):
                 return False
             api = api_for(target)
             binds = False
@@ -156,13 +153,6 @@ def _fallback_unused(tree: ast.Module, cls: ast.ClassDef, target: str) -> bool:
                     binds = binds or (alias.asname or alias.name) == cls.name
             return binds
     return False
-
-
-def _catches_import_error(caught: ast.expr | None) -> bool:
-    if caught is None:
-        return True
-    names = caught.elts if isinstance(caught, ast.Tuple) else [caught]
-    return any(isinstance(n, ast.Name) and n.id in _CATCHES_IMPORT for n in names)
 
 
 def _derives_from_enum(cls: ast.ClassDef) -> bool:

@@ -258,21 +258,15 @@ class AliasImports:
     (`importlib`) and writes every part of the module's name (`written_out`)."""
 
     def __init__(self, keys: Iterable[str]) -> None:
-        self.modules_of: dict[bytes, set[bytes]] = {}  # name -> last parts of its modules
-        self.names_of: dict[bytes, set[bytes]] = {}  # last part of a module -> its names
         self.names_in: dict[str, set[bytes]] = {}  # module -> its names
-        # last part of a module -> (the module, a name of it)
-        self.homes_of: dict[bytes, set[tuple[str, bytes]]] = {}
+        self.modules_at: dict[bytes, set[str]] = {}  # last part of a module -> the modules
         for key in keys:
             module, name = export_parts(key)
             # (a file name that is not UTF-8 gives its bytes back: `os.fsencode`)
             last = module.rsplit(".", 1)[-1].encode("utf-8", "surrogateescape")
-            named = name.encode("utf-8", "surrogateescape")
-            self.modules_of.setdefault(named, set()).add(last)
-            self.names_of.setdefault(last, set()).add(named)
-            self.names_in.setdefault(module, set()).add(named)
-            self.homes_of.setdefault(last, set()).add((module, named))
-        self.modules = Words(self.names_of)
+            self.names_in.setdefault(module, set()).add(name.encode("utf-8", "surrogateescape"))
+            self.modules_at.setdefault(last, set()).add(module)
+        self.modules = Words(self.modules_at)
 
     def imported_by(self, imports: FileImports, data: bytes, path: str) -> bool:
         """Whether the file at ``path``, of ``data``, whose import words are ``imports``, may
@@ -284,19 +278,20 @@ class AliasImports:
             ]
             if _named(by_call, data):
                 return True
-        imported = imports.among(self.modules)
-        if not imported:
+        # (each module an import statement may name, by its last part, with its last part)
+        named = [(last, m) for last in imports.among(self.modules) for m in self.modules_at[last]]
+        if not named:
             return False
-        possible: set[bytes] = set().union(*(self.names_of[m] for m in imported))
+        possible: set[bytes] = set().union(*(self.names_in[m] for _, m in named))
         if any(not n.isascii() and n in data for n in possible):
             return True  # (a name that is not ASCII, as it is written: no statement is read)
         if not _named(possible, data):
             return False
         statements = ImportStatements(data, path)
         return any(
-            statements.binds(module, name, home)
-            for module in imported
-            for home, name in sorted(self.homes_of[module])
+            statements.binds(last, name, module)
+            for last, module in sorted(named)
+            for name in sorted(self.names_in[module])
             if name in data
         )
 
