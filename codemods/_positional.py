@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from migrate_fi.analysis.calls import CallArgs, CalleeCall, Via
+from migrate_fi.analysis.versiontests import Releases
 from migrate_fi.api.paths import CACHE_ATTRIBUTES, ApiPath, is_flashinfer
 from migrate_fi.base.messages import Said, join, say
 from migrate_fi.base.results import FixSafety
@@ -35,7 +36,9 @@ from ._api import api_calls
 from ._imports import import_guards
 
 if TYPE_CHECKING:
-    from migrate_fi.analysis.resolver import Candidate
+    from packaging.version import Version
+
+    from migrate_fi.analysis.resolver import Candidate, NameResolver
     from migrate_fi.api.differ import Api, CallableDiff, CallSignature
 
 __all__ = ["Site", "Wording", "check_calls", "ordinal"]
@@ -360,7 +363,7 @@ def _missing_imports(
                         handler=handler,
                     )
                     if handler is not None
-                    else _fails_unless(resolver.tree, node)
+                    else _fails_unless(resolver, node, ctx.options.to_version)
                 )
                 out.append(
                     (
@@ -470,13 +473,13 @@ class Renames:
     evidence: dict[str, str] = field(default_factory=dict)
 
 
-def _fails_unless(tree: ast.Module, node: ast.stmt) -> Said:
+def _fails_unless(resolver: NameResolver, node: ast.stmt, to_version: Version) -> Said:
     """What a removed name's import does on the new release: it fails, unless the nearest
     ``if`` it is under skips it there (vLLM tests for the module first:
     ``if has_flashinfer_nvlink_two_sided():``), which then leaves the code that needs it without
-    it."""
-    at = _guarding_if(tree, node)
-    if at is None:
+    it; a test of FlashInfer's version that lets the new release through skips nothing."""
+    at = _guarding_if(resolver.tree, node)
+    if at is None or Releases(resolver, resolver.tree, (to_version,)).holds_on(at.test, to_version):
         return say("this import fails there", "这个导入在那里会失败")
     return say(
         "this import fails there, unless the test at line {line} ({test}) skips it: then the"

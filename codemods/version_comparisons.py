@@ -10,20 +10,14 @@ from typing import Any, ClassVar
 from packaging.version import InvalidVersion, Version
 
 from migrate_fi.analysis import nodes
-from migrate_fi.analysis.resolver import NameResolver
 from migrate_fi.analysis.scopes import Scope
-from migrate_fi.analysis.values import assigned_values
+from migrate_fi.analysis.versiontests import reads_version
 from migrate_fi.base import patterns
 from migrate_fi.base.messages import say
 from migrate_fi.base.results import FixSafety
 from migrate_fi.editing.edits import AddImport, replace_with
 from migrate_fi.framework.rule import FileContext, Rule, RunOptions
 
-# what names FlashInfer's distribution in importlib.metadata.version(...) and friends
-_DISTRIBUTIONS = frozenset({"flashinfer-python", "flashinfer_python", "flashinfer"})
-_METADATA = frozenset(
-    {"importlib.metadata.version", "importlib_metadata.version", "pkg_resources.get_distribution"}
-)
 _ORDERING: dict[type[ast.cmpop], Callable[[Any, Any], bool]] = {
     ast.Lt: operator.lt,
     ast.LtE: operator.le,
@@ -107,7 +101,7 @@ class VersionComparisons(Rule):
                 continue  # both ways agree on both releases (what is read does not matter)
             resolver = ctx.resolver  # (built only for a comparison that may be wrong)
             scope = resolver.scope_at(node)
-            if _reads_version(resolver, version_side, scope):
+            if reads_version(resolver, version_side, scope):
                 self._report(ctx, node, scope, wrong)
 
     def _report(self, ctx: FileContext, node: ast.Compare, scope: Scope, wrong: list[str]) -> None:
@@ -164,36 +158,6 @@ def _version_literal(node: ast.expr) -> tuple[str, Version] | None:
         except InvalidVersion:
             return None
     return None
-
-
-def _reads_version(resolver: NameResolver, node: ast.expr, scope: Scope, depth: int = 0) -> bool:
-    """``node`` is FlashInfer's installed version, as a string."""
-    if depth > 3:
-        return False
-    if isinstance(node, ast.Attribute) and node.attr == "__version__":
-        return resolver.resolve(node.value, scope).qualnames == {"flashinfer"}
-    if isinstance(node, ast.Attribute) and node.attr == "version":  # pkg_resources
-        return _metadata_call(resolver, node.value, scope)
-    if isinstance(node, ast.Call):
-        return _metadata_call(resolver, node, scope)
-    if isinstance(node, ast.Name):
-        values = assigned_values(resolver, node.id, scope)
-        return bool(values) and all(
-            _reads_version(resolver, v, s, depth + 1) for v, s in values or ()
-        )
-    return False
-
-
-def _metadata_call(resolver: NameResolver, node: ast.expr, scope: Scope) -> bool:
-    if not isinstance(node, ast.Call) or len(node.args) != 1:
-        return False
-    name = node.args[0]
-    return (
-        isinstance(name, ast.Constant)
-        and name.value in _DISTRIBUTIONS
-        and bool(resolver.resolve(node.func, scope).qualnames)
-        and resolver.resolve(node.func, scope).qualnames <= _METADATA
-    )
 
 
 def _match_lines(data: bytes) -> set[int]:

@@ -36,9 +36,10 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from migrate_fi.analysis.nodes import exits, parents
+from migrate_fi.analysis.nodes import exits, parents, tests_before
 from migrate_fi.analysis.resolver import NameResolver
 from migrate_fi.analysis.scopes import Scope
+from migrate_fi.analysis.values import bound_values
 from migrate_fi.base.gpus import EVERY_GPU
 
 __all__ = ["reached_on"]
@@ -91,7 +92,7 @@ class _Reader:
         private function or method (``_name``) that is only ever called in this file, where
         its calls run (``calling``: the functions on the way, not asked again)."""
         reached = EVERY_GPU
-        for test, holds in _tests_before(node, self.up):
+        for test, holds in tests_before(node, self.up):
             truth = self.truth(test, self.resolver.scope_at(test), 0)
             reached &= truth[0] if holds else truth[1]
         method = _method_of(node, self.up)
@@ -125,7 +126,7 @@ class _Reader:
             return _UNKNOWN  # (a generator's call gives a generator, whatever it returns)
         for ret in scope.returns:
             where = EVERY_GPU
-            for test, holds in _tests_before(ret, self.up, stop=function):
+            for test, holds in tests_before(ret, self.up, stop=function):
                 truth = self.truth(test, scope, depth + 1)
                 where &= truth[0] if holds else truth[1]
             if ret.value is None:
@@ -191,46 +192,6 @@ def _private_calls(reader: _Reader, function: ast.FunctionDef) -> list[ast.Call]
     else:
         return None
     return found or None
-
-
-def _tests_before(
-    node: ast.AST, up: dict[int, ast.AST], stop: ast.AST | None = None
-) -> list[tuple[ast.expr, bool]]:
-    """The tests that hold (True) or fail (False) wherever ``node`` runs (up to ``stop``)."""
-    out: list[tuple[ast.expr, bool]] = []
-    child, parent = node, up.get(id(node))
-    while parent is not None and child is not stop:
-        if isinstance(parent, ast.If | ast.IfExp | ast.While) and child is not parent.test:
-            body = parent.body if isinstance(parent.body, list) else [parent.body]
-            out.append((parent.test, any(child is s for s in body)))
-        elif isinstance(parent, ast.BoolOp) and isinstance(child, ast.expr):
-            before = parent.values[: next(i for i, v in enumerate(parent.values) if v is child)]
-            out.extend((v, isinstance(parent.op, ast.And)) for v in before)
-        if isinstance(child, ast.stmt):
-            out.extend(_guards(parent, child))
-        child, parent = parent, up.get(id(parent))
-    return out
-
-
-def _guards(parent: ast.AST, statement: ast.stmt) -> list[tuple[ast.expr, bool]]:
-    """What the statements before ``statement`` in its block leave true or false after them."""
-    for field in ("body", "orelse", "finalbody"):
-        block = getattr(parent, field, None)
-        if isinstance(block, list) and any(s is statement for s in block):
-            break
-    else:
-        return []
-    out: list[tuple[ast.expr, bool]] = []
-    for earlier in block[: next(i for i, s in enumerate(block) if s is statement)]:
-        if isinstance(earlier, ast.Assert):
-            out.append((earlier.test, True))
-        elif isinstance(earlier, ast.If):
-            body_ends, else_ends = exits(earlier.body), exits(earlier.orelse)
-            if body_ends and not else_ends:
-                out.append((earlier.test, False))
-            elif else_ends and not body_ends:
-                out.append((earlier.test, True))
-    return out
 
 
 def _method_of(node: ast.AST, up: dict[int, ast.AST]) -> ast.FunctionDef | None:
@@ -309,7 +270,7 @@ def _truth(reader: _Reader, test: ast.expr, scope: Scope, depth: int) -> Truth:
                 return reader.answer(function, depth)
         return asked
     if isinstance(test, ast.Name | ast.Attribute):
-        values = _values_of(reader.resolver, test, scope)
+        values = bound_values(reader.resolver, test, scope)
         if not values:
             return _UNKNOWN
         true, false = _NONE, _NONE
@@ -453,7 +414,7 @@ def _value(resolver: NameResolver, expr: ast.expr, scope: Scope, depth: int) -> 
         inner = _value(resolver, base, scope, depth + 1)
         return _item(inner, place) if inner is not None else None
     if isinstance(expr, ast.Name | ast.Attribute):
-        found = _values_of(resolver, expr, scope, unpacked=True)
+        found = bound_values(resolver, expr, scope, unpacked=True)
         if not found or len(found) != 1:
             return None
         ((value, inner_scope),) = found
@@ -512,30 +473,3 @@ def _members(expr: ast.expr) -> set[object] | None:
             return None
         found.add(constant[0])
     return found
-
-
-def _values_of(
-    resolver: NameResolver, expr: ast.Name | ast.Attribute, scope: Scope, unpacked: bool = False
-) -> list[tuple[ast.expr | tuple[ast.expr, int], Scope]] | None:
-    """What a name or a ``self.<attr>`` is assigned, each with the scope it is evaluated in;
-    with ``unpacked``, ``a, b = <expr>`` gives (``<expr>``, place). None where a binding is
-    anything else (a parameter, an import, a loop variable)."""
-    if isinstance(expr, ast.Name):
-        found = resolver.lookup(expr.id, scope)
-        bindings = found[1] if found is not None else []
-    else:
-        owner = resolver.self_class(expr, scope)
-        if owner is None or expr.attr in owner.bindings:
-            return None  # (not `self.`'s, or a class attribute an instance may keep)
-        bindings = owner.attributes.get(expr.attr, [])
-    out: list[tuple[ast.expr | tuple[ast.expr, int], Scope]] = []
-    for binding in bindings:
-        if binding.scope is None:
-            return None
-        if binding.value is not None:
-            out.append((binding.value, binding.scope))
-        elif unpacked and binding.unpacked is not None:
-            out.append((binding.unpacked, binding.scope))
-        else:
-            return None
-    return out or None

@@ -16,7 +16,18 @@ from collections import deque
 from collections.abc import Collection
 from typing import TypeVar
 
-__all__ = ["blocks", "called_by", "exits", "of_type", "on_lines", "parents", "release", "walk"]
+__all__ = [
+    "blocks",
+    "called_by",
+    "exits",
+    "guards",
+    "of_type",
+    "on_lines",
+    "parents",
+    "release",
+    "tests_before",
+    "walk",
+]
 
 N = TypeVar("N", bound=ast.AST)
 
@@ -152,6 +163,48 @@ def exits(block: list[ast.stmt]) -> bool:
     """Whether a block never falls through to the statement after it: its last statement
     raises, returns, breaks or continues."""
     return bool(block) and isinstance(block[-1], ast.Raise | ast.Return | ast.Break | ast.Continue)
+
+
+def tests_before(
+    node: ast.AST, up: dict[int, ast.AST], stop: ast.AST | None = None
+) -> list[tuple[ast.expr, bool]]:
+    """The tests that hold (True) or fail (False) wherever ``node`` runs (up to ``stop``): the
+    ``if``, ``x if c else y``, ``while`` and ``a and b`` it is inside, and the statements before it
+    in each block on the way up (`guards`)."""
+    out: list[tuple[ast.expr, bool]] = []
+    child, parent = node, up.get(id(node))
+    while parent is not None and child is not stop:
+        if isinstance(parent, ast.If | ast.IfExp | ast.While) and child is not parent.test:
+            body = parent.body if isinstance(parent.body, list) else [parent.body]
+            out.append((parent.test, any(child is s for s in body)))
+        elif isinstance(parent, ast.BoolOp) and isinstance(child, ast.expr):
+            before = parent.values[: next(i for i, v in enumerate(parent.values) if v is child)]
+            out.extend((v, isinstance(parent.op, ast.And)) for v in before)
+        if isinstance(child, ast.stmt):
+            out.extend(guards(parent, child))
+        child, parent = parent, up.get(id(parent))
+    return out
+
+
+def guards(parent: ast.AST, statement: ast.stmt) -> list[tuple[ast.expr, bool]]:
+    """What the statements before ``statement`` in its block leave true or false after them."""
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(parent, field, None)
+        if isinstance(block, list) and any(s is statement for s in block):
+            break
+    else:
+        return []
+    out: list[tuple[ast.expr, bool]] = []
+    for earlier in block[: next(i for i, s in enumerate(block) if s is statement)]:
+        if isinstance(earlier, ast.Assert):
+            out.append((earlier.test, True))
+        elif isinstance(earlier, ast.If):
+            body_ends, else_ends = exits(earlier.body), exits(earlier.orelse)
+            if body_ends and not else_ends:
+                out.append((earlier.test, False))
+            elif else_ends and not body_ends:
+                out.append((earlier.test, True))
+    return out
 
 
 def _holds_statements(node: ast.AST) -> bool:

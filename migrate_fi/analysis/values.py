@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from migrate_fi.analysis.resolver import NameResolver
 from migrate_fi.analysis.scopes import DictWrite, Scope
 
-__all__ = ["DictSource", "assigned_values", "dict_items", "read_dict"]
+__all__ = ["DictSource", "assigned_values", "bound_values", "dict_items", "read_dict"]
 
 _MAX_DEPTH = 4
 
@@ -34,6 +34,33 @@ def assigned_values(
     if not values or len(values) != len(bindings):
         return None
     return values
+
+
+def bound_values(
+    resolver: NameResolver, expr: ast.Name | ast.Attribute, scope: Scope, unpacked: bool = False
+) -> list[tuple[ast.expr | tuple[ast.expr, int], Scope]] | None:
+    """What a name or a ``self.<attr>`` is assigned, each with the scope it is evaluated in;
+    with ``unpacked``, ``a, b = <expr>`` gives (``<expr>``, place). None where a binding is
+    anything else (a parameter, an import, a loop variable)."""
+    if isinstance(expr, ast.Name):
+        found = resolver.lookup(expr.id, scope)
+        bindings = found[1] if found is not None else []
+    else:
+        owner = resolver.self_class(expr, scope)
+        if owner is None or expr.attr in owner.bindings:
+            return None  # (not `self.`'s, or a class attribute an instance may keep)
+        bindings = owner.attributes.get(expr.attr, [])
+    out: list[tuple[ast.expr | tuple[ast.expr, int], Scope]] = []
+    for binding in bindings:
+        if binding.scope is None:
+            return None
+        if binding.value is not None:
+            out.append((binding.value, binding.scope))
+        elif unpacked and binding.unpacked is not None:
+            out.append((binding.unpacked, binding.scope))
+        else:
+            return None
+    return out or None
 
 
 @dataclass

@@ -218,6 +218,20 @@ class FileContext:
         self.diagnostics: list[Diagnostic] = []
         self.fixes: list[Fix] = []
 
+    def again(self, options: RunOptions) -> FileContext:
+        """A context of the same text and tree for a run with other ``options`` (its resolver
+        shared: the names mean what they mean here)."""
+        return FileContext(
+            self.path,
+            self.text,
+            self.tree,
+            options,
+            self.module_name,
+            self.is_package,
+            self._resolver if self.tree is None else self.resolver,
+            self.project_aliases,
+        )
+
     @property
     def lines(self) -> list[str]:
         """The file's lines, without their line breaks."""

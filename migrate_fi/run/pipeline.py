@@ -45,6 +45,7 @@ from migrate_fi.editing.sources import (
 )
 from migrate_fi.framework.fixdetails import fix_replacements
 from migrate_fi.framework.fixes import apply_fixes, settle
+from migrate_fi.framework.gating import VersionGates
 from migrate_fi.framework.rule import (
     FileContext,
     Rule,
@@ -476,6 +477,7 @@ def _process(
     asked: set[str] = set()  # what the resolvers looked up among the project's re-exports
 
     unparsed: str | None = None  # the rule whose fixes made the text not parsed yet
+    gates: VersionGates | None = None  # the text's tests of FlashInfer's version
     for cls in rules:
         if cls not in wanted:
             continue
@@ -485,6 +487,10 @@ def _process(
         rule = cls()
         ctx.rule = rule
         rule.find(ctx)
+        if tree is not None:
+            if gates is None or gates.tree is not tree:
+                gates = VersionGates(text, tree, options)
+            gates.settle(cls, ctx)
         if cls.fix_availability is FixAvailability.ALWAYS and any(
             d.safety is None for d in ctx.diagnostics
         ):
