@@ -36,7 +36,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from migrate_fi.analysis.nodes import exits, parents, tests_before
+from migrate_fi.analysis.nodes import COMPARE, exits, parents, tests_before
 from migrate_fi.analysis.resolver import NameResolver
 from migrate_fi.analysis.scopes import Scope
 from migrate_fi.analysis.values import bound_values
@@ -54,14 +54,6 @@ _UNKNOWN: Truth = (EVERY_GPU, EVERY_GPU)
 # a value computed from the capability: its value on each GPU (a number, a tuple)
 Value = Callable[[int], object]
 
-_COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
-    ast.Eq: operator.eq,
-    ast.NotEq: operator.ne,
-    ast.Lt: operator.lt,
-    ast.LtE: operator.le,
-    ast.Gt: operator.gt,
-    ast.GtE: operator.ge,
-}
 _ARITHMETIC: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
@@ -298,7 +290,7 @@ def _compared(resolver: NameResolver, test: ast.Compare, scope: Scope, depth: in
             else:
                 true &= frozenset(c for c in EVERY_GPU if a(c) not in options)
             continue
-        compare = _COMPARE.get(type(op))
+        compare = COMPARE.get(type(op))
         b = _value(resolver, right, scope, depth)
         if compare is None or a is None or b is None:
             return _UNKNOWN

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import ast
 import bisect
+import operator
 from collections import deque
-from collections.abc import Collection
-from typing import TypeVar
+from collections.abc import Callable, Collection
+from typing import Any, TypeVar
 
 __all__ = [
+    "COMPARE",
     "blocks",
     "called_by",
     "exits",
@@ -30,6 +32,16 @@ __all__ = [
 ]
 
 N = TypeVar("N", bound=ast.AST)
+
+# what each comparison operator a test may use does, on the values it compares
+COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+}
 
 _KEPT = 16
 _Entry = tuple[ast.AST, list[ast.AST], dict[object, object]]

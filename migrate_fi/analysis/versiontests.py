@@ -26,14 +26,12 @@ that may go either way on any release: never a guess.
 from __future__ import annotations
 
 import ast
-import operator
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
 from migrate_fi.analysis import nodes
-from migrate_fi.analysis.nodes import parents, tests_before
+from migrate_fi.analysis.nodes import COMPARE, parents, tests_before
 from migrate_fi.analysis.resolver import NameResolver
 from migrate_fi.analysis.scopes import Scope
 from migrate_fi.analysis.values import assigned_values, bound_values
@@ -50,14 +48,6 @@ _METADATA = frozenset(
 _VERSION_TYPES = frozenset(
     {"packaging.version.Version", "packaging.version.parse", "pkg_resources.parse_version"}
 )
-_COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
-    ast.Eq: operator.eq,
-    ast.NotEq: operator.ne,
-    ast.Lt: operator.lt,
-    ast.LtE: operator.le,
-    ast.Gt: operator.gt,
-    ast.GtE: operator.ge,
-}
 # what a file that reads FlashInfer's version holds (`reads_version`): `__version__`, or its
 # distribution's name given to `version(...)` or `get_distribution(...)`
 _READS = patterns.compile(
@@ -215,7 +205,7 @@ class Releases:
         for i, release in enumerate(self.releases):
             try:
                 holds = all(
-                    _COMPARE[type(op)](
+                    COMPARE[type(op)](
                         _at(a, release, _at(b, release)), _at(b, release, _at(a, release))
                     )
                     for op, a, b in zip(test.ops, values, values[1:], strict=False)
@@ -298,35 +288,22 @@ def _constant(expr: ast.expr) -> tuple[object] | None:
 def _numbers_of(resolver: NameResolver, call: ast.Call, scope: Scope) -> _Value | None:
     """``tuple(int(p) for p in <version>.split(".")[:N])`` (or ``map(int, ...)``): the
     release's first N numbers."""
-    if not (isinstance(call.func, ast.Name) and call.func.id == "tuple"):
-        return None
-    if resolver.lookup("tuple", scope) is not None:
-        return None  # (a `tuple` of the module's own)
+    if not _called(call, "tuple", 1) or resolver.lookup("tuple", scope) is not None:
+        return None  # (not the builtin: a `tuple` of the module's own)
     arg = call.args[0]
     if isinstance(arg, ast.GeneratorExp) and len(arg.generators) == 1:
-        gen = arg.generators[0]
-        elt = arg.elt
+        gen, elt = arg.generators[0], arg.elt
         if not (
-            isinstance(elt, ast.Call)
-            and isinstance(elt.func, ast.Name)
-            and elt.func.id == "int"
-            and len(elt.args) == 1
-            and isinstance(elt.args[0], ast.Name)
+            _called(elt, "int", 1)
             and isinstance(gen.target, ast.Name)
-            and elt.args[0].id == gen.target.id
+            and isinstance(elt.args[0], ast.Name)  # type: ignore[attr-defined]
+            and elt.args[0].id == gen.target.id  # type: ignore[attr-defined]
             and not gen.ifs
         ):
             return None
         source = gen.iter
-    elif (
-        isinstance(arg, ast.Call)
-        and isinstance(arg.func, ast.Name)
-        and arg.func.id == "map"
-        and len(arg.args) == 2
-        and isinstance(arg.args[0], ast.Name)
-        and arg.args[0].id == "int"
-    ):
-        source = arg.args[1]
+    elif _called(arg, "map", 2) and isinstance(arg.args[0], ast.Name) and arg.args[0].id == "int":  # type: ignore[attr-defined]
+        source = arg.args[1]  # type: ignore[attr-defined]
     else:
         return None
     count: int | None = None
@@ -394,3 +371,13 @@ def _mentions(expr: ast.AST, names: frozenset[str] | set[str]) -> bool:
         if isinstance(node, ast.Constant) and node.value in DISTRIBUTIONS:
             return True
     return False
+
+
+def _called(node: ast.AST, name: str, arguments: int) -> bool:
+    """``node`` calls the plain name ``name`` with ``arguments`` positional arguments."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == name
+        and len(node.args) == arguments
+    )
