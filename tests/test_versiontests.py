@@ -91,6 +91,17 @@ def reached(body: str) -> frozenset[str]:
             'if Version(fv) >= Version("0.6.10") and Version(fv) < Version("0.7.0"):\n    target()\n',
             "0.6.10 0.6.11",
         ),
+        ('if (v := Version(fv)) >= Version("0.7.0"):\n    target()\n', "0.7.0 0.7.4"),
+        (
+            'match x:\n    case 1 if Version(fv) < Version("0.6.11"):\n        target()\n',
+            "0.6.8.post1 0.6.10",
+        ),
+        ('y = [target() for i in x if Version(fv) >= Version("0.7.0")]\n', "0.7.0 0.7.4"),
+        ('while Version(fv) < Version("0.6.11"):\n    target()\n', "0.6.8.post1 0.6.10"),
+        (
+            'if Version("0.6.10") <= Version(fv) < Version("0.7.0"):\n    target()\n',
+            "0.6.10 0.6.11",
+        ),
         # an `and` with a test that may go either way: only the version part is known
         (
             'if torch.cuda.is_available() and Version(fv) >= Version("0.7.0"):\n    target()\n',
@@ -115,6 +126,8 @@ def test_a_test_of_the_version_says_where_code_runs(body: str, on: str) -> None:
         # a test not read: a function of the project, a version that is no constant
         "def new():\n    return True\nif new():\n    target()\n",
         "def f(wanted):\n    if Version(fv) >= Version(wanted):\n        target()\n",
+        # a case with no guard: the pattern decides
+        'match x:\n    case 1 if Version(fv) < Version("0.6.11"):\n        pass\n    case _:\n        target()\n',
         # Python refuses to order a Version and a tuple: not a test the code can make
         "if Version(fv) >= (0, 7):\n    target()\n",
     ],

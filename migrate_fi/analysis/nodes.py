@@ -177,12 +177,15 @@ def exits(block: list[ast.stmt]) -> bool:
     return bool(block) and isinstance(block[-1], ast.Raise | ast.Return | ast.Break | ast.Continue)
 
 
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+
+
 def tests_before(
     node: ast.AST, up: dict[int, ast.AST], stop: ast.AST | None = None
 ) -> list[tuple[ast.expr, bool]]:
     """The tests that hold (True) or fail (False) wherever ``node`` runs (up to ``stop``): the
-    ``if``, ``x if c else y``, ``while`` and ``a and b`` it is inside, and the statements before it
-    in each block on the way up (`guards`)."""
+    ``if``, ``x if c else y``, ``while``, ``a and b``, ``case ... if c:`` and comprehension ``if``
+    it is inside, and the statements before it in each block on the way up (`guards`)."""
     out: list[tuple[ast.expr, bool]] = []
     child, parent = node, up.get(id(node))
     while parent is not None and child is not stop:
@@ -192,6 +195,12 @@ def tests_before(
         elif isinstance(parent, ast.BoolOp) and isinstance(child, ast.expr):
             before = parent.values[: next(i for i, v in enumerate(parent.values) if v is child)]
             out.extend((v, isinstance(parent.op, ast.And)) for v in before)
+        elif isinstance(parent, ast.match_case) and parent.guard is not None:
+            if any(child is s for s in parent.body):
+                out.append((parent.guard, True))  # (`case p if c:`: its body runs where c holds)
+        elif isinstance(parent, _COMPREHENSIONS) and not isinstance(child, ast.comprehension):
+            # (the element of `[f(x) for x in xs if c]` is made where each `if` holds)
+            out.extend((test, True) for gen in parent.generators for test in gen.ifs)
         if isinstance(child, ast.stmt):
             out.extend(guards(parent, child))
         child, parent = parent, up.get(id(parent))

@@ -223,6 +223,8 @@ class Releases:
         constant = _constant(expr)
         if constant is not None:
             return constant
+        if isinstance(expr, ast.NamedExpr):  # (`(v := Version(...)) >= ...`: its value)
+            return self._value(expr.value, scope, depth + 1)
         resolver = self.resolver
         if reads_version(resolver, expr, scope):
             # (compared with a string, as a version: what the code means, and what FI009 makes
