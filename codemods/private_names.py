@@ -46,7 +46,10 @@ class PrivateNames(Rule):
     FlashInfer's module read or called), with the other lines that read it; said to be handled
     where a `try` around it catches the error (what its handler does runs instead). The
     modules of the target release that still bind a name of that spelling are named (up to
-    three): whether one of them is the same helper is a person's to check. Left alone: a read
+    three): whether one of them is the same helper is a person's to check; so is a public
+    function of the module that takes what the helper gives from its caller, a parameter named
+    as the helper's name ends (0.7.4's `trtllm_batch_decode_sparse_mla_dsv4(...,
+    multi_ctas_kv_counter_buffer=)` for SGLang's patched counter-buffer helper). Left alone: a read
     under `if hasattr(module, "name"):` (the project tests for it) and an import under `if
     TYPE_CHECKING:` (it never runs), names FlashInfer's modules still bind, public names
     (FI002's), and assignments (a patch: FI013's).
@@ -134,7 +137,7 @@ def _check(ctx: FileContext, old_api: Api, new_api: Api, old_v: str, new_v: str)
         first = kept[0]
         errors = IMPORT_ERRORS if isinstance(first, ast.ImportFrom) else _ATTRIBUTE_ERRORS
         handler = handled_at(statement_of(first, parents), parents, errors)
-        ctx.report(first, _message(path, first, kept, handler, new_api, old_v, new_v))
+        ctx.report(first, _message(path, first, kept, handler, new_api, old_v, new_v, ctx.text))
 
 
 def _message(
@@ -145,6 +148,7 @@ def _message(
     new_api: Api,
     old_v: str,
     new_v: str,
+    text: str,
 ) -> Said:
     from migrate_fi.api.index import listed_in
 
@@ -187,8 +191,62 @@ def _message(
             else say("reading it", "读取它会")
         ),
         fails=fails,
-        elsewhere=_elsewhere(new_api, module, name, new_v),
+        elsewhere=_elsewhere(new_api, module, name, new_v)
+        + _public_way(new_api, module, name, text),
         also=also,
+    )
+
+
+# what a private helper's name starts with before the words of what it makes or finds
+_HELPER_VERBS = ("get_", "resolve_", "make_", "create_", "alloc_", "allocate_", "init_")
+# a parameter name this short is too common to say a helper's name ends with it (`buffer`)
+_SHORTEST_WAY = 12
+
+
+def _public_way(new_api: Api, module: str, name: str, text: str) -> Said:
+    """A public function of the module that takes what the private helper makes, as a
+    parameter named as the helper's name ends (`_get_trtllm_gen_multi_ctas_kv_counter_buffer`
+    and `trtllm_batch_decode_sparse_mla_dsv4(multi_ctas_kv_counter_buffer=)`): a value of the
+    caller's own may replace the helper the project patches or calls. The function the file
+    names first (``text``), then the one named as it is defined, then the shortest path."""
+    words = name.lstrip("_")
+    for verb in _HELPER_VERBS:
+        words = words.removeprefix(verb)
+    found: dict[str, tuple[tuple[bool, bool, int], str, str]] = {}  # definition -> best path
+    for path, key in new_api.public_paths().items():
+        if key.rpartition(".")[0] != module:
+            continue
+        last = path.rpartition(".")[2]
+        rank = (last not in text, last != key.rpartition(".")[2], len(path))
+        if key in found and found[key][0] <= rank:
+            continue
+        signature = new_api.callable(path)
+        takes = (
+            [
+                p.name
+                for p in signature.params
+                if len(p.name) >= _SHORTEST_WAY and words.endswith(p.name)
+            ]
+            if signature is not None
+            else []
+        )
+        if takes:
+            found[key] = (rank, path, takes[0])
+    if not found:
+        return Said("", "")
+    _, path, parameter = min(found.values())
+    more = (
+        say(" (and {n} more of its functions)", "（以及它的另外 {n} 个函数）", n=len(found) - 1)
+        if len(found) > 1
+        else Said("", "")
+    )
+    return say(
+        "; {path}(){more} takes {parameter}= from the caller: a value of the project's own may"
+        " replace what this private name gives",
+        "；{path}(){more} 接受调用方传入的 {parameter}=：项目自己的值可以代替这个私有名称提供的东西",
+        path=path,
+        more=more,
+        parameter=parameter,
     )
 
 
