@@ -26,7 +26,7 @@ that may go either way on any release: never a guess.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from packaging.version import InvalidVersion, Version
 
@@ -339,32 +339,47 @@ def _numbers_of(resolver: NameResolver, call: ast.Call, scope: Scope) -> _Value 
 
 def _version_names(tree: ast.Module) -> frozenset[str]:
     """The names and attributes the file may hold FlashInfer's version in, or a test of it:
-    imported as `__version__`, or assigned a value that mentions one (to a fixed point)."""
+    imported as `__version__`, or assigned a value that mentions one (followed from name to
+    name: each assignment read once, however long the chain)."""
     names = {
         alias.asname or alias.name
         for node in nodes.of_type(tree, ast.ImportFrom)
         for alias in node.names
         if alias.name == "__version__"
     }
-    assignments = [
-        (node.targets if isinstance(node, ast.Assign) else [node.target], node.value)
-        for node in nodes.walk(tree)
-        if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None
-    ]
-    while True:
-        more = {
+    pending = list(names)
+    by_word: dict[str, list[list[str]]] = {}  # a word a value mentions -> the targets set so
+    for node in nodes.walk(tree):
+        if not isinstance(node, ast.Assign | ast.AnnAssign) or node.value is None:
+            continue
+        targets = [
             t.id if isinstance(t, ast.Name) else t.attr
-            for targets, value in assignments
-            if _mentions(value, names)
-            for t in targets
+            for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
             if isinstance(t, ast.Name | ast.Attribute)
-        } - names
-        if not more:
-            return frozenset(names)
-        names |= more
+        ]
+        if _mentions(node.value, ()):
+            pending += targets  # (it reads the version itself)
+            continue
+        for word in _words(node.value):
+            by_word.setdefault(word, []).append(targets)
+    while pending:
+        name = pending.pop()
+        names.add(name)
+        for targets in by_word.pop(name, ()):
+            pending += [t for t in targets if t not in names]
+    return frozenset(names)
 
 
-def _mentions(expr: ast.AST, names: frozenset[str] | set[str]) -> bool:
+def _words(expr: ast.AST) -> set[str]:
+    """The names and attribute names an expression mentions."""
+    return {
+        node.id if isinstance(node, ast.Name) else node.attr
+        for node in ast.walk(expr)
+        if isinstance(node, ast.Name | ast.Attribute)
+    }
+
+
+def _mentions(expr: ast.AST, names: Collection[str]) -> bool:
     for node in ast.walk(expr):
         if isinstance(node, ast.Attribute) and (node.attr == "__version__" or node.attr in names):
             return True
