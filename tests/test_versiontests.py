@@ -201,3 +201,14 @@ def test_a_range_inside_the_branch_migrates_it_as_any_code() -> None:
     # from 0.6.11 on, `NEW` holds on both releases: the branch is migrated, the old one is not
     result = _run(GATED, "0.6.11", "0.7.4")
     assert all(d.line != 11 for d in result.diagnostics)
+
+
+def test_a_site_after_other_characters_on_its_line_is_placed() -> None:
+    # (a site's column counts characters, the tree's bytes: "é" is two of them)
+    data = GATED.replace(
+        b"    if NEW:\n        return fp4_quantize(x, gs, 16, False, True, False, False, True)",
+        "    if NEW:\n        s = 'é'; return fp4_quantize(x, gs, 16, False, True, False, False, True)".encode(),
+    )
+    assert data != GATED
+    result = _run(data, "0.6.8.post1", "0.6.11")
+    assert [d.line for d in result.diagnostics] == [15]

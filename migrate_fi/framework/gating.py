@@ -27,6 +27,7 @@ from migrate_fi.analysis import nodes
 from migrate_fi.analysis.resolver import NameResolver
 from migrate_fi.analysis.versiontests import Releases, may_test_version
 from migrate_fi.api.store import available_releases, on_forget
+from migrate_fi.base import patterns
 from migrate_fi.base.messages import Said, say
 from migrate_fi.base.results import Diagnostic
 from migrate_fi.base.versions import in_range, parse_version
@@ -35,6 +36,7 @@ from migrate_fi.framework.rule import FileContext, Fix, Rule, RunOptions
 __all__ = ["VersionGates"]
 
 _LEFT_OUT = "left out"
+_LINE_BREAK = patterns.compile(r"\r\n|\r|\n")  # (as `ast` counts lines)
 # where a site's code runs: as the run has it (None), nowhere a migration concerns (left out),
 # or from a later release on (that release)
 _Place = Version | str | None
@@ -45,6 +47,7 @@ class VersionGates:
 
     def __init__(self, text: str, tree: ast.Module, options: RunOptions) -> None:
         self.active = may_test_version(text)
+        self.text = text
         self.tree = tree
         self.options = options
         self._resolver: NameResolver | None = None  # (the file's: the first rule's context)
@@ -133,14 +136,21 @@ class VersionGates:
         return _LEFT_OUT if start == to else start
 
     def _node_at(self, line: int, col: int) -> ast.AST | None:
-        """The innermost node that starts at (``line``, ``col``), where a site is reported (the
-        body of ``a if c else b`` starts where the whole does: the innermost is in the body)."""
+        """The innermost node that starts at (``line``, ``col``: in characters, as a site says
+        it), where a site is reported (the body of ``a if c else b`` starts where the whole
+        does: the innermost is in the body)."""
         if self._at is None:
             self._at = {}
+            lines = _LINE_BREAK.split(self.text)
             for node in nodes.walk(self.tree):
                 start = getattr(node, "lineno", None)
-                if start is not None:
-                    self._at[start, getattr(node, "col_offset", 0)] = node  # (`walk`: outer first)
+                if start is None or start > len(lines):
+                    continue
+                offset = getattr(node, "col_offset", 0)  # (in UTF-8 bytes)
+                text = lines[start - 1]
+                if not text.isascii():
+                    offset = len(text.encode("utf-8")[:offset].decode("utf-8", "replace"))
+                self._at[start, offset] = node  # (`walk`: the outer first, the inner after)
         return self._at.get((line, col))
 
 
