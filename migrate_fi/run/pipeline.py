@@ -525,7 +525,7 @@ def _process(
             while built:
                 built.pop().release()
             nodes.release()
-            ctx = tree = made = None  # type: ignore[assignment]
+            ctx = tree = made = gates = None  # type: ignore[assignment]
             unparsed = cls.id
         else:
             _check_still_valid(path, text, new_text, cls.id)
