@@ -454,8 +454,9 @@ def _names_dtype(ctx: FileContext, expr: ast.expr, scope: Scope, dtype: str) -> 
 
 def _returns(ctx: FileContext, func: ast.Name, scope: Scope) -> list[tuple[ast.expr, Scope]]:
     """What a def of this file, called by ``func``, returns on every path (its ``return``
-    values, with the function's scope); empty where that cannot be read (a decorated function,
-    a generator, a bare ``return``, a name bound otherwise)."""
+    values, with the function's scope); empty where that cannot be read (a function decorated
+    otherwise than to be compiled or cached, a generator, a bare ``return``, a name bound
+    otherwise)."""
     import ast
 
     from ._values import bound_function, own_returns
