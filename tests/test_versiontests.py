@@ -212,3 +212,30 @@ def test_a_site_after_other_characters_on_its_line_is_placed() -> None:
     assert data != GATED
     result = _run(data, "0.6.8.post1", "0.6.11")
     assert [d.line for d in result.diagnostics] == [15]
+
+
+def test_a_site_on_a_decorator_line_is_placed_in_its_branch() -> None:
+    # (a def's span starts at `def`: a site on its decorator is placed by the block around it)
+    data = b"""\
+import flashinfer
+from packaging.version import Version
+
+if Version(flashinfer.__version__) < Version("0.6.11"):
+
+    @flashinfer.fp4_quantize(1, 2, 16, False, True, False, True)
+    def old():
+        pass
+"""
+    result = _run(data, "0.6.8.post1", "0.6.11")
+    assert result.diagnostics == []  # (the branch 0.6.11 never runs)
+    assert len(_run(data.replace(b"<", b">="), "0.6.8.post1", "0.6.11").diagnostics) == 0
+    assert (
+        len(
+            _run(
+                data.replace(b'Version(flashinfer.__version__) < Version("0.6.11")', b"flag"),
+                "0.6.8.post1",
+                "0.6.11",
+            ).diagnostics
+        )
+        == 1
+    )

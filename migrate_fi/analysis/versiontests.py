@@ -129,12 +129,16 @@ class Releases:
             self._tested[id(test)] = found
         return found
 
-    def reached(self, node: ast.AST) -> frozenset[Version]:
-        """The releases on which ``node`` may run (all of them where no test is read)."""
-        if self._up is None:
-            self._up = parents(self.tree)
+    def reached(self, node: ast.AST, up: dict[int, ast.AST] | None = None) -> frozenset[Version]:
+        """The releases on which ``node`` may run (all of them where no test is read);
+        ``up``: the parents of the node's ancestors, where the caller knows them (else the
+        whole tree's are worked out)."""
+        if up is None:
+            if self._up is None:
+                self._up = parents(self.tree)
+            up = self._up
         on = self._every
-        for test, holds in tests_before(node, self._up):
+        for test, holds in tests_before(node, up):
             true, false = self._test(test)
             on &= true if holds else false
         return frozenset(self.releases[i] for i in on)

@@ -23,7 +23,6 @@ from functools import cache
 
 from packaging.version import Version
 
-from migrate_fi.analysis import nodes
 from migrate_fi.analysis.resolver import NameResolver
 from migrate_fi.analysis.versiontests import Releases, may_test_version
 from migrate_fi.api.store import available_releases, on_forget
@@ -53,7 +52,7 @@ class VersionGates:
         self._resolver: NameResolver | None = None  # (the file's: the first rule's context)
         self._reader: Releases | None = None
         self._later: list[Version] | None = None
-        self._at: dict[tuple[int, int], ast.AST] | None = None
+        self._lines: list[str] | None = None
 
     @property
     def reader(self) -> Releases:
@@ -121,10 +120,11 @@ class VersionGates:
     # ------------------------------------------------------------ places
 
     def _place(self, d: Diagnostic) -> _Place:
-        node = self._node_at(d.line, d.col - 1)
-        if node is None:
+        found = self._locate(d.line, d.col - 1)
+        if found is None:
             return None
-        return self._written_for(self.reader.reached(node))
+        node, up = found
+        return self._written_for(self.reader.reached(node, up))
 
     def _written_for(self, on: frozenset[Version]) -> _Place:
         origin, to = self.options.from_version, self.options.to_version
@@ -135,23 +135,42 @@ class VersionGates:
         start = min((r for r in on if origin < r <= to), default=to)
         return _LEFT_OUT if start == to else start
 
-    def _node_at(self, line: int, col: int) -> ast.AST | None:
+    def _locate(self, line: int, col: int) -> tuple[ast.AST, dict[int, ast.AST]] | None:
         """The innermost node that starts at (``line``, ``col``: in characters, as a site says
         it), where a site is reported (the body of ``a if c else b`` starts where the whole
-        does: the innermost is in the body)."""
-        if self._at is None:
-            self._at = {}
-            lines = _LINE_BREAK.split(self.text)
-            for node in nodes.walk(self.tree):
-                start = getattr(node, "lineno", None)
-                if start is None or start > len(lines):
-                    continue
-                offset = getattr(node, "col_offset", 0)  # (in UTF-8 bytes)
-                text = lines[start - 1]
-                if not text.isascii():
-                    offset = len(text.encode("utf-8")[:offset].decode("utf-8", "replace"))
-                self._at[start, offset] = node  # (`walk`: the outer first, the inner after)
-        return self._at.get((line, col))
+        does: the innermost is in the body), with its parents on the way down: found by
+        descending through the nodes that hold the place, not from a map of the whole tree (a
+        large file's would cost megabytes for a few sites)."""
+        if self._lines is None:
+            self._lines = _LINE_BREAK.split(self.text)
+        if not 0 < line <= len(self._lines):
+            return None
+        text = self._lines[line - 1]
+        at = (line, col if text.isascii() else len(text[:col].encode("utf-8")))
+        up: dict[int, ast.AST] = {}
+        node: ast.AST = self.tree
+        found: ast.AST | None = None
+        while True:
+            inner = next((c for c in ast.iter_child_nodes(node) if _holds(c, at)), None)
+            if inner is None:
+                return (found, up) if found is not None else None
+            up[id(inner)] = node
+            if (getattr(inner, "lineno", 0), getattr(inner, "col_offset", 0)) == at:
+                found = inner
+            node = inner
+
+
+def _holds(node: ast.AST, at: tuple[int, int]) -> bool:
+    """Whether ``node``'s span holds the place ``at`` (line, byte column); a def's or class's
+    starts at its first decorator (its own line is that of `def`)."""
+    start = getattr(node, "lineno", None)
+    end = getattr(node, "end_lineno", None)
+    if start is None or end is None:
+        return False
+    first = (start, getattr(node, "col_offset", 0))
+    for decorator in getattr(node, "decorator_list", ()):
+        first = min(first, (decorator.lineno, decorator.col_offset))
+    return first <= at <= (end, getattr(node, "end_col_offset", 0))
 
 
 @cache
