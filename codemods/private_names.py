@@ -208,19 +208,17 @@ def _public_way(new_api: Api, module: str, name: str, text: str) -> Said:
     parameter named as the helper's name ends (`_get_trtllm_gen_multi_ctas_kv_counter_buffer`
     and `trtllm_batch_decode_sparse_mla_dsv4(multi_ctas_kv_counter_buffer=)`): a value of the
     caller's own may replace the helper the project patches or calls. The function the file
-    names first (``text``), then the one named as it is defined, then the shortest path."""
+    names first (``text``)."""
     words = name.lstrip("_")
     for verb in _HELPER_VERBS:
         words = words.removeprefix(verb)
-    found: dict[str, tuple[tuple[bool, bool, int], str, str]] = {}  # definition -> best path
-    for path, key in new_api.public_paths().items():
-        if key.rpartition(".")[0] != module:
+    # (the module's own names, each asked for its signature: not the release's map of every
+    # public path, which held 6 MB in the worker that asked)
+    found: list[tuple[tuple[bool, str], str, str]] = []  # (rank, the function's path, parameter)
+    for function in new_api.modules.get(module, {}).get("names", ()):
+        if function.startswith("_"):
             continue
-        last = path.rpartition(".")[2]
-        rank = (last not in text, last != key.rpartition(".")[2], len(path))
-        if key in found and found[key][0] <= rank:
-            continue
-        signature = new_api.callable(path)
+        signature = new_api.callable(f"{module}.{function}")
         takes = (
             [
                 p.name
@@ -231,10 +229,17 @@ def _public_way(new_api: Api, module: str, name: str, text: str) -> Said:
             else []
         )
         if takes:
-            found[key] = (rank, path, takes[0])
+            # (the function the file names first)
+            found.append(
+                (
+                    (function not in text, function),
+                    _public_path(new_api, module, function),
+                    takes[0],
+                )
+            )
     if not found:
         return Said("", "")
-    _, path, parameter = min(found.values())
+    _, path, parameter = min(found)
     more = (
         say(" (and {n} more of its functions)", "（以及它的另外 {n} 个函数）", n=len(found) - 1)
         if len(found) > 1
@@ -280,6 +285,21 @@ def _elsewhere(new_api: Api, module: str, name: str, new_v: str) -> Said:
         new_v=new_v,
         name=name,
     )
+
+
+def _public_path(new_api: Api, module: str, function: str) -> str:
+    """The function as a project imports it: from the nearest package above a private module
+    that exports the same definition (`flashinfer.mla` for `flashinfer.mla._core`)."""
+    own = f"{module}.{function}"
+    key = new_api.key(own)
+    parts = module.split(".")
+    for end in range(len(parts) - 1, 0, -1):
+        if parts[end].startswith("_"):
+            continue
+        path = ".".join([*parts[: end + 1], function])
+        if all(not p.startswith("_") for p in parts[: end + 1]) and new_api.key(path) == key:
+            return path
+    return own
 
 
 def _tested(node: ast.AST, name: str, parents: dict[int, ast.AST]) -> bool:
