@@ -363,7 +363,7 @@ def _missing_imports(
                         handler=handler,
                     )
                     if handler is not None
-                    else _fails_unless(resolver, node, ctx.options.to_version)
+                    else _fails_unless(resolver, node, ctx.options.to_version, ctx.text)
                 )
                 out.append(
                     (
@@ -473,13 +473,14 @@ class Renames:
     evidence: dict[str, str] = field(default_factory=dict)
 
 
-def _fails_unless(resolver: NameResolver, node: ast.stmt, to_version: Version) -> Said:
+def _fails_unless(resolver: NameResolver, node: ast.stmt, to_version: Version, text: str) -> Said:
     """What a removed name's import does on the new release: it fails, unless the nearest
     ``if`` it is under skips it there (vLLM tests for the module first:
     ``if has_flashinfer_nvlink_two_sided():``), which then leaves the code that needs it without
     it; a test of FlashInfer's version that lets the new release through skips nothing."""
     at = _guarding_if(resolver.tree, node)
-    if at is None or Releases(resolver, resolver.tree, (to_version,)).holds_on(at.test, to_version):
+    tests = Releases(resolver, resolver.tree, (to_version,), text)
+    if at is None or tests.holds_on(at.test, to_version):
         return say("this import fails there", "这个导入在那里会失败")
     return say(
         "this import fails there, unless the test at line {line} ({test}) skips it: then the"

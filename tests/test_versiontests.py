@@ -41,7 +41,11 @@ def reached(body: str) -> frozenset[str]:
         for n in ast.walk(tree)
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "target"
     )
-    return frozenset(str(r) for r in Releases(resolver, tree, RELEASES).reached(call))
+    whole = Releases(resolver, tree, RELEASES).reached(call)
+    # (read from the text's lines that name a version, as the run does, and from every node)
+    by_lines = Releases(resolver, tree, RELEASES, source).reached(call)
+    assert by_lines == whole
+    return frozenset(str(r) for r in whole)
 
 
 @pytest.mark.parametrize(

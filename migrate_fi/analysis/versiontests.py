@@ -26,7 +26,8 @@ that may go either way on any release: never a guess.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Collection, Sequence
+import bisect
+from collections.abc import Callable, Collection, Iterator, Sequence
 
 from packaging.version import InvalidVersion, Version
 
@@ -50,6 +51,7 @@ _VERSION_TYPES = frozenset(
 )
 # what a file that reads FlashInfer's version holds (`reads_version`): `__version__`, or its
 # distribution's name given to `version(...)` or `get_distribution(...)`
+_LINE_BREAK = patterns.compile(r"\r\n|\r|\n")  # (as `ast` counts lines)
 _READS = patterns.compile(
     r"""__version__|(?:version|get_distribution)\(\s*["']flashinfer(?:[-_]python)?["']"""
 )
@@ -103,20 +105,28 @@ def _metadata_call(resolver: NameResolver, node: ast.expr, scope: Scope) -> bool
 class Releases:
     """The version tests of one file, read against ``releases`` (oldest first)."""
 
-    def __init__(self, resolver: NameResolver, tree: ast.Module, releases: Sequence[Version]):
+    def __init__(
+        self,
+        resolver: NameResolver,
+        tree: ast.Module,
+        releases: Sequence[Version],
+        text: str | None = None,
+    ):
         self.resolver = resolver
         self.tree = tree
+        self.text = text  # (the tree's text: what finds the lines that read the version)
         self.releases = tuple(releases)
         self._every = frozenset(range(len(self.releases)))
         self._up: dict[int, ast.AST] | None = None
         self._names: frozenset[str] | None = None
+        self._lines: frozenset[int] | None = None  # where they are written (None: not known)
         self._tested: dict[int, _Truth] = {}  # each test's truth, by id
 
     def _anchored(self, test: ast.expr) -> bool:
         """Whether ``test`` may read the version at all, by its words (cheap: most tests of a
         file do not): `__version__`, a distribution's name, or a name assigned from them."""
         if self._names is None:
-            self._names = _version_names(self.tree)
+            self._names, self._lines = _version_names(self.tree, self.text)
         return _mentions(test, self._names)
 
     def _test(self, test: ast.expr) -> _Truth:
@@ -155,15 +165,19 @@ class Releases:
     def branches(self) -> list[frozenset[Version]]:
         """For every test of the version in the file, the releases where it holds and those
         where it fails (what the code in its branches is written for)."""
+        if self._names is None:
+            self._names, self._lines = _version_names(self.tree, self.text)
+        # (only the tests on the lines that name a version or a name holding one, where the
+        # text says which: not every node of a large file)
+        found = (
+            nodes.walk(self.tree) if self._lines is None else nodes.on_lines(self.tree, self._lines)
+        )
         out: list[frozenset[Version]] = []
-        tests: list[ast.expr] = [n.test for n in nodes.of_type(self.tree, ast.If)]
-        tests += [n.test for n in nodes.of_type(self.tree, ast.IfExp)]
-        tests += [n.test for n in nodes.of_type(self.tree, ast.While)]
-        tests += [n.test for n in nodes.of_type(self.tree, ast.Assert)]
-        for test in tests:
-            true, false = self._test(test)
-            if true != self._every or false != self._every:
-                out += [frozenset(self.releases[i] for i in s) for s in (true, false)]
+        for node in found:
+            if isinstance(node, ast.If | ast.IfExp | ast.While | ast.Assert):
+                true, false = self._test(node.test)
+                if true != self._every or false != self._every:
+                    out += [frozenset(self.releases[i] for i in s) for s in (true, false)]
         return out
 
     # ------------------------------------------------------------ tests
@@ -341,19 +355,45 @@ def _numbers_of(resolver: NameResolver, call: ast.Call, scope: Scope) -> _Value 
     return numbers
 
 
-def _version_names(tree: ast.Module) -> frozenset[str]:
+def _version_names(
+    tree: ast.Module, text: str | None
+) -> tuple[frozenset[str], frozenset[int] | None]:
     """The names and attributes the file may hold FlashInfer's version in, or a test of it:
     imported as `__version__`, or assigned a value that mentions one (followed from name to
-    name: each assignment read once, however long the chain)."""
-    names = {
+    name); and, given the tree's ``text``, the lines that write them or read a version (only
+    the statements on those lines are looked at: in a large file, a few)."""
+    if text is None:
+        return _names_in(nodes.walk(tree), set()), None
+    starts = _line_starts(text)
+    lines = {bisect.bisect_right(starts, m.start()) + 1 for m in _READS.finditer(text)}
+    names: set[str] = set()
+    asked = set(lines)
+    while True:
+        more = _names_in(nodes.on_lines(tree, asked), names) - names
+        if not more:
+            return frozenset(names), frozenset(lines)
+        names |= more
+        asked = set()
+        for name in more:  # (the lines that write a new name: where it may be assigned on)
+            asked.update(bisect.bisect_right(starts, at) + 1 for at in _written(text, name))
+        asked -= lines
+        lines |= asked
+
+
+def _names_in(found: Sequence[ast.AST], names: set[str]) -> frozenset[str]:
+    """Of the nodes ``found``, the names imported as `__version__` and the targets of the
+    assignments whose value mentions a version read or one of ``names`` (to a fixed point)."""
+    known = set(names)
+    known |= {
         alias.asname or alias.name
-        for node in nodes.of_type(tree, ast.ImportFrom)
+        for node in found
+        if isinstance(node, ast.ImportFrom)
         for alias in node.names
         if alias.name == "__version__"
     }
-    pending = list(names)
+    pending = [n for n in known if n not in names]
     by_word: dict[str, list[list[str]]] = {}  # a word a value mentions -> the targets set so
-    for node in nodes.walk(tree):
+    for node in found:
         if not isinstance(node, ast.Assign | ast.AnnAssign) or node.value is None:
             continue
         targets = [
@@ -361,17 +401,40 @@ def _version_names(tree: ast.Module) -> frozenset[str]:
             for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
             if isinstance(t, ast.Name | ast.Attribute)
         ]
-        if _mentions(node.value, ()):
-            pending += targets  # (it reads the version itself)
+        if _mentions(node.value, names):
+            pending += targets  # (it reads the version, or a name known to hold it)
             continue
         for word in _words(node.value):
             by_word.setdefault(word, []).append(targets)
     while pending:
         name = pending.pop()
-        names.add(name)
+        known.add(name)
         for targets in by_word.pop(name, ()):
-            pending += [t for t in targets if t not in names]
-    return frozenset(names)
+            pending += [t for t in targets if t not in known]
+    return frozenset(known)
+
+
+def _written(text: str, name: str) -> Iterator[int]:
+    """Where ``name`` is written in ``text`` as a whole word (a plain search: a regex that
+    tests the bytes around every position took a tenth of a second on FlashInfer's tree)."""
+    at = text.find(name)
+    while at >= 0:
+        end = at + len(name)
+        if (at == 0 or not _word_char(text[at - 1])) and (
+            end == len(text) or not _word_char(text[end])
+        ):
+            yield at
+        at = text.find(name, end)
+
+
+def _word_char(c: str) -> bool:
+    return c.isalnum() or c == "_"
+
+
+def _line_starts(text: str) -> list[int]:
+    """Where each line after the first starts (`bisect_right` of an offset, plus one: its
+    line, 1-based)."""
+    return [m.end() for m in _LINE_BREAK.finditer(text)]
 
 
 def _words(expr: ast.AST) -> set[str]:
@@ -384,14 +447,28 @@ def _words(expr: ast.AST) -> set[str]:
 
 
 def _mentions(expr: ast.AST, names: Collection[str]) -> bool:
+    """Whether ``expr`` may read a version by its words: `__version__`, one of ``names``, or
+    ``version(...)``/``get_distribution(...)`` of FlashInfer's distribution (not any string
+    "flashinfer": a logger's name is no version)."""
     for node in ast.walk(expr):
         if isinstance(node, ast.Attribute) and (node.attr == "__version__" or node.attr in names):
             return True
         if isinstance(node, ast.Name) and node.id in names:
             return True
-        if isinstance(node, ast.Constant) and node.value in DISTRIBUTIONS:
+        if (
+            isinstance(node, ast.Call)
+            and _function_word(node.func) in ("version", "get_distribution")
+            and any(isinstance(a, ast.Constant) and a.value in DISTRIBUTIONS for a in node.args)
+        ):
             return True
     return False
+
+
+def _function_word(func: ast.expr) -> str | None:
+    """The last word of what a call calls (`version` for `importlib.metadata.version`)."""
+    if isinstance(func, ast.Name):
+        return func.id
+    return func.attr if isinstance(func, ast.Attribute) else None
 
 
 def _called(node: ast.AST, name: str, arguments: int) -> bool:

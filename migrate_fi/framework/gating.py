@@ -58,7 +58,7 @@ class VersionGates:
     def reader(self) -> Releases:
         if self._reader is None:
             assert self._resolver is not None
-            self._reader = Releases(self._resolver, self.tree, _releases())
+            self._reader = Releases(self._resolver, self.tree, _releases(), self.text)
         return self._reader
 
     def later(self) -> list[Version]:
