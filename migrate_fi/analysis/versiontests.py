@@ -124,12 +124,13 @@ class Releases:
 
     def __init__(
         self,
-        resolver: NameResolver,
+        resolver: NameResolver | Callable[[], NameResolver],
         tree: ast.Module,
         releases: Sequence[Version],
         text: str | None = None,
     ):
-        self.resolver = resolver
+        # (or what makes it: a file whose tests read no version never needs its names resolved)
+        self._resolver = resolver
         self.tree = tree
         self.text = text  # (the tree's text: what finds the lines that read the version)
         self.releases = tuple(releases)
@@ -138,6 +139,12 @@ class Releases:
         self._names: frozenset[str] | None = None
         self._lines: frozenset[int] | None = None  # where they are written (None: not known)
         self._tested: dict[int, _Truth] = {}  # each test's truth, by id
+
+    @property
+    def resolver(self) -> NameResolver:
+        if not isinstance(self._resolver, NameResolver):
+            self._resolver = self._resolver()
+        return self._resolver
 
     def _anchored(self, test: ast.expr) -> bool:
         """Whether ``test`` may read the version at all, by its words (cheap: most tests of a

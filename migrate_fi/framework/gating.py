@@ -49,7 +49,7 @@ class VersionGates:
         self.text = text
         self.tree = tree
         self.options = options
-        self._resolver: NameResolver | None = None  # (the file's: the first rule's context)
+        self._ctx: FileContext | None = None  # (the context of the rule being settled)
         self._reader: Releases | None = None
         self._later: list[Version] | None = None
         self._lines: list[str] | None = None
@@ -57,9 +57,12 @@ class VersionGates:
     @property
     def reader(self) -> Releases:
         if self._reader is None:
-            assert self._resolver is not None
-            self._reader = Releases(self._resolver, self.tree, _releases(), self.text)
+            self._reader = Releases(self._current_resolver, self.tree, _releases(), self.text)
         return self._reader
+
+    def _current_resolver(self) -> NameResolver:
+        assert self._ctx is not None
+        return self._ctx.resolver
 
     def later(self) -> list[Version]:
         """The releases after ``--from`` that code of the file is written for: the first
@@ -80,8 +83,9 @@ class VersionGates:
         rule finds from that release."""
         if not self.active:
             return
-        if self._resolver is None:
-            self._resolver = ctx.resolver
+        # (the names are resolved through the rule's context, only when a test needs it: the
+        # engine then shares the resolver with the next rule and frees it with the file)
+        self._ctx = ctx
         if not ctx.diagnostics and not self.later():
             return
         fixes = {id(f.diagnostic): f for f in ctx.fixes}
