@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-from functools import cache
+from functools import cache, partial
 
 from packaging.version import Version
 
@@ -49,7 +49,10 @@ class VersionGates:
         self.text = text
         self.tree = tree
         self.options = options
-        self._ctx: FileContext | None = None  # (the context of the rule being settled)
+        # the context of the rule being settled (in a list the reader shares: a reference back
+        # to this object would make a cycle, and hold the file's tree until the cycle collector
+        # ran; the engine disables it while it analyses)
+        self._ctx: list[FileContext] = []
         self._reader: Releases | None = None
         self._later: list[Version] | None = None
         self._lines: list[str] | None = None
@@ -57,12 +60,10 @@ class VersionGates:
     @property
     def reader(self) -> Releases:
         if self._reader is None:
-            self._reader = Releases(self._current_resolver, self.tree, _releases(), self.text)
+            self._reader = Releases(
+                partial(_resolver_of, self._ctx), self.tree, _releases(), self.text
+            )
         return self._reader
-
-    def _current_resolver(self) -> NameResolver:
-        assert self._ctx is not None
-        return self._ctx.resolver
 
     def later(self) -> list[Version]:
         """The releases after ``--from`` that code of the file is written for: the first
@@ -85,7 +86,7 @@ class VersionGates:
             return
         # (the names are resolved through the rule's context, only when a test needs it: the
         # engine then shares the resolver with the next rule and frees it with the file)
-        self._ctx = ctx
+        self._ctx[:] = [ctx]
         if not ctx.diagnostics and not self.later():
             return
         fixes = {id(f.diagnostic): f for f in ctx.fixes}
@@ -175,6 +176,10 @@ def _holds(node: ast.AST, at: tuple[int, int]) -> bool:
     for decorator in getattr(node, "decorator_list", ()):
         first = min(first, (decorator.lineno, decorator.col_offset))
     return first <= at <= (end, getattr(node, "end_col_offset", 0))
+
+
+def _resolver_of(current: list[FileContext]) -> NameResolver:
+    return current[0].resolver
 
 
 @cache
