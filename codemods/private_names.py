@@ -294,10 +294,11 @@ def _public_path(new_api: Api, module: str, function: str) -> str:
     key = new_api.key(own)
     parts = module.split(".")
     for end in range(len(parts) - 1, 0, -1):
-        if parts[end].startswith("_"):
+        package = parts[: end + 1]
+        if any(p.startswith("_") for p in package):
             continue
-        path = ".".join([*parts[: end + 1], function])
-        if all(not p.startswith("_") for p in parts[: end + 1]) and new_api.key(path) == key:
+        path = ".".join([*package, function])
+        if new_api.key(path) == key:
             return path
     return own
 

@@ -137,8 +137,29 @@ class Releases:
         self._every = frozenset(range(len(self.releases)))
         self._up: dict[int, ast.AST] | None = None
         self._names: frozenset[str] | None = None
+        self._starts: list[int] | None = None  # (where each line after the first starts)
         self._lines: frozenset[int] | None = None  # where they are written (None: not known)
         self._tested: dict[int, _Truth] = {}  # each test's truth, by id
+
+    def _line_starts(self) -> list[int]:
+        """Where each line of the text after the first starts (`bisect_right` of an offset,
+        plus one: its line, 1-based); worked out once."""
+        if self._starts is None:
+            assert self.text is not None
+            self._starts = [m.end() for m in _LINE_BREAK.finditer(self.text)]
+        return self._starts
+
+    def line(self, number: int) -> str | None:
+        """The text of line ``number`` (1-based, as `ast` counts lines), without its ending;
+        None outside the text (or with no text)."""
+        if self.text is None:
+            return None
+        starts = self._line_starts()
+        if not 0 < number <= len(starts) + 1:
+            return None
+        begin = starts[number - 2] if number > 1 else 0
+        end = starts[number - 1] if number <= len(starts) else len(self.text)
+        return self.text[begin:end].rstrip("\r\n")
 
     @property
     def resolver(self) -> NameResolver:
@@ -150,7 +171,7 @@ class Releases:
         """Whether ``test`` may read the version at all, by its words (cheap: most tests of a
         file do not): `__version__`, a distribution's name, or a name assigned from them."""
         if self._names is None:
-            self._names, self._lines = _version_names(self.tree, self.text)
+            self._names, self._lines = _version_names(self.tree, self.text, self._line_starts)
         return _mentions(test, self._names)
 
     def _test(self, test: ast.expr) -> _Truth:
@@ -190,7 +211,7 @@ class Releases:
         """For every test of the version in the file, the releases where it holds and those
         where it fails (what the code in its branches is written for)."""
         if self._names is None:
-            self._names, self._lines = _version_names(self.tree, self.text)
+            self._names, self._lines = _version_names(self.tree, self.text, self._line_starts)
         # (only the tests on the lines that name a version or a name holding one, where the
         # text says which: not every node of a large file)
         found = (
@@ -380,7 +401,7 @@ def _numbers_of(resolver: NameResolver, call: ast.Call, scope: Scope) -> _Value 
 
 
 def _version_names(
-    tree: ast.Module, text: str | None
+    tree: ast.Module, text: str | None, line_starts: Callable[[], list[int]]
 ) -> tuple[frozenset[str], frozenset[int] | None]:
     """The names and attributes the file may hold FlashInfer's version in, or a test of it:
     imported as `__version__`, or assigned a value that mentions one (followed from name to
@@ -388,7 +409,7 @@ def _version_names(
     the statements on those lines are looked at: in a large file, a few)."""
     if text is None:
         return _names_in(nodes.walk(tree), set()), None
-    starts = _line_starts(text)
+    starts = line_starts()
     lines = {bisect.bisect_right(starts, m.start()) + 1 for m in _READS.finditer(text)}
     names: set[str] = set()
     asked = set(lines)
@@ -453,12 +474,6 @@ def _written(text: str, name: str) -> Iterator[int]:
 
 def _word_char(c: str) -> bool:
     return c.isalnum() or c == "_"
-
-
-def _line_starts(text: str) -> list[int]:
-    """Where each line after the first starts (`bisect_right` of an offset, plus one: its
-    line, 1-based)."""
-    return [m.end() for m in _LINE_BREAK.finditer(text)]
 
 
 def _words(expr: ast.AST) -> set[str]:

@@ -26,7 +26,6 @@ from packaging.version import Version
 from migrate_fi.analysis.resolver import NameResolver
 from migrate_fi.analysis.versiontests import Releases, may_test_version
 from migrate_fi.api.store import available_releases, on_forget
-from migrate_fi.base import patterns
 from migrate_fi.base.messages import Said, say
 from migrate_fi.base.results import Diagnostic
 from migrate_fi.base.versions import in_range, parse_version
@@ -35,7 +34,6 @@ from migrate_fi.framework.rule import FileContext, Fix, Rule, RunOptions
 __all__ = ["VersionGates"]
 
 _LEFT_OUT = "left out"
-_LINE_BREAK = patterns.compile(r"\r\n|\r|\n")  # (as `ast` counts lines)
 # where a site's code runs: as the run has it (None), nowhere a migration concerns (left out),
 # or from a later release on (that release)
 _Place = Version | str | None
@@ -55,7 +53,6 @@ class VersionGates:
         self._ctx: list[FileContext] = []
         self._reader: Releases | None = None
         self._later: list[Version] | None = None
-        self._lines: list[str] | None = None
 
     @property
     def reader(self) -> Releases:
@@ -146,11 +143,9 @@ class VersionGates:
         does: the innermost is in the body), with its parents on the way down: found by
         descending through the nodes that hold the place, not from a map of the whole tree (a
         large file's would cost megabytes for a few sites)."""
-        if self._lines is None:
-            self._lines = _LINE_BREAK.split(self.text)
-        if not 0 < line <= len(self._lines):
+        text = self.reader.line(line)
+        if text is None:
             return None
-        text = self._lines[line - 1]
         at = (line, col if text.isascii() else len(text[:col].encode("utf-8")))
         up: dict[int, ast.AST] = {}
         node: ast.AST = self.tree
