@@ -263,3 +263,22 @@ def test_the_analysis_of_a_file_that_tests_its_version_leaves_no_cycle() -> None
             gc.enable()
         assert result.diagnostics
         assert left == 0
+
+
+def test_a_site_under_a_node_with_no_place_of_its_own_is_placed() -> None:
+    # (`case` clauses and `with` items carry no line numbers: the site is found through them)
+    data = b"""\
+import flashinfer
+from flashinfer import fp4_quantize
+from packaging.version import Version
+
+
+def matched(x, gs, mode, ctx):
+    match mode:
+        case "new" if Version(flashinfer.__version__) >= Version("0.6.11"):
+            return fp4_quantize(x, gs, 16, False, True, False, False, True)
+    if Version(flashinfer.__version__) >= Version("0.6.11"):
+        with ctx(fp4_quantize(x, gs, 16, False, True, False, False, True)) as y:
+            return y
+"""
+    assert _run(data, "0.6.8.post1", "0.6.11").diagnostics == []

@@ -162,11 +162,12 @@ class VersionGates:
 
 def _holds(node: ast.AST, at: tuple[int, int]) -> bool:
     """Whether ``node``'s span holds the place ``at`` (line, byte column); a def's or class's
-    starts at its first decorator (its own line is that of `def`)."""
+    starts at its first decorator (its own line is that of `def`); a node with no place of its
+    own holds what one of its children holds."""
     start = getattr(node, "lineno", None)
     end = getattr(node, "end_lineno", None)
-    if start is None or end is None:
-        return False
+    if start is None or end is None:  # (`case`, `with` items: no place of their own)
+        return any(_holds(child, at) for child in ast.iter_child_nodes(node))
     first = (start, getattr(node, "col_offset", 0))
     for decorator in getattr(node, "decorator_list", ()):
         first = min(first, (decorator.lineno, decorator.col_offset))
