@@ -13,7 +13,7 @@ import ast
 from migrate_fi.analysis import nodes
 from migrate_fi.analysis.resolver import NameResolver
 from migrate_fi.analysis.scopes import Scope
-from migrate_fi.analysis.values import assigned_values
+from migrate_fi.analysis.values import assigned_values, keeps_returns
 
 __all__ = [
     "bound_function",
@@ -28,19 +28,6 @@ _WORLD = frozenset(
     {"torch.distributed.group.WORLD", "torch.distributed.distributed_c10d.GroupMember.WORLD"}
 )
 _DEPTH = 4
-# decorators whose function, called, returns what the function returns (compiled, cached, or
-# run without autograd): what a call of it gives is read from its `return`s
-_KEEP_RETURNS = frozenset(
-    {
-        "torch.compile",
-        "torch.jit.script",
-        "torch.no_grad",
-        "torch.inference_mode",
-        "torch.enable_grad",
-        "functools.cache",
-        "functools.lru_cache",
-    }
-)
 
 
 def bound_function(
@@ -64,17 +51,10 @@ def bound_function(
             isinstance(node, ast.FunctionDef)
             and node.name == name
             and node.lineno == bindings[0].line
-            and all(_keeps_returns(resolver, d, owner) for d in node.decorator_list)
+            and all(keeps_returns(resolver, d, owner) for d in node.decorator_list)
         ):
             return node
     return None
-
-
-def _keeps_returns(resolver: NameResolver, decorator: ast.expr, scope: Scope) -> bool:
-    """``@torch.compile``, ``@torch.compile(dynamic=True)``, ``@lru_cache(maxsize=1)``..."""
-    named = decorator.func if isinstance(decorator, ast.Call) else decorator
-    found = resolver.resolve(named, scope).qualnames
-    return bool(found) and found <= _KEEP_RETURNS
 
 
 def own_returns(function: ast.FunctionDef) -> list[ast.Return] | None:

@@ -96,7 +96,6 @@ _TORCH_BINARY = frozenset(
     {"maximum", "minimum", "fmax", "fmin", "mul", "div", "true_divide", "add", "sub"}
 )
 _DEPTH = 12
-_LINE_BREAK = patterns.compile(r"\r\n|\r|\n")  # (as `ast` counts lines)
 
 
 class _Shape:
@@ -368,7 +367,9 @@ class _Shape:
         the caller search keeps, not read again)."""
         if self._lines is None:
             data = _callers.read_kept(self.path)
-            self._lines = [] if data is None else _LINE_BREAK.split(data.decode("utf-8", "replace"))
+            self._lines = (
+                [] if data is None else patterns.split_lines(data.decode("utf-8", "replace"))
+            )
         return self._lines
 
     def _of_value(self, func: ast.Attribute, scope: Scope) -> bool:

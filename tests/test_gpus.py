@@ -154,6 +154,40 @@ def test_a_function_of_the_file_and_the_callers_of_a_private_method() -> None:
     assert found == {16: "SM10x", 18: "any GPU", 22: "SM90"}
 
 
+@pytest.mark.parametrize(
+    ("decorator", "followed"),
+    [
+        ("@functools.lru_cache(maxsize=1)", True),
+        ("@torch.compile", True),
+        ("@functools.cache\n@torch.no_grad()", True),
+        ("@my_cache", False),  # (the project's own: it may return anything)
+        ("@functools.wraps(other)", False),
+    ],
+)
+def test_a_function_of_the_file_is_read_through_decorators_that_keep_its_returns(
+    decorator: str, followed: bool
+) -> None:
+    source = textwrap.indent(decorator, " " * 8).lstrip() + "\n"
+    found = _reached(
+        f"""
+        import functools
+        import torch
+        from vllm.platforms import current_platform
+        from .utils import my_cache
+        {source}
+        def use_fi() -> bool:
+            return current_platform.is_device_capability(90)
+        class Impl:
+            def __init__(self):
+                self._use_fi = use_fi()
+            def run(self, meta):
+                if self._use_fi:
+                    self.wrapper.kernel(meta)
+        """
+    )
+    assert list(found.values()) == ["SM90" if followed else "any GPU"]
+
+
 @pytest.mark.parametrize("elsewhere", [frozenset(), frozenset({"_plan"})])
 def test_a_private_method_named_otherwise_is_not_followed(elsewhere: frozenset[str]) -> None:
     found = _reached(

@@ -11,6 +11,7 @@ import textwrap
 import pytest
 from packaging.version import Version
 
+from migrate_fi.analysis.nodes import parents
 from migrate_fi.analysis.resolver import NameResolver
 from migrate_fi.analysis.versiontests import Releases, may_test_version
 from migrate_fi.framework.rule import RunOptions
@@ -42,9 +43,10 @@ def reached(body: str) -> frozenset[str]:
         for n in ast.walk(tree)
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "target"
     )
-    whole = Releases(resolver, tree, RELEASES).reached(call)
+    up = parents(tree)
+    whole = Releases(resolver, tree, RELEASES).reached(call, up)
     # (read from the text's lines that name a version, as the run does, and from every node)
-    by_lines = Releases(resolver, tree, RELEASES, source).reached(call)
+    by_lines = Releases(resolver, tree, RELEASES, source).reached(call, up)
     assert by_lines == whole
     return frozenset(str(r) for r in whole)
 

@@ -39,7 +39,7 @@ from typing import Any
 from migrate_fi.analysis.nodes import COMPARE, exits, parents, tests_before
 from migrate_fi.analysis.resolver import NameResolver
 from migrate_fi.analysis.scopes import Scope
-from migrate_fi.analysis.values import bound_values
+from migrate_fi.analysis.values import bound_values, keeps_returns
 from migrate_fi.base.gpus import EVERY_GPU
 
 __all__ = ["reached_on"]
@@ -303,12 +303,10 @@ def _compared(resolver: NameResolver, test: ast.Compare, scope: Scope, depth: in
     return true, EVERY_GPU  # (a chain is false where any pair is: not tracked pair by pair)
 
 
-_CACHES = frozenset({"cache", "lru_cache", "cached_property"})
-
-
 def _module_function(reader: _Reader, call: ast.Call, scope: Scope) -> ast.FunctionDef | None:
     """The function of this module ``call`` calls with no arguments (``use_fi_prefill()``):
-    a top-level def bound once, undecorated or only cached (`functools.cache`)."""
+    a top-level def bound once, undecorated or only by decorators that keep what it returns
+    (`functools.cache`: `migrate_fi.analysis.values.keeps_returns`)."""
     if not isinstance(call.func, ast.Name) or call.args or call.keywords:
         return None
     found = reader.resolver.lookup(call.func.id, scope)
@@ -318,15 +316,10 @@ def _module_function(reader: _Reader, call: ast.Call, scope: Scope) -> ast.Funct
         return None
     for statement in reader.tree.body:
         if isinstance(statement, ast.FunctionDef) and statement.name == call.func.id:
-            if all(_called_name(_undecorated(d)) in _CACHES for d in statement.decorator_list):
+            if all(keeps_returns(reader.resolver, d, found[0]) for d in statement.decorator_list):
                 return statement
             return None
     return None
-
-
-def _undecorated(decorator: ast.expr) -> ast.expr:
-    """``lru_cache`` for ``lru_cache(maxsize=1)``."""
-    return decorator.func if isinstance(decorator, ast.Call) else decorator
 
 
 def _asked(call: ast.Call) -> Truth:

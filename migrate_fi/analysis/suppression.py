@@ -25,7 +25,6 @@ __all__ = ["UNUSED_CODE", "Suppressions"]
 UNUSED_CODE = "FI000"
 UNUSED_ID = "unused_suppression"
 _SUPPRESS = patterns.compile(r"#\s*migrate-fi:\s*ignore(?:\[([^\]#]*)\])?")
-_LINE_BREAK = patterns.compile(r"\r\n|\r|\n")
 
 
 def explanation() -> str:
@@ -59,7 +58,7 @@ class Suppressions:
         if "migrate-fi" not in text:
             return out
         comments = _comment_starts(text) if python else None
-        for number, line in enumerate(_LINE_BREAK.split(text), 1):
+        for number, line in enumerate(patterns.split_lines(text), 1):
             if "migrate-fi" not in line:
                 continue
             for m in _SUPPRESS.finditer(line):

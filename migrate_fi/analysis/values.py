@@ -13,7 +13,14 @@ from dataclasses import dataclass, field
 from migrate_fi.analysis.resolver import NameResolver
 from migrate_fi.analysis.scopes import DictWrite, Scope
 
-__all__ = ["DictSource", "assigned_values", "bound_values", "dict_items", "read_dict"]
+__all__ = [
+    "DictSource",
+    "assigned_values",
+    "bound_values",
+    "dict_items",
+    "keeps_returns",
+    "read_dict",
+]
 
 _MAX_DEPTH = 4
 
@@ -130,3 +137,26 @@ def dict_items(resolver: NameResolver, expr: ast.expr, scope: Scope) -> dict[str
     """Every key the dict ``expr`` may hold, with its value; None when unknown."""
     source = read_dict(resolver, expr, scope)
     return None if source is None else source.keys
+
+
+# decorators whose function, called, returns what the function returns (compiled, cached, or
+# run without autograd): what a call of it gives is read from its `return`s
+_KEEP_RETURNS = frozenset(
+    {
+        "torch.compile",
+        "torch.jit.script",
+        "torch.no_grad",
+        "torch.inference_mode",
+        "torch.enable_grad",
+        "functools.cache",
+        "functools.lru_cache",
+    }
+)
+
+
+def keeps_returns(resolver: NameResolver, decorator: ast.expr, scope: Scope) -> bool:
+    """Whether a function decorated so, called, returns what the function returns:
+    ``@torch.compile``, ``@torch.compile(dynamic=True)``, ``@lru_cache(maxsize=1)``..."""
+    named = decorator.func if isinstance(decorator, ast.Call) else decorator
+    found = resolver.resolve(named, scope).qualnames
+    return bool(found) and found <= _KEEP_RETURNS

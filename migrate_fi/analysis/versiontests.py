@@ -32,7 +32,7 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from packaging.version import InvalidVersion, Version
 
 from migrate_fi.analysis import nodes
-from migrate_fi.analysis.nodes import COMPARE, parents, tests_before
+from migrate_fi.analysis.nodes import COMPARE, tests_before
 from migrate_fi.analysis.resolver import NameResolver
 from migrate_fi.analysis.scopes import Scope
 from migrate_fi.analysis.values import assigned_values, bound_values
@@ -51,7 +51,6 @@ _VERSION_TYPES = frozenset(
 )
 # what a file that reads FlashInfer's version holds (`reads_version`): `__version__`, or its
 # distribution's name given to `version(...)` or `get_distribution(...)`
-_LINE_BREAK = patterns.compile(r"\r\n|\r|\n")  # (as `ast` counts lines)
 _READS = patterns.compile(
     r"""__version__|(?:version|get_distribution)\(\s*["']flashinfer(?:[-_]python)?["']"""
 )
@@ -132,10 +131,11 @@ class Releases:
         # (or what makes it: a file whose tests read no version never needs its names resolved)
         self._resolver = resolver
         self.tree = tree
-        self.text = text  # (the tree's text: what finds the lines that read the version)
+        # the tree's text: what finds the lines that read the version (None: every node of the
+        # tree is read, the reference the tests compare that reading with)
+        self.text = text
         self.releases = tuple(releases)
         self._every = frozenset(range(len(self.releases)))
-        self._up: dict[int, ast.AST] | None = None
         self._names: frozenset[str] | None = None
         self._starts: list[int] | None = None  # (where each line after the first starts)
         self._lines: frozenset[int] | None = None  # where they are written (None: not known)
@@ -146,7 +146,7 @@ class Releases:
         plus one: its line, 1-based); worked out once."""
         if self._starts is None:
             assert self.text is not None
-            self._starts = [m.end() for m in _LINE_BREAK.finditer(self.text)]
+            self._starts = [m.end() for m in patterns.LINE_BREAK.finditer(self.text)]
         return self._starts
 
     def line(self, number: int) -> str | None:
@@ -184,14 +184,10 @@ class Releases:
             self._tested[id(test)] = found
         return found
 
-    def reached(self, node: ast.AST, up: dict[int, ast.AST] | None = None) -> frozenset[Version]:
+    def reached(self, node: ast.AST, up: dict[int, ast.AST]) -> frozenset[Version]:
         """The releases on which ``node`` may run (all of them where no test is read);
-        ``up``: the parents of the node's ancestors, where the caller knows them (else the
-        whole tree's are worked out)."""
-        if up is None:
-            if self._up is None:
-                self._up = parents(self.tree)
-            up = self._up
+        ``up``: the parents of the node and of its ancestors (`nodes.parents`, or those of the
+        descent to it)."""
         on = self._every
         for test, holds in tests_before(node, up):
             true, false = self._test(test)

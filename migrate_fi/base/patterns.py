@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any, AnyStr, cast
 
-__all__ = ["compile"]
+__all__ = ["LINE_BREAK", "compile", "split_lines"]
 
 
 class _Deferred:
@@ -41,3 +41,14 @@ def compile(pattern: AnyStr, flags: int | re.RegexFlag = 0) -> re.Pattern[AnyStr
     """A pattern that `re.compile` compiles on its first use (an invalid pattern raises there:
     the tests use every pattern, and `tests/test_patterns.py` compiles every module's)."""
     return cast("re.Pattern[AnyStr]", _Deferred(pattern, int(flags)))
+
+
+# a line break as Python's parser counts lines: CR, LF and CRLF only (`str.splitlines` also
+# splits at form feeds and Unicode separators, which `ast` line numbers do not count)
+LINE_BREAK = compile(r"\r\n|\r|\n")
+
+
+def split_lines(text: str) -> list[str]:
+    """The lines of ``text`` without their endings, line N at index N - 1 as `ast` numbers
+    them (a text that ends with a line break ends with an empty line)."""
+    return LINE_BREAK.split(text)

@@ -54,8 +54,6 @@ __all__ = [
     "require_api_data",
 ]
 
-_LINE_BREAK = patterns.compile(r"\r\n|\r|\n")
-
 
 class KeywordStyle(str, enum.Enum):
     """How calls whose positional arguments bind differently are rewritten."""
@@ -236,7 +234,7 @@ class FileContext:
     def lines(self) -> list[str]:
         """The file's lines, without their line breaks."""
         if self._lines is None:
-            self._lines = _LINE_BREAK.split(self.text)
+            self._lines = patterns.split_lines(self.text)
         return self._lines
 
     @property
@@ -276,7 +274,7 @@ class FileContext:
     def _char_col(self, line: int, byte_col: int) -> int:
         """`ast` columns are UTF-8 byte offsets; LibCST's and ours are characters."""
         if self._lines is None:
-            self._lines = _LINE_BREAK.split(self.text)
+            self._lines = patterns.split_lines(self.text)
         text = self._lines[line - 1] if 0 < line <= len(self._lines) else ""
         if text.isascii():
             return byte_col
@@ -305,7 +303,7 @@ class FileContext:
         """The source from ``start`` to ``end`` ((line, character column) pairs), its line
         breaks written as ``\n``."""
         if self._lines is None:
-            self._lines = _LINE_BREAK.split(self.text)
+            self._lines = patterns.split_lines(self.text)
         (l1, c1), (l2, c2) = start, end
         if l1 == l2:
             return self._lines[l1 - 1][c1:c2]

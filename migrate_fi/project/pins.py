@@ -468,7 +468,7 @@ def _json_versions(path: str, text: str) -> Iterator[VersionRef]:
     """Versions held by a FlashInfer key of a JSON document at any depth and over any line
     breaks: ``"flashinfer-python": "0.6.12"``, ``"FLASHINFER_VERSION": {"default": "0.6.8"}``
     (docker bake files). A token scan: no JSON parser keeps positions."""
-    starts = [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", text)]
+    starts = [0] + [m.end() for m in patterns.LINE_BREAK.finditer(text)]
     stack: list[list[str | None]] = []  # per open object: [its current key]; arrays: [None]
     key_next = False  # the next string of the object is a key
     for m in _JSON_TOKEN.finditer(text):
