@@ -264,6 +264,8 @@ def _read(
     testing = sum(1 for t in todo if t.matched is None)
     if not batch.worth_reading_in_workers(testing):
         whole = read_part(todo, tests, options, every_import, sign=sign)
+        # (the prefilters the reading worked out: the analysis's too, not worked out again)
+        keep_tests(tests, batch.ids, options, build=False)
         batch.reading(len(todo))
         return whole
     keep_tests(tests, batch.ids, options)  # (before the workers are forked)

@@ -223,11 +223,14 @@ def tests_of(rules: Sequence[type[Rule]], options: RunOptions) -> RuleTests:
     return tests
 
 
-def keep_tests(tests: RuleTests, ids: tuple[str, ...], options: RunOptions) -> None:
-    """Keep ``tests`` (of the rules ``ids``) as this process's for the run, built (the
-    prefilters every Python file asks worked out here once, not again in each worker forked
-    from now on)."""
-    tests.build()
+def keep_tests(
+    tests: RuleTests, ids: tuple[str, ...], options: RunOptions, build: bool = True
+) -> None:
+    """Keep ``tests`` (of the rules ``ids``) as this process's for the run; with ``build``,
+    built now (the prefilters every Python file asks worked out here once, not again in each
+    worker forked from now on)."""
+    if build:
+        tests.build()
     _kept.clear()
     _kept[ids, options] = tests
 
