@@ -36,7 +36,9 @@ class BehaviourNotes(Rule):
     rewritten); by default for the kinds that break or misread a call wherever it runs (a GPU
     architecture dropped, an input format), the option `kinds` adds the others. A call that passes an argument FlashInfer deprecated in the
     range (`BatchDecodeWithPagedKVCacheWrapper.run(q_len_per_req=...)`, which belongs to
-    `plan()` now) is reported at each call, with where the argument goes.
+    `plan()` now) is reported at each call, with where the argument goes; arguments a release
+    deprecated together, for one reason, in one finding (`bench_gpu_time`'s three `l2_flush`
+    arguments).
 
     A note tied to arguments (`when`) leaves out a call that certainly cannot pass them (a
     literal of another value, another member of the FlashInfer enum named); a method's note
@@ -144,10 +146,19 @@ class BehaviourNotes(Rule):
         for call in api_calls(ctx, old_api, by_key.keys()):
             if not call.certain:
                 continue
+            # (the deprecated arguments the call passes, one finding for those deprecated
+            # together: `l2_flush=`, `l2_flush_size_mb=` and `l2_flush_device=`, one reason)
+            passed: dict[tuple[str, str, str | None], list[Deprecated]] = {}
+            for note in by_key[call.key]:
+                if (
+                    isinstance(note, Deprecated)
+                    and call.view.args.passed(note.parameter) is not None
+                ):
+                    passed.setdefault((note.release, note.why, note.moved_to), []).append(note)
+            for together in passed.values():
+                ctx.report(call.view.node, _deprecated(together))
             for note in by_key[call.key]:
                 if isinstance(note, Deprecated):
-                    if call.view.args.passed(note.parameter) is not None:
-                        ctx.report(call.view.node, _deprecated(note))
                     continue
                 if (
                     (call.key, note.what) in told
@@ -171,22 +182,40 @@ def _elsewhere(ctx: FileContext, note: Behaviour, node: ast.AST) -> bool:
     return not (reached_on(ctx.resolver, ctx.tree, node) & note.gpus)
 
 
-def _deprecated(note: Deprecated) -> Said:
+def _deprecated(notes: list[Deprecated]) -> Said:
+    """One finding for the arguments of one call deprecated by one release for one reason."""
+    note = notes[0]
     where = (
         say(" Pass it to {to}.", "请改为传给 `{to}`。", to=_short(note.moved_to))
         if note.moved_to
         else say("", "")
     )
+    sources = "; ".join(dict.fromkeys(n.source for n in notes))
+    if len(notes) == 1:
+        return say(
+            "{api}: {parameter}= is deprecated since FlashInfer {release}: {why}{where} Source:"
+            " {source}",
+            "{api}：`{parameter}=` 自 FlashInfer {release} 起已弃用：{why}{where}来源：`{source}`",
+            api=_short(note.api),
+            parameter=note.parameter,
+            release=note.release,
+            why=_told(note.why, note.why_zh),
+            where=where,
+            source=sources,
+        )
+    names = [f"{n.parameter}=" for n in notes]
     return say(
-        "{api}: {parameter}= is deprecated since FlashInfer {release}: {why}{where} Source:"
+        "{api}: {parameters} are deprecated since FlashInfer {release}: {why}{where} Source:"
         " {source}",
-        "{api}：`{parameter}=` 自 FlashInfer {release} 起已弃用：{why}{where}来源：`{source}`",
+        "{api}：{parameters} 自 FlashInfer {release} 起已弃用：{why}{where}来源：`{source}`",
         api=_short(note.api),
-        parameter=note.parameter,
+        parameters=Said(
+            ", ".join(names[:-1]) + " and " + names[-1], "、".join(f"`{n}`" for n in names)
+        ),
         release=note.release,
         why=_told(note.why, note.why_zh),
         where=where,
-        source=note.source,
+        source=sources,
     )
 
 
