@@ -26,6 +26,7 @@ from migrate_fi.editing.edits import (
     keeps_arguments,
     keywordize,
     remove_arguments,
+    remove_imported_names,
     remove_keyword,
     rename_keyword,
     set_import_module,
@@ -34,6 +35,7 @@ from migrate_fi.framework.rule import FileContext, KeywordStyle
 
 from ._api import api_calls
 from ._imports import import_guards
+from ._layout import line_length
 
 if TYPE_CHECKING:
     from packaging.version import Version
@@ -212,12 +214,22 @@ def check_calls(ctx: FileContext, owns: Callable[[str], bool], wording: Wording)
         if id(node) in moved:
             if id(node) not in fixed:
                 fixed.add(id(node))
-                module, said, safety = moved[id(node)]
+                how = moved[id(node)]
+                transforms = []
+                if how.dropped:
+                    transforms.append(remove_imported_names(how.dropped))
+                if how.kept != getattr(node, "module", None):
+                    transforms.append(set_import_module(how.kept))
+                width = line_length(ctx.path) - node.col_offset
                 ctx.fix(
                     node,
-                    said,
-                    ctx.replace(node, "ImportFrom", set_import_module(module)),
-                    safety=safety,
+                    how.message,
+                    *(ctx.replace(node, "ImportFrom", t) for t in transforms),
+                    *(
+                        ctx.insert_after(node, _import_code(module, aliases, width))
+                        for module, aliases in reversed(how.elsewhere)
+                    ),
+                    safety=how.safety,
                 )
             continue
         lines = (
@@ -382,12 +394,28 @@ def _missing_imports(
     return out
 
 
+@dataclass(frozen=True)
+class _Moved:
+    """Where the names a ``from m import ...`` statement imports went, as a fix: ``kept`` is
+    the module the statement imports from after it (its own, when some of its names are still
+    there; else where the first went), ``elsewhere`` each other module with the names (and
+    aliases) to import from it, in a statement of their own after this one."""
+
+    kept: str
+    dropped: tuple[str, ...]  # the names the statement no longer imports
+    elsewhere: tuple[tuple[str, tuple[ast.alias, ...]], ...]
+    message: Said
+    safety: FixSafety
+
+
 def _moved_imports(
     ctx: FileContext, missing: list[tuple[ast.stmt, str, Said]], old_api: Api, new_api: Api
-) -> dict[int, tuple[str, Said, FixSafety]]:
-    """The ``from m import ...`` statements among ``missing`` whose every name went to one
-    other module: id of the statement -> (that module, the fix's message, its safety). The same
-    code there is a safe fix; the same signature with its code changed, a review fix."""
+) -> dict[int, _Moved]:
+    """The ``from m import ...`` statements among ``missing`` whose every missing name went
+    to a module of the new release under the same name: id of the statement -> the fix. The
+    same code there is a safe fix; the same signature with its code changed, a review fix.
+    Names still there stay; the others are imported from where they went, in statements of
+    their own after this one (where it is alone on its lines: not after a `;`)."""
     from migrate_fi.api.differ import moved_alike, moved_to
 
     by_statement: dict[int, list[tuple[str, Said]]] = {}
@@ -395,17 +423,16 @@ def _moved_imports(
     for node, path, message in missing:
         nodes_by_id[id(node)] = node
         by_statement.setdefault(id(node), []).append((path, message))
-    out: dict[int, tuple[str, Said, FixSafety]] = {}
+    out: dict[int, _Moved] = {}
     for key, found in by_statement.items():
         node = nodes_by_id[key]
         if (
             not isinstance(node, ast.ImportFrom)
             or node.level
+            or node.module is None
             or any(a.name == "*" for a in node.names)
         ):
             continue
-        if len(found) != len(node.names):
-            continue  # some names are still there: splitting the import is for a person
         targets = [moved_to(old_api, new_api, path)[0] for path, _ in found]
         changed = {
             path.rsplit(".", 1)[-1]
@@ -416,47 +443,80 @@ def _moved_imports(
             target or moved_alike(old_api, new_api, path)
             for (path, _), target in zip(found, targets, strict=True)
         ]
-        modules = {t.rsplit(".", 1)[0] for t in targets if t is not None}
-        names = {path.rsplit(".", 1)[-1] for path, _ in found}
-        if None in targets or len(modules) != 1:
-            continue
-        (module,) = modules
-        if any(t.rsplit(".", 1)[-1] not in names for t in targets if t):
-            continue
+        if any(
+            t is None or t.rsplit(".", 1)[-1] != p.rsplit(".", 1)[-1]
+            for (p, _), t in zip(found, targets, strict=True)
+        ):
+            continue  # (gone, or under another name: for a person)
+        went = {
+            p.rsplit(".", 1)[-1]: t.rsplit(".", 1)[0]
+            for (p, _), t in zip(found, targets, strict=True)
+            if t
+        }
+        modules = list(dict.fromkeys(went[a.name] for a in node.names if a.name in went))
+        whole = all(a.name in went for a in node.names)
+        kept = modules[0] if whole else node.module
+        if (not whole or len(modules) > 1) and not _alone(ctx, node):
+            continue  # (a statement after a `;` or a compound's colon: split by hand)
+        elsewhere = tuple(
+            (m, tuple(a for a in node.names if went.get(a.name) == m)) for m in modules if m != kept
+        )
+        dropped = tuple(sorted({a.name for a in node.names if went.get(a.name, kept) != kept}))
         old_module = found[0][0].rsplit(".", 1)[0]
+        names = sorted(went)
         gone = say(
             "{listed}: gone from {old_module} in FlashInfer {new_v}",
             "`{listed}`：在 FlashInfer {new_v} 中已不在 `{old_module}` 里",
-            listed=", ".join(sorted(names)),
+            listed=", ".join(names),
             old_module=old_module,
             new_v=ctx.options.to_version,
         )
+        places = ", ".join(
+            m if len(modules) == 1 else f"{m} ({', '.join(n for n in names if went[n] == m)})"
+            for m in modules
+        )
         if changed:
-            out[key] = (
-                module,
-                say(
-                    "{gone}; {changed} at {module} takes the same parameters but its code"
-                    " changed: compare the two before importing it from there",
-                    "{gone}；`{module}` 中的 `{changed}` 参数相同但代码变了：从那里导入之前请"
-                    "比较两者",
-                    gone=gone,
-                    changed=", ".join(sorted(changed)),
-                    module=module,
-                ),
-                FixSafety.REVIEW,
+            message = say(
+                "{gone}; {changed} at {places} takes the same parameters but its code"
+                " changed: compare the two before importing it from there",
+                "{gone}；`{places}` 中的 `{changed}` 参数相同但代码变了：从那里导入之前请比较两者",
+                gone=gone,
+                changed=", ".join(sorted(changed)),
+                places=places,
             )
+            safety = FixSafety.REVIEW
         else:
-            out[key] = (
-                module,
-                say(
-                    "{gone}, the same code is at {module}: import it from there",
-                    "{gone}，相同的代码在 `{module}`：请从那里导入",
-                    gone=gone,
-                    module=module,
-                ),
-                FixSafety.SAFE,
+            message = say(
+                "{gone}, the same code is at {places}: import it from there",
+                "{gone}，相同的代码在 `{places}`：请从那里导入",
+                gone=gone,
+                places=places,
             )
+            safety = FixSafety.SAFE
+        out[key] = _Moved(kept, dropped, elsewhere, message, safety)
     return out
+
+
+def _alone(ctx: FileContext, node: ast.stmt) -> bool:
+    """Whether the statement is alone on its lines (what a statement can be inserted after)."""
+    lines = ctx.lines
+    end = node.end_lineno or node.lineno
+    if not 0 < node.lineno <= end <= len(lines):
+        return False
+    # (`ast` columns count UTF-8 bytes)
+    before = lines[node.lineno - 1].encode()[: node.col_offset]
+    after = lines[end - 1].encode()[node.end_col_offset or 0 :].strip()
+    return not before.strip() and (not after or after.startswith(b"#"))
+
+
+def _import_code(module: str, aliases: tuple[ast.alias, ...], width: int) -> str:
+    """``from module import a, b as c`` (parenthesized, one name a line, past ``width``)."""
+    names = [a.name if a.asname is None else f"{a.name} as {a.asname}" for a in aliases]
+    one = f"from {module} import {', '.join(names)}"
+    if len(one) <= width or len(names) == 1:
+        return one
+    listed = "".join(f"    {n},\n" for n in names)
+    return f"from {module} import (\n{listed})"
 
 
 @dataclass
@@ -1011,15 +1071,16 @@ def _binds(sig: CallSignature, positional: int, keywords: Collection[str]) -> bo
 
 def _required(ctx: FileContext, site: Site, positional: int) -> list[str]:
     missing = _missing_required(site, positional)
-    for req in missing:
+    if missing:  # (one finding for all of them)
         ctx.report(
             site.call,
             say(
-                "{name}: FlashInfer {new_v} requires parameter {req}, not passed here",
-                "{name}：FlashInfer {new_v} 要求参数 `{req}`，这里没有传",
+                "{name}: FlashInfer {new_v} requires parameter{s} {req}, not passed here",
+                "{name}：FlashInfer {new_v} 要求参数{s} {req}，这里没有传",
                 name=site.name,
                 new_v=site.new_v,
-                req=req,
+                s=Said("s" if len(missing) > 1 else "", ""),  # (English plural)
+                req=Said(", ".join(missing), "、".join(f"`{r}`" for r in missing)),
             ),
         )
     return missing

@@ -60,11 +60,19 @@ class PositionalBinding(Rule):
       there and only warned about); by position it is reported (code already written for a
       later release puts another parameter's value there).
 
+    - An import of a name a release moved (the same code at another module:
+      `flashinfer.mla.determine_mla_backend` is `flashinfer.utils`' in 0.7.0) is re-pointed
+      there, a safe fix (a review fix where the code there changed). A statement whose other
+      names are still where they were keeps them (its layout and comments too), and the moved
+      ones are imported from where they went in a statement of their own right after it, one
+      per module, in its block; one after a `;` or a compound statement's colon is reported.
+
     Reported, not rewritten: a call whose old positional name no longer exists on the new release,
     keywords that no longer exist (removed parameters passed another value: the report says the
     old default and what the call passes), newly required parameters the
     call does not pass (when a fixed call still needs one, the fix says so and the parameter is
-    reported with it), APIs and imports that were removed or moved, `f.cache_clear()` (and
+    reported with it), APIs and imports that were removed (or moved under another name),
+    `f.cache_clear()` (and
     `cache_info()`, `cache_parameters()`) of a function the target release no longer wraps in
     `functools.cache` (an AttributeError there), calls with `*args`, and names
     that may be bound to something else. A removed name is reported once, at its import, with the

@@ -20,6 +20,7 @@ from migrate_fi.editing.edits import (
     keywordize,
     merge_same_node,
     remove_arguments,
+    remove_imported_names,
     remove_keyword,
     replace_with,
 )
@@ -148,6 +149,47 @@ def test_remove_arguments(source: str, drop: set[int], expected: str) -> None:
 def test_remove_arguments_never_a_starred_one() -> None:
     with pytest.raises(EditError):
         on_call("f(a, *b)\n", remove_arguments({1}))
+
+
+def on_import(source: str, transform) -> str:
+    return edit(source, Replace(span(first(source, ast.ImportFrom)), "ImportFrom", transform))
+
+
+@pytest.mark.parametrize(
+    ("source", "drop", "expected"),
+    [
+        ("from m import a, b, c\n", {"b"}, "from m import a, c\n"),
+        ("from m import a, b, c\n", {"a"}, "from m import b, c\n"),
+        ("from m import a, b, c\n", {"c"}, "from m import a, b\n"),
+        ("from m import a as x, b as y\n", {"a"}, "from m import b as y\n"),
+        ("from m import (a, b)\n", {"b"}, "from m import (a)\n"),
+        # (a comment on a dropped name's line goes with it; the others' stay)
+        (
+            "from m import (\n    a,  # ca\n    b,  # cb\n    c,\n)\n",
+            {"b"},
+            "from m import (\n    a,  # ca\n    c,\n)\n",
+        ),
+        (
+            "from m import (\n    a,  # ca\n    b,  # cb\n)\n",
+            {"b"},
+            "from m import (\n    a,  # ca\n)\n",
+        ),
+        (
+            "from m import (\n    a,  # ca\n    b  # cb\n)\n",
+            {"b"},
+            "from m import (\n    a  # ca\n)\n",
+        ),
+        ("from m import (a,\n               b)\n", {"b"}, "from m import (a)\n"),
+    ],
+)
+def test_remove_imported_names(source: str, drop: set[str], expected: str) -> None:
+    assert on_import(source, remove_imported_names(drop)) == expected
+
+
+@pytest.mark.parametrize("drop", [{"a", "b"}, {"z"}])
+def test_remove_imported_names_keeps_one_and_drops_one_at_least(drop: set[str]) -> None:
+    with pytest.raises(EditError):
+        on_import("from m import a, b\n", remove_imported_names(drop))
 
 
 def test_replace_with_keeps_parentheses() -> None:

@@ -42,6 +42,7 @@ __all__ = [
     "merge_same_node",
     "moved_up",
     "remove_arguments",
+    "remove_imported_names",
     "remove_keyword",
     "rename_keyword",
     "replace_with",
@@ -445,6 +446,63 @@ def set_import_module(module: str) -> Transform:
         return node.with_changes(module=new)
 
     return transform
+
+
+def remove_imported_names(names: Collection[str]) -> Transform:
+    """``from m import a, b, c`` without the names ``names`` (``b`` also drops ``b as x``),
+    the others kept in their layout: a comment on a dropped name's line goes with it; where
+    the last goes, the new last keeps a trailing comma only if the dropped one had one, and the
+    closing parenthesis keeps its place."""
+
+    def transform(node: Any) -> Any:
+        import libcst as cst
+
+        if not isinstance(node, cst.ImportFrom) or isinstance(node.names, cst.ImportStar):
+            raise EditError("not a from-import of names")
+        aliases = list(node.names)
+        drop = {i for i, a in enumerate(aliases) if _alias_name(a) in names}
+        if not drop or len(drop) == len(aliases):
+            raise EditError("the import does not keep some names and drop others")
+        kept = [a for i, a in enumerate(aliases) if i not in drop]
+        own = kept[-1].comma
+        if len(aliases) - 1 not in drop or not isinstance(own, cst.Comma):
+            return node.with_changes(names=kept)
+        # (the last goes: the new last takes its place before the closing parenthesis, its own
+        # comment kept, with a trailing comma only if the dropped one had one)
+        gone, last = aliases[-1], kept[-1]
+        after = own.whitespace_after
+        if isinstance(gone.comma, cst.Comma):
+            between = _joined(after, gone.comma.whitespace_after)
+            kept[-1] = last.with_changes(comma=own.with_changes(whitespace_after=between))
+            return node.with_changes(names=kept)
+        kept[-1] = last.with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        if node.rpar is None or not isinstance(after, cst.ParenthesizedWhitespace):
+            return node.with_changes(names=kept)
+        closing = node.rpar.with_changes(
+            whitespace_before=_joined(after, node.rpar.whitespace_before)
+        )
+        return node.with_changes(names=kept, rpar=closing)
+
+    return transform
+
+
+def _joined(after: Any, closing: Any) -> Any:
+    """The whitespace after a name that is now the last: its own line (and comment) with the
+    dropped one's way to the closing parenthesis."""
+    import libcst as cst
+
+    if isinstance(after, cst.ParenthesizedWhitespace) and isinstance(
+        closing, cst.ParenthesizedWhitespace
+    ):
+        return after.with_changes(last_line=closing.last_line)
+    return closing
+
+
+def _alias_name(alias: Any) -> str:
+    import libcst as cst
+
+    # (a from-import's names are single names: `from m import a.b` does not parse)
+    return alias.name.value if isinstance(alias.name, cst.Name) else ""
 
 
 def remove_keyword(name: str) -> Transform:
