@@ -38,7 +38,9 @@ class BehaviourNotes(Rule):
     range (`BatchDecodeWithPagedKVCacheWrapper.run(q_len_per_req=...)`, which belongs to
     `plan()` now) is reported at each call, with where the argument goes; arguments a release
     deprecated together, for one reason, in one finding (`bench_gpu_time`'s three `l2_flush`
-    arguments).
+    arguments). Where what FlashInfer deprecated is leaving an argument out (an implicit
+    default that warns and will change: `gated_delta_rule_mtp`'s `disable_state_update` since
+    0.6.7), the calls that leave it out are reported, not those that pass it.
 
     A note tied to arguments (`when`) leaves out a call that certainly cannot pass them (a
     literal of another value, another member of the FlashInfer enum named); a method's note
@@ -146,15 +148,22 @@ class BehaviourNotes(Rule):
         for call in api_calls(ctx, old_api, by_key.keys()):
             if not call.certain:
                 continue
-            # (the deprecated arguments the call passes, one finding for those deprecated
-            # together: `l2_flush=`, `l2_flush_size_mb=` and `l2_flush_device=`, one reason)
-            passed: dict[tuple[str, str, str | None], list[Deprecated]] = {}
+            # (the deprecated arguments the call passes by keyword, and those it leaves out
+            # where leaving them out is what warns; one finding for those deprecated together:
+            # `l2_flush=`, `l2_flush_size_mb=` and `l2_flush_device=`)
+            args = call.view.args
+            passed: dict[tuple[str, str, str | None, bool], list[Deprecated]] = {}
             for note in by_key[call.key]:
-                if (
-                    isinstance(note, Deprecated)
-                    and call.view.args.passed(note.parameter) is not None
-                ):
-                    passed.setdefault((note.release, note.why, note.moved_to), []).append(note)
+                if not isinstance(note, Deprecated):
+                    continue
+                if note.omitted:
+                    given = _given(note.parameter, args, old_api.callable(call.path))
+                    if given is not None or args.opaque_kwargs or args.starred:
+                        continue  # (passed, or may be: a `*args`, a `**kwargs` not read)
+                elif args.passed(note.parameter) is None:
+                    continue
+                key = (note.release, note.why, note.moved_to, note.omitted)
+                passed.setdefault(key, []).append(note)
             for together in passed.values():
                 ctx.report(call.view.node, _deprecated(together))
             for note in by_key[call.key]:
@@ -191,6 +200,20 @@ def _deprecated(notes: list[Deprecated]) -> Said:
         else say("", "")
     )
     sources = "; ".join(dict.fromkeys(n.source for n in notes))
+    if note.omitted:
+        return say(
+            "{api}: leaving {parameters} out is deprecated since FlashInfer {release}: {why}"
+            " Source: {source}",
+            "{api}：自 FlashInfer {release} 起，不传 {parameters} 已弃用：{why}来源：`{source}`",
+            api=_short(note.api),
+            parameters=Said(
+                " and ".join(f"{n.parameter}=" for n in notes),
+                "、".join(f"`{n.parameter}=`" for n in notes),
+            ),
+            release=note.release,
+            why=_told(note.why, note.why_zh),
+            source=sources,
+        )
     if len(notes) == 1:
         return say(
             "{api}: {parameter}= is deprecated since FlashInfer {release}: {why}{where} Source:"

@@ -84,6 +84,16 @@ def test_notes_in_a_range_are_those_after_from_up_to_to() -> None:
             "`gpus` must list compute capabilities",
         ),
         (
+            'release = "0.9.1"\n[[deprecated]]\napi = "flashinfer.f"\nparameter = "p"\n'
+            'why = "w"\nsource = "s"\nomitted = "yes"\n',
+            "`omitted` must be true or false",
+        ),
+        (
+            'release = "0.9.1"\n[[same]]\napi = "flashinfer.f"\nparameter = "p"\nold = "1"\n'
+            'new = "2"\nwhy = "w"\nsource = "s"\nomitted = true\n',
+            "unknown key 'omitted'",
+        ),
+        (
             'release = "0.9.1"\n[[behaviour]]\napi = "flashinfer.f"\nkind = "numerics"\n'
             'what = "x"\nsource = "y"\ngpus = []\n',
             "`gpus` must list compute capabilities",
@@ -110,6 +120,19 @@ def test_a_users_file_adds_a_release(user_notes: Path) -> None:
     )
     found = [n for n in notes.load_notes() if n.release == "0.9.1"]
     assert [n.api for n in found] == ["flashinfer.fp4_quantize"]
+
+
+def test_a_deprecation_may_be_of_leaving_the_parameter_out(user_notes: Path) -> None:
+    (user_notes / "0.9.1.toml").write_text(
+        'release = "0.9.1"\n[[deprecated]]\napi = "flashinfer.f"\nparameter = "p"\n'
+        'why = "its implicit default warns"\nsource = "s"\nomitted = true\n'
+        '[[deprecated]]\napi = "flashinfer.g"\nparameter = "q"\nwhy = "w"\nsource = "s"\n'
+    )
+    found = [n for n in notes.load_notes() if n.release == "0.9.1"]
+    assert [(n.api, getattr(n, "omitted", None)) for n in found] == [
+        ("flashinfer.f", True),
+        ("flashinfer.g", False),
+    ]
 
 
 def test_a_behaviour_note_may_name_the_parameter_whose_default_it_is(user_notes: Path) -> None:

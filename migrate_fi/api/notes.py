@@ -9,7 +9,9 @@ say nothing of a function that starts to refuse a GPU. ``migrate_fi/data/notes/<
   function maps back to the old value, a module constant of the same value). FI008 leaves
   such calls alone: passing the old value would change nothing a user needs.
 - ``[[deprecated]]``: a parameter that still works but warns (``moved_to``: where the argument
-  belongs now). No rule adds a deprecated argument.
+  belongs now). No rule adds a deprecated argument. ``omitted = true``: what warns is leaving
+  it out (its implicit default, which a later release will change): FI012 reports the calls
+  that rely on it, not those that pass it.
 - ``[[behaviour]]``: what a call does changed with no signature change (``kind``:
   architecture, input-format, numerics, error, other; ``fix`` for a change that only makes
   calls work that failed before): FI012 reports the calls, with the note.
@@ -33,7 +35,7 @@ say nothing of a function that starts to refuse a GPU. ``migrate_fi/data/notes/<
 Keys of an entry: ``api`` (a public path as `migrate-fi api-diff` prints it, instances as
 ``Class().method``), ``parameter`` (same, deprecated), ``old`` and ``new`` (same: the defaults
 before and after, as the API data writes them), ``why`` (same, deprecated), ``what`` and
-``kind`` (behaviour), ``moved_to`` (deprecated, optional), ``source`` (every entry: the
+``kind`` (behaviour), ``moved_to`` and ``omitted`` (deprecated, optional), ``source`` (every entry: the
 wheel's file and line, or the release notes or pull request it was read from) and ``why_zh`` /
 ``what_zh`` (``why`` / ``what`` in Chinese, code in backquotes: what the Chinese report says).
 """
@@ -86,7 +88,7 @@ def kind_said(kind: str) -> Said:
 
 _TABLES = {
     "same": {"api", "parameter", "old", "new", "why", "why_zh", "source"},
-    "deprecated": {"api", "parameter", "moved_to", "why", "why_zh", "source"},
+    "deprecated": {"api", "parameter", "moved_to", "omitted", "why", "why_zh", "source"},
     "behaviour": {
         "api",
         "kind",
@@ -101,7 +103,17 @@ _TABLES = {
         "gpus",
     },
 }
-_OPTIONAL = {"moved_to", "reverts", "when", "when_built", "why_zh", "what_zh", "dtypes", "gpus"}
+_OPTIONAL = {
+    "moved_to",
+    "omitted",
+    "reverts",
+    "when",
+    "when_built",
+    "why_zh",
+    "what_zh",
+    "dtypes",
+    "gpus",
+}
 _OPTIONAL_IN = {"behaviour": {"parameter"}}  # (optional in that table, required elsewhere)
 
 
@@ -134,6 +146,9 @@ class Deprecated:
     source: str
     moved_to: str | None = None
     why_zh: str = ""
+    # what is deprecated is leaving the parameter out (its implicit default warns, and will
+    # change): a call that relies on it is what a person must look at, not one that passes it
+    omitted: bool = False
 
 
 @dataclass(frozen=True)
@@ -238,6 +253,9 @@ def _note(release: str, path: str, table: str, index: int, entry: Any, keys: set
             f"{where}: `dtypes` must map parameter names to torch dtypes"
             f" ({', '.join(sorted(_DTYPES))})"
         )
+    omitted = entry.pop("omitted", False)
+    if not isinstance(omitted, bool):
+        raise NotesError(f"{where}: `omitted` must be true or false")
     gpus = entry.pop("gpus", None)
     if gpus is not None:
         try:
@@ -276,6 +294,7 @@ def _note(release: str, path: str, table: str, index: int, entry: Any, keys: set
             entry["source"],
             entry.get("moved_to"),
             entry.get("why_zh", ""),
+            omitted,
         )
     if entry["kind"] not in KINDS:
         raise NotesError(f"{where}: `kind` must be one of {', '.join(KINDS)}")

@@ -93,6 +93,8 @@ def _note_json(note: Note) -> dict[str, object]:
         out.update(table="deprecated", parameter=note.parameter, why=note.why)
         if note.moved_to:
             out["moved_to"] = note.moved_to
+        if note.omitted:  # (what warns is leaving it out)
+            out["omitted"] = True
     else:
         out.update(table="same", parameter=note.parameter, old=note.old, new=note.new)
         out["why"] = note.why
@@ -106,7 +108,8 @@ def _note_line(note: Note) -> str:
         said = f"{note.kind}{gpus}: {note.what}"
     elif isinstance(note, Deprecated):
         where = f" (pass it to {note.moved_to})" if note.moved_to else ""
-        said = f"deprecated: {note.parameter}={where}: {note.why}"
+        what = f"leaving {note.parameter}= out" if note.omitted else f"{note.parameter}="
+        said = f"deprecated: {what}{where}: {note.why}"
     else:
         said = f"same behaviour: default of {note.parameter} {note.old} -> {note.new}: {note.why}"
     return f"{note.release} note, {said} [{note.source}]"
