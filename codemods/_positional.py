@@ -227,7 +227,7 @@ def check_calls(ctx: FileContext, owns: Callable[[str], bool], wording: Wording)
                     *(ctx.replace(node, "ImportFrom", t) for t in transforms),
                     *(
                         ctx.insert_after(node, _import_code(module, aliases, width))
-                        for module, aliases in reversed(how.elsewhere)
+                        for module, aliases in how.elsewhere
                     ),
                     safety=how.safety,
                 )

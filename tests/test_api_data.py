@@ -296,20 +296,22 @@ def test_moved_means_the_same_code() -> None:
 def test_same_name_elsewhere_is_every_public_path_of_that_name() -> None:
     """`Api.same_name_elsewhere` finds paths by name without indexing every public path (a
     few names searched, then an index of the keys): both ways agree with the definition, the
-    public paths (`public_paths`) of the same last name, the shortest per definition."""
+    public paths (`public_paths`) of the same last name, per definition the shortest of those
+    through its own package (the defining module or one above it), else the shortest."""
     from migrate_fi.api.differ import Api
     from migrate_fi.api.store import load_release
 
     def expected(api: Api, path: str, kind: str | None) -> list[str]:
-        best: dict[str, str] = {}
+        best: dict[str, tuple[bool, int, str]] = {}
         for public, target in api.public_paths().items():
             if public.rpartition(".")[2] != path.rpartition(".")[2] or public == path:
                 continue
             if kind is not None and api.kind(target) != kind:
                 continue
-            if target not in best or (len(public), public) < (len(best[target]), best[target]):
-                best[target] = public
-        return sorted(best.values())
+            rank = (not target.startswith(public.rpartition(".")[0] + "."), len(public), public)
+            if target not in best or rank < best[target]:
+                best[target] = rank
+        return sorted(public for _, _, public in best.values())
 
     for version in ("0.6.8.post1", "0.7.4"):
         api = Api(version, load_release(version))  # (its own lookups: none asked before)

@@ -507,9 +507,12 @@ class Api:
 
     def same_name_elsewhere(self, path: str, kind: str | None = None) -> list[str]:
         """Where a definition named like ``path``'s last component lives in this release: one
-        public path per definition (the shortest), of the same kind (`"f"`, `"c"`) if given;
-        ``path`` itself excluded. For "moved to" hints."""
-        best: dict[str, str] = {}
+        public path per definition, of the same kind (`"f"`, `"c"`) if given; ``path`` itself
+        excluded. For "moved to" hints and fixes. Of a definition's paths, one through its own
+        package (the module that defines it, or a package above it) before one through a
+        module that only imports it for its own use (`flashinfer.autotuner.make_bucket_mapper`,
+        not `flashinfer.mla.make_bucket_mapper`); then the shortest."""
+        best: dict[str, tuple[int, int, str]] = {}
         for public in self._named(path.rpartition(".")[2]):
             if public == path or "._" in public or public.startswith("_"):
                 continue  # (itself, or not public: a component starts with `_`)
@@ -518,9 +521,11 @@ class Api:
                 continue
             if kind is not None and self.kind(target) != kind:
                 continue
-            if target not in best or (len(public), public) < (len(best[target]), best[target]):
-                best[target] = public
-        return sorted(best.values())
+            home = target.startswith(public.rpartition(".")[0] + ".")
+            rank = (0 if home else 1, len(public), public)
+            if target not in best or rank < best[target]:
+                best[target] = rank
+        return sorted(public for _, _, public in best.values())
 
     def _named(self, name: str) -> list[str]:
         """The paths of ``defs`` and ``exports`` whose last component is ``name`` (some that
