@@ -452,11 +452,65 @@ class _Shape:
             return (
                 1 if elts and not any(isinstance(e, (ast.List, ast.Tuple)) for e in elts) else None
             )
+        if (
+            qual in ("torch.tensor", "torch.as_tensor")
+            and args
+            and isinstance(args[0], ast.Name)
+            and self._list_of_ones(args[0].id, scope, depth)
+        ):
+            return 1  # (a list of one-element values, made into a tensor: one row of them)
         if name in _REDUCTIONS and args:
             return self._reduced(self.rank(args[0], scope, depth + 1), args[1:], keywords)
         if name in _TORCH_ELEMENTWISE and args:
             return self.rank(args[0], scope, depth + 1)
         return None
+
+    def _list_of_ones(self, name: str, scope: Scope, depth: int) -> bool:
+        """A list bound once, to a list of one-element values (``[]`` too), and grown only by
+        ``name.append(v)`` of one-element values; read only by `torch.tensor` (or
+        `torch.as_tensor`) and `len` (``scales = []``, ``scales.append(x.abs().max())`` in a
+        loop, ``torch.tensor(scales)``: a 1-D tensor of them). Any other use may change it."""
+        found = self.resolver.lookup(name, scope)
+        if found is None or len(found[1]) != 1:
+            return False
+        owner, (binding,) = found
+        made = binding.value
+        if not isinstance(made, ast.List) or binding.scope is None:
+            return False
+        if not all(
+            not isinstance(e, (ast.List, ast.Tuple, ast.Starred))
+            and self.one(e, binding.scope, depth + 1)
+            for e in made.elts
+        ):
+            return False
+        seen: set[int] = set()  # (the uses accounted for)
+        for node in nodes.of_type(owner.node, ast.Call):
+            func = node.func
+            if (
+                isinstance(func, ast.Attribute)
+                and isinstance(func.value, ast.Name)
+                and func.value.id == name
+            ):
+                if func.attr != "append" or len(node.args) != 1 or node.keywords:
+                    return False  # (extend, insert, pop...: not only appended to)
+                value = node.args[0]
+                if isinstance(value, (ast.List, ast.Tuple, ast.Starred)) or not self.one(
+                    value, self.resolver.scope_at(node), depth + 1
+                ):
+                    return False
+                seen.add(id(func.value))
+                continue
+            reads = self.qualname(func, scope) in ("torch.tensor", "torch.as_tensor") or (
+                isinstance(func, ast.Name) and func.id == "len"
+            )
+            for arg in node.args:
+                if reads and isinstance(arg, ast.Name) and arg.id == name:
+                    seen.add(id(arg))
+        return all(
+            id(n) in seen or id(n) == id(made)
+            for n in nodes.of_type(owner.node, ast.Name)
+            if n.id == name and isinstance(n.ctx, ast.Load)
+        )
 
     def _dims(self, size: ast.expr, scope: Scope, depth: int) -> int | None:
         """How many dimensions a tensor made with the size ``size`` has (``torch.ones(size)``):
@@ -945,7 +999,9 @@ class Fp4GlobalScaleShape(Rule):
       dimensions or more (then it is a row); any index into a tensor known to be 1-D. The
       dimensions of a tensor are read from how it is made: `torch.ones(8, 2)`, a size argument
       (`torch.randn(shape)` with `b, m, n = shape`: three), `.view(...)`, `.reshape(...)`,
-      `.unsqueeze(...)`, `.flatten()`, reductions over named dimensions;
+      `.unsqueeze(...)`, `.flatten()`, reductions over named dimensions, and `torch.tensor`
+      of a list bound once and grown only by `.append` of values of one element (per-expert
+      scales gathered in a loop: one dimension);
     - `torch.tensor(v)`, `torch.tensor([v])` (`torch.as_tensor`, `x.new_tensor` alike),
       `torch.ones(1)`, `torch.full((1,), v)`, `x.new_ones(1)`, `.reshape(1)`, `.view(1)`, and
       the 0-d sizes (`torch.full((), v)`, `.reshape(())`);
