@@ -6,7 +6,7 @@ import ast
 import os
 import re
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from packaging.version import InvalidVersion, Version
 
@@ -45,7 +45,8 @@ from migrate_fi.project.pins import (
     scan,
 )
 
-_FAMILY = frozenset({MAIN, CUBIN, JIT_CACHE})
+from ._engines import FAMILY, package_requirements, split_pin
+
 # the first release that ignores a flashinfer-cubin or flashinfer-jit-cache of another release
 # (with a warning) where those before it raised RuntimeError: flashinfer-python 0.7.2 wheel,
 # flashinfer/jit/env.py (`_get_cubin_dir`: "a mismatched wheel is ignored instead of failing")
@@ -419,7 +420,7 @@ class FlashinferPins(Rule):
         _, lines, places = self._places
         if ref.line > len(places):
             return None
-        return owner_of(lines, places, ref.line, _FAMILY)
+        return owner_of(lines, places, ref.line, FAMILY)
 
     def _owned(self, ref: VersionRef, owner: Owner) -> list[Said]:
         """What to say of a pin that is not the project's own: nothing while it admits the
@@ -497,29 +498,9 @@ class FlashinferPins(Rule):
         target of ``package`` (its metadata's requirement, with the extras the pin names; None:
         not recorded), and what to say of it: the requirement, and where it does not accept the
         target, the first later release that does."""
-        from packaging.requirements import InvalidRequirement, Requirement
-        from packaging.utils import canonicalize_name
+        engine, extras, version = split_pin(pin)
 
-        engine, _, version = pin.partition("==")
-        extras = {""}
-        if "[" in engine:
-            engine, _, named = engine.partition("[")
-            extras |= {canonicalize_name(e) for e in named.rstrip("]").split(",") if e.strip()}
-
-        def wanted(lines: list[str]) -> list[Requirement]:
-            out = []
-            for line in lines:
-                try:
-                    req = Requirement(line)
-                except InvalidRequirement:
-                    continue
-                if canonicalize_name(req.name) != package:
-                    continue
-                if req.marker is None or any(req.marker.evaluate({"extra": e}) for e in extras):
-                    out.append(req)
-            return out
-
-        def accepts(reqs: list[Requirement]) -> bool:
+        def accepts(reqs: list[Any]) -> bool:  # (packaging's Requirement)
             return all(r.specifier.contains(self.target, prereleases=True) for r in reqs)
 
         lines = engine_requirements(engine, version)
@@ -532,7 +513,7 @@ class FlashinferPins(Rule):
                 engine=engine,
                 version=version,
             )
-        reqs = wanted(lines)
+        reqs = package_requirements(lines, package, extras)
         shown = ", ".join(  # (as required, without the marker that made it apply)
             r.name + (f"[{','.join(sorted(r.extras))}]" if r.extras else "") + str(r.specifier)
             for r in reqs
@@ -557,7 +538,9 @@ class FlashinferPins(Rule):
             (
                 v
                 for v, found in engine_releases(engine).items()
-                if _later(v, version) and (reqs_v := wanted(found)) and accepts(reqs_v)
+                if _later(v, version)
+                and (reqs_v := package_requirements(found, package, extras))
+                and accepts(reqs_v)
             ),
             key=Version,
         )
@@ -608,7 +591,7 @@ class FlashinferPins(Rule):
         text = engine_lines(lines, places, ref.line, json, ref.col)
         # (an engine installed under another environment marker is installed apart)
         marker = pin_marker(lines[ref.line - 1], ref.col, quoted=places is not None or json)
-        for engine, url in engines_by_url(text, _FAMILY, marker):
+        for engine, url in engines_by_url(text, FAMILY, marker):
             # (a commit or an archive of the engine: what it requires of FlashInfer is not
             # recorded, and an exact pin beside it is most often the one it requires)
             told = say(
@@ -621,7 +604,7 @@ class FlashinferPins(Rule):
                 target=self.target,
             )
             change = _Change(change.ref, change.new, change.message + told, FixSafety.REVIEW)
-        for engine, extras, version in engines_in(text, _FAMILY, marker):
+        for engine, extras, version in engines_in(text, FAMILY, marker):
             admits, told = self._engine(f"{engine}{extras}=={version}", ref.package)
             if admits is False:
                 return None, [
