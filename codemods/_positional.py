@@ -637,6 +637,7 @@ def _keywords(ctx: FileContext, site: Site) -> Renames:
     key = old_api.key(str(site.path))
     # keywords another selected rule migrates (FI010: a value map the data does not show)
     owned = {n for p, n in ctx.settings.deferred_parameters if old_api.key(p) == key}
+    plain: list[str] = []  # removed keywords with nothing more to say than that
     for kw in sorted(own.keyword_names() - owned):
         new_name = d.renamed.get(kw)
         if new_name is not None:
@@ -696,6 +697,9 @@ def _keywords(ctx: FileContext, site: Site) -> Renames:
                 )
                 or _old_default_hint(d, kw, given)
             )
+            if not hint:
+                plain.append(kw)  # (said together, below: nothing more to say of each)
+                continue
             ctx.report(
                 site.call,
                 say(
@@ -707,6 +711,20 @@ def _keywords(ctx: FileContext, site: Site) -> Renames:
                     hint=hint,
                 ),
             )
+    if plain:
+        many = len(plain) > 1
+        ctx.report(
+            site.call,
+            say(
+                "{name}: {parameter} {kw} no longer {exists} in FlashInfer {new_v}",
+                "{name}：参数 {kw} 在 FlashInfer {new_v} 中已不存在{parameter}{exists}",
+                name=site.name,
+                parameter=Said("parameters" if many else "parameter", ""),
+                kw=Said(", ".join(plain), "、".join(f"`{k}`" for k in plain)),
+                exists=Said("exist" if many else "exists", ""),
+                new_v=site.new_v,
+            ),
+        )
     return renames
 
 
