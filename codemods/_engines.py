@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from migrate_fi.api.releases import engine_requirements
 from migrate_fi.base import patterns
-from migrate_fi.project.ownership import Place, engine_lines, engines_in, pin_marker, toml_places
+from migrate_fi.project.ownership import Place, engine_lines, engines_in, pin_marker
 from migrate_fi.project.pins import CUBIN, JIT_CACHE, MAIN
 
 if TYPE_CHECKING:
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FAMILY",
+    "engine_list",
     "engine_requires",
     "held_by_engine",
     "package_requirements",
@@ -30,7 +31,8 @@ __all__ = [
 
 FAMILY = frozenset({MAIN, CUBIN, JIT_CACHE})  # FlashInfer's own distributions (no engine)
 _PINS_MAIN = patterns.compile(r"flashinfer[-_.]python\s*(\[[^\]]*\])?\s*==", re.IGNORECASE)
-_REQUIREMENTS_FILE = patterns.compile(r"\.(?:txt|in)$")  # (as FI006 reads them)
+# a requirements file (`requirements*.txt`, `*.in`, `constraints*.txt`): one dependency list
+_REQUIREMENTS_FILE = patterns.compile(r"\.(?:txt|in)$")
 
 
 def split_pin(pin: str) -> tuple[str, set[str], str]:
@@ -72,23 +74,33 @@ def engine_requires(pin: str, package: str) -> list[Requirement] | None:
     return None if lines is None else package_requirements(lines, package, extras)
 
 
-def held_by_engine(path: str, lines: list[str], line: int, col: int, target: Version) -> bool:
-    """Whether the dependency list that holds the pin at ``line`` (1-based) and ``col`` of the
-    file at ``path`` (its ``lines``) pins flashinfer-python exactly beside a serving engine
-    release whose recorded requirement does not accept ``target``: the list keeps the
-    FlashInfer the engine requires (FI006 leaves that pin), and its other pins with it."""
-    places: list[Place] | None = None
+def engine_list(
+    path: str, lines: list[str], places: list[Place] | None, line: int, col: int
+) -> tuple[str, str] | None:
+    """The dependency list that holds the pin at ``line`` (1-based) and ``col`` of the file at
+    ``path`` (its ``lines``; ``places``: its TOML places, None for another file), as
+    `engine_lines` gives it, with the pin's environment marker; None where the file holds no
+    such list (a requirements file, a TOML or JSON array)."""
     json = path.endswith(".json")
-    if path.endswith(".toml"):
-        places = toml_places(lines)
-    elif not (json or _REQUIREMENTS_FILE.search(path)):
-        return False
+    if places is None and not (json or _REQUIREMENTS_FILE.search(path)):
+        return None
     if line > len(lines):
-        return False
+        return None
     text = engine_lines(lines, places, line, json, col)
-    if not _PINS_MAIN.search(text):
+    return text, pin_marker(lines[line - 1], col, quoted=places is not None or json)
+
+
+def held_by_engine(
+    path: str, lines: list[str], places: list[Place] | None, line: int, col: int, target: Version
+) -> bool:
+    """Whether the dependency list that holds the pin at ``line`` and ``col`` (`engine_list`)
+    pins flashinfer-python exactly beside a serving engine release whose recorded requirement
+    does not accept ``target``: the list keeps the FlashInfer the engine requires (FI006 leaves
+    that pin), and its other pins with it."""
+    found = engine_list(path, lines, places, line, col)
+    if found is None or not _PINS_MAIN.search(found[0]):
         return False
-    marker = pin_marker(lines[line - 1], col, quoted=places is not None or json)
+    text, marker = found
     for engine, extras, version in engines_in(text, FAMILY, marker):
         reqs = engine_requires(f"{engine}{extras}=={version}", MAIN)
         if reqs and not all(r.specifier.contains(target, prereleases=True) for r in reqs):

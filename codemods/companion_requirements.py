@@ -15,6 +15,7 @@ from migrate_fi.base.messages import Said, say
 from migrate_fi.base.results import FixSafety
 from migrate_fi.framework.rule import FileContext, Rule, RuleOption, RunOptions
 from migrate_fi.project.current import pin_files, project_root
+from migrate_fi.project.ownership import toml_places
 from migrate_fi.project.pins import (
     DEPENDENCY_FILE_PATTERNS,
     Kind,
@@ -312,8 +313,13 @@ class CompanionRequirements(Rule):
             # (a list whose FlashInfer an engine pinned beside it holds back keeps that
             # FlashInfer, FI006 says so, and its other pins with it: not the target's business)
             lines = [line.rstrip("\r\n") for line in ctx.lines]
+            places = toml_places(lines) if ctx.path.endswith(".toml") else None  # (once a file)
             target_v = Version(target)
-            refs = [r for r in refs if not held_by_engine(ctx.path, lines, r.line, r.col, target_v)]
+            refs = [
+                r
+                for r in refs
+                if not held_by_engine(ctx.path, lines, places, r.line, r.col, target_v)
+            ]
         groups: dict[tuple[int, str], list[VersionRef]] = {}
         for ref in refs:
             groups.setdefault((ref.line, ref.context), []).append(ref)

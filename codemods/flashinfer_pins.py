@@ -25,11 +25,9 @@ from migrate_fi.project.discovery import wanted_files
 from migrate_fi.project.ownership import (
     Owner,
     Place,
-    engine_lines,
     engines_by_url,
     engines_in,
     owner_of,
-    pin_marker,
     toml_places,
 )
 from migrate_fi.project.pins import (
@@ -45,7 +43,7 @@ from migrate_fi.project.pins import (
     scan,
 )
 
-from ._engines import FAMILY, package_requirements, split_pin
+from ._engines import FAMILY, engine_list, package_requirements, split_pin
 
 # the first release that ignores a flashinfer-cubin or flashinfer-jit-cache of another release
 # (with a warning) where those before it raised RuntimeError: flashinfer-python 0.7.2 wheel,
@@ -133,9 +131,6 @@ def _later(version: str, than: str) -> bool:
     except InvalidVersion:
         return False
 
-
-# a requirements file (`requirements*.txt`, `*.in`, `constraints*.txt`): one dependency list
-_REQUIREMENTS_FILE = re.compile(r"\.(?:txt|in)$")
 
 # a check named for "installed at least": `is_flashinfer_version_at_least`, `..._ge`
 _AT_LEAST = re.compile(r"(?i)(at_?least|_ge|_gte|_min)$")
@@ -583,14 +578,11 @@ class FlashinferPins(Rule):
             if self._places is None or self._places[0] != ctx.path:
                 self._places = (ctx.path, lines, toml_places(lines))
             places = self._places[2]
-        elif not (ctx.path.endswith(".json") or _REQUIREMENTS_FILE.search(ctx.path)):
+        found = engine_list(ctx.path, lines, places, ref.line, ref.col)
+        if found is None:
             return change, reports
-        if ref.line > len(lines):
-            return change, reports
-        json = ctx.path.endswith(".json")
-        text = engine_lines(lines, places, ref.line, json, ref.col)
         # (an engine installed under another environment marker is installed apart)
-        marker = pin_marker(lines[ref.line - 1], ref.col, quoted=places is not None or json)
+        text, marker = found
         for engine, url in engines_by_url(text, FAMILY, marker):
             # (a commit or an archive of the engine: what it requires of FlashInfer is not
             # recorded, and an exact pin beside it is most often the one it requires)

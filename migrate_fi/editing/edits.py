@@ -487,8 +487,8 @@ def remove_imported_names(names: Collection[str]) -> Transform:
 
 
 def _joined(after: Any, closing: Any) -> Any:
-    """The whitespace after a name that is now the last: its own line (and comment) with the
-    dropped one's way to the closing parenthesis."""
+    """The whitespace after an item (an argument, an imported name) that is now the last: its
+    own line (and comment) with the dropped one's way to the closing parenthesis."""
     import libcst as cst
 
     if isinstance(after, cst.ParenthesizedWhitespace) and isinstance(
@@ -553,12 +553,11 @@ def without_arguments(args: Sequence[Any], drop: Collection[int]) -> list[Any]:
     else:
         closing = gone.whitespace_after_arg
     between: Any
-    if isinstance(after, cst.ParenthesizedWhitespace) and isinstance(
-        closing, cst.ParenthesizedWhitespace
+    if isinstance(after, cst.SimpleWhitespace) or (
+        isinstance(after, cst.ParenthesizedWhitespace)
+        and isinstance(closing, cst.ParenthesizedWhitespace)
     ):
-        between = after.with_changes(last_line=closing.last_line)  # (its own comment kept)
-    elif isinstance(after, cst.SimpleWhitespace):
-        between = closing
+        between = _joined(after, closing)  # (its own comment kept)
     else:  # (a line break that was not there: take the dropped argument's layout whole)
         return [*kept[:-1], last.with_changes(comma=gone.comma, whitespace_after_arg=closing)]
     if isinstance(gone.comma, cst.Comma):
