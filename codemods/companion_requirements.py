@@ -403,14 +403,22 @@ class CompanionRequirements(Rule):
                             ),
                         )
                 else:
+                    # (what `move = true` would write: the lowest release the package index
+                    # serves that fits, not the requirement's floor, which may be a
+                    # pre-release such as 4.6.2a0)
+                    to = (
+                        _published_floor(name, spec, group, ref, lowest)
+                        if lowest is not None and not move and version < lowest
+                        else None
+                    )
                     hint = (
                         say(
-                            " (option move = true of {code} moves it to {lowest})",
-                            "（{code} 的选项 `move = true` 会把它改为 {lowest}）",
+                            " (option move = true of {code} moves it to {to})",
+                            "（{code} 的选项 `move = true` 会把它改为 {to}）",
                             code=self.code,
-                            lowest=lowest,
+                            to=to,
                         )
-                        if lowest and not move
+                        if isinstance(to, Version)
                         else say("", "")
                     )
                     ctx.report(
