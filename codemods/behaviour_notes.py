@@ -547,10 +547,16 @@ def _built_with(ctx: FileContext, note: Behaviour, view: CalleeCall, old_api: Ap
         return {old_api.canonical(q) for q in found} == {target}
 
     made = _constructions(ctx, view.node.func.value, view.scope)
-    if made is not None:
-        if not all(makes(call, scope) for call, scope in made):
+    if made is not None and not all(makes(call, scope) for call, scope in made):
+        held = ctx.resolver.resolve(view.node.func.value, view.scope).candidates
+        if not held or not all(
+            c.qualname and old_api.canonical(c.qualname.removesuffix("()")) == target
+            for c in held
+        ):
             return True  # (made by something else: a factory, another class)
-    else:
+        # (certainly of the class, an isinstance test says so: only its own constructions)
+        made = [(call, scope) for call, scope in made if makes(call, scope)] or None
+    if made is None:
         # (made out of sight, a parameter say: as the file makes that class, where it does)
         made = [(call, scope) for call, scope in ctx.resolver.iter_calls() if makes(call, scope)]
         if not made:
@@ -573,7 +579,8 @@ def _literals(
     gpus: frozenset[int] | None = None,
 ) -> list[ast.expr] | None:
     """The constants ``value`` may be where every value it is given is one: a local assigned
-    only literals (`backend = "auto"`, then `backend = "fa2"` on some path), a `self.<name>`
+    only literals (`backend = "auto"`, then `backend = "fa2"` on some path, or
+    `"trtllm-gen" if nvfp4 else "auto"`), a `self.<name>`
     the class assigns only literals, each of them read in turn where it is itself a name or an
     attribute (`self.backend = other.backend`, ``other`` a parameter of the class's
     `__init__`: what the file's constructions of the class pass for it, where no other file
@@ -586,7 +593,11 @@ def _literals(
 
     if depth > 4:
         return None
-    values = _assigned(ctx, value, scope, keep_none=True)
+    values: list[tuple[ast.expr, Scope]] | None
+    if isinstance(value, ast.IfExp):  # (`"trtllm-gen" if nvfp4 else "auto"`: either)
+        values = [(value.body, scope), (value.orelse, scope)]
+    else:
+        values = _assigned(ctx, value, scope, keep_none=True)
     if values is None:
         values = _passed_in(ctx, value, scope)
     if not values:

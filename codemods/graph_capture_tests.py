@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -12,8 +11,8 @@ from migrate_fi.analysis.calls import CallArgs, Via
 from migrate_fi.analysis.resolver import NameResolver
 from migrate_fi.analysis.scopes import Scope
 from migrate_fi.api.paths import is_flashinfer
-from migrate_fi.base import patterns
 from migrate_fi.base.messages import say
+from migrate_fi.base.modules import is_test_file
 from migrate_fi.base.results import FixSafety
 from migrate_fi.editing.edits import AddImport, Edit, remove_keyword, replace_with
 from migrate_fi.framework.rule import FileContext, Rule, RuleOption
@@ -30,11 +29,6 @@ _SINCE = "0.6.14"  # the release that stopped preallocating (the rule's introduc
 _COMPARE = frozenset(
     {"torch.testing.assert_close", "torch.testing.assert_allclose", "torch.allclose", "torch.equal"}
 )
-_TEST_FILE = patterns.compile(r"^(test_.*|.*_test)\.py$")
-
-
-def is_test_file(path: str) -> bool:
-    return bool(_TEST_FILE.match(os.path.basename(path)))
 
 
 @dataclass

@@ -383,3 +383,102 @@ def test_an_attribute_unpacked_is_one_of_its_values() -> None:
             self.q(x)
     """
     assert resolve_call(src) == {"flashinfer.fp4_quantize", None}
+
+
+_NARROWED = "flashinfer.BatchPrefillWithPagedKVCacheWrapper().run"
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        # the forms a type checker reads: an assert, an `if not ...: raise`, an `if` around
+        ("assert isinstance(w, BatchPrefillWithPagedKVCacheWrapper)\nw.run(q)", {_NARROWED}),
+        (
+            "assert isinstance(w, BatchPrefillWithPagedKVCacheWrapper) and ok, 'no'\nw.run(q)",
+            {_NARROWED},
+        ),
+        (
+            "if not isinstance(w, BatchPrefillWithPagedKVCacheWrapper):\n    raise TypeError\n"
+            "w.run(q)",
+            {_NARROWED},
+        ),
+        ("if isinstance(w, BatchPrefillWithPagedKVCacheWrapper):\n    w.run(q)", {_NARROWED}),
+        # a closure defined after the test, the variable never assigned again
+        (
+            "assert isinstance(w, BatchPrefillWithPagedKVCacheWrapper)\n"
+            "def inner():\n    return w.run(q)\ninner()",
+            {_NARROWED},
+        ),
+        # a tuple of classes: either
+        (
+            "assert isinstance(w, (BatchPrefillWithPagedKVCacheWrapper, Other))\nw.run(q)",
+            {_NARROWED, "flashinfer.Other().run"},
+        ),
+        # left alone: the test fails there, the read is before it or in another branch, the
+        # variable is assigned again after it, a closure defined before it
+        ("if isinstance(w, BatchPrefillWithPagedKVCacheWrapper):\n    pass\nelse:\n    w.run(q)",
+         {"registry.get().run"}),
+        ("w.run(q)\nassert isinstance(w, BatchPrefillWithPagedKVCacheWrapper)", {"registry.get().run"}),
+        ("if c:\n    assert isinstance(w, BatchPrefillWithPagedKVCacheWrapper)\nw.run(q)",
+         {"registry.get().run"}),
+        (
+            "assert isinstance(w, BatchPrefillWithPagedKVCacheWrapper)\nw = registry.get()\nw.run(q)",
+            {"registry.get().run"},
+        ),
+        (
+            "def inner():\n    return w.run(q)\nassert isinstance(w, BatchPrefillWithPagedKVCacheWrapper)\n"
+            "inner()",
+            {"registry.get().run"},
+        ),
+        # another variable of the same name, the builtin shadowed, a class of no one known
+        (
+            "assert isinstance(w, BatchPrefillWithPagedKVCacheWrapper)\n"
+            "def inner(w):\n    return w.run(q)\ninner(x)",
+            {None},
+        ),
+        (
+            "isinstance = lambda a, b: True\nassert isinstance(w, BatchPrefillWithPagedKVCacheWrapper)\n"
+            "w.run(q)",
+            {"registry.get().run"},
+        ),
+        ("assert isinstance(w, dict)\nw.run(q)", {"registry.get().run"}),
+    ],
+)
+def test_isinstance_tests_narrow_a_value_out_of_sight(body: str, expected: set[str | None]) -> None:
+    """``w`` comes from a registry (nothing known); an isinstance test that holds where it is
+    read says what it is, as type checkers read it."""
+    src = (
+        "import registry\nfrom flashinfer import BatchPrefillWithPagedKVCacheWrapper, Other\n"
+        "def f(q, c, ok, x):\n    w = registry.get()\n" + textwrap.indent(body, "    ") + "\n"
+    )
+    r = resolver_for(src)
+    call, scope = next((c, s) for c, s in r.calls if isinstance(c.func, ast.Attribute) and c.func.attr == "run")
+    assert {c.qualname for c in r.resolve(call.func, scope).candidates} == expected
+
+
+def test_isinstance_tests_pick_among_known_values() -> None:
+    """Where the value may be several things, a test that holds keeps those it names (their
+    own details, such as how the wrapper was made, kept), and one that fails drops them."""
+    src = """
+    from flashinfer import BatchPrefillWithPagedKVCacheWrapper as P
+    from flashinfer import BatchDecodeWithPagedKVCacheWrapper as D
+    def f(c, q):
+        w = P(ws, backend="fa2") if c else D(ws)
+        if isinstance(w, P):
+            w.plan(q)
+        else:
+            w.run(q)
+        w.end_forward()
+    """
+    r = resolver_for(src)
+    got = {
+        c.func.attr: {x.qualname for x in r.resolve(c.func, s).candidates}
+        for c, s in r.calls
+        if isinstance(c.func, ast.Attribute)
+    }
+    assert got["plan"] == {"flashinfer.BatchPrefillWithPagedKVCacheWrapper().plan"}
+    assert got["run"] == {"flashinfer.BatchDecodeWithPagedKVCacheWrapper().run"}
+    assert got["end_forward"] == {
+        "flashinfer.BatchPrefillWithPagedKVCacheWrapper().end_forward",
+        "flashinfer.BatchDecodeWithPagedKVCacheWrapper().end_forward",
+    }

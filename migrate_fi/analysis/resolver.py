@@ -25,6 +25,7 @@ import ast
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
+from migrate_fi.analysis import nodes
 from migrate_fi.analysis.scopes import Binding, DictWrite, Scope, ScopeBuilder
 from migrate_fi.base.modules import in_flashinfer
 
@@ -162,6 +163,8 @@ class NameResolver:
         self._defs: dict[int, ast.FunctionDef] | None = None  # (`_top_defs`)
         self._classes: dict[str, ast.ClassDef] | None = None  # (`_inherited`)
         self._returns: dict[int, list[Candidate] | None] = {}  # (`_returned`, by function)
+        # (`_narrowed`: the isinstance tests of each name, with the scope each is evaluated in)
+        self._tested: dict[str, dict[int, Scope]] | None = None
 
     def release(self) -> None:
         """Done with this file: its tree and scopes are freed at once (`ScopeBuilder.release`).
@@ -174,6 +177,7 @@ class NameResolver:
         self._defs = None
         self._classes = None
         self._returns.clear()
+        self._tested = None
         # (the tree and what points into it: a resolver kept a moment longer, by the loop that
         # releases it, must not keep the file's whole tree alive)
         self.tree = ast.Module(body=[], type_ignores=[])
@@ -346,7 +350,12 @@ class NameResolver:
         self, expr: ast.expr, scope: Scope, seen: frozenset[tuple[int, str]]
     ) -> list[Candidate]:
         if isinstance(expr, ast.Name):
-            return self._resolve_name(expr.id, scope, seen)
+            found = self._resolve_name(expr.id, scope, seen)
+            if self._tested is None:
+                self._tested = _isinstance_tests(self.calls)
+            if expr.id in self._tested:
+                return self._narrowed(expr, scope, found, seen)
+            return found
         if isinstance(expr, ast.Attribute):
             attribute = self._self_attribute(expr, scope, seen)
             if attribute is not None:
@@ -426,6 +435,57 @@ class NameResolver:
             ]
         line = getattr(expr, "lineno", 0)
         return [Candidate(None, line, "expression")]
+
+    def _narrowed(
+        self, name: ast.Name, scope: Scope, found: list[Candidate], seen: frozenset[tuple[int, str]]
+    ) -> list[Candidate]:
+        """``found``, what ``name`` may be bound to, as the ``isinstance`` tests that hold
+        wherever this read of it runs narrow it, as type checkers do: ``assert isinstance(x,
+        C)`` or ``if not isinstance(x, C): raise`` before it in its block (or in a block that
+        holds it, a function defined after the test included), ``if isinstance(x, C):`` around
+        it. An instance of the classes a test names, where ``found`` says nothing of
+        FlashInfer's (a value out of sight: a registry's, a call's); the candidates of
+        ``found`` that are such instances, where some are; without those a failed test names.
+        Only a test of the same variable counts, with no assignment to it after the test."""
+        looked_up = self.lookup(name.id, scope)
+        if looked_up is None or name.lineno <= 0:
+            return found
+        owner, bindings = looked_up
+        tested = self._tested[name.id] if self._tested else {}
+        up = nodes.parents(self.tree)
+        if up.get(id(name)) is None:
+            return found  # (a node of another tree: never narrowed)
+        wanted: list[Candidate] | None = None
+        out = found
+        for test, holds in nodes.tests_before(name, up, stop=owner.node):
+            for call, positive in _isinstance_facts(test, holds):
+                target = call.args[0]
+                if not (isinstance(target, ast.Name) and target.id == name.id):
+                    continue
+                if any(b.line >= call.lineno for b in bindings):
+                    continue  # (assigned again after the test: the test says nothing of it)
+                where = tested.get(id(call))
+                if where is None or self.lookup("isinstance", where) is not None:
+                    continue  # (not the builtin)
+                classes = call.args[1]
+                arms = classes.elts if isinstance(classes, ast.Tuple) else [classes]
+                named = [c for arm in arms for c in self._annotated(arm, where, call.lineno, seen)]
+                if not named or any(c.qualname is None for c in named):
+                    continue
+                quals = {c.qualname for c in named}
+                if positive:
+                    kept = [c for c in out if c.qualname in quals]
+                    if kept:
+                        out = kept
+                    elif not any(c.qualname and in_flashinfer(c.qualname) for c in out):
+                        wanted = named
+                else:
+                    left = [c for c in out if c.qualname not in quals]
+                    if left:
+                        out = left
+        if wanted is not None and out is found:
+            return [Candidate(c.qualname, c.line, "isinstance test") for c in wanted]
+        return out
 
     def _dict_lookup(
         self, call: ast.Call, scope: Scope, seen: frozenset[tuple[int, str]]
@@ -1245,6 +1305,43 @@ def _an_instance(qualname: str) -> bool:
     if not qualname.endswith("()") or qualname.count("()") != 1 or not in_flashinfer(qualname):
         return False
     return qualname[:-2].rpartition(".")[2][:1].isupper()
+
+
+def _isinstance_tests(calls: Iterable[tuple[ast.Call, Scope]]) -> dict[str, dict[int, Scope]]:
+    """The file's ``isinstance(name, classes)`` calls, by the name they test, each (by id)
+    with the scope it is evaluated in (a name never tested is never narrowed: most files test
+    none that matters, `NameResolver._narrowed`)."""
+    out: dict[str, dict[int, Scope]] = {}
+    for call, scope in calls:
+        func, args = call.func, call.args
+        if (
+            isinstance(func, ast.Name)
+            and func.id == "isinstance"
+            and len(args) == 2
+            and not call.keywords
+            and isinstance(args[0], ast.Name)
+        ):
+            out.setdefault(args[0].id, {})[id(call)] = scope
+    return out
+
+
+def _isinstance_facts(test: ast.expr, holds: bool) -> Iterator[tuple[ast.Call, bool]]:
+    """The ``isinstance(name, classes)`` calls that ``test`` holding (or failing, ``holds``)
+    makes certain, each with whether it is true: ``a and b`` that holds, ``a or b`` that
+    fails, ``not a`` either way."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        yield from _isinstance_facts(test.operand, not holds)
+    elif isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) is holds:
+        for value in test.values:
+            yield from _isinstance_facts(value, holds)
+    elif (
+        isinstance(test, ast.Call)
+        and isinstance(test.func, ast.Name)
+        and test.func.id == "isinstance"
+        and len(test.args) == 2
+        and not test.keywords
+    ):
+        yield test, holds
 
 
 def _distinct(candidates: list[Candidate]) -> tuple[Candidate, ...]:

@@ -18,6 +18,7 @@ __all__ = [
     "export_parts",
     "in_flashinfer",
     "is_python_path",
+    "is_test_file",
     "module_identity",
     "module_name_for_path",
     "splits",
@@ -37,6 +38,12 @@ def is_python_path(path: str) -> bool:
     if name.endswith(PYTHON_SUFFIXES):
         return True
     return "." not in name and python_script(path)
+
+
+def is_test_file(path: str) -> bool:
+    """A test module as pytest collects it by default: ``test_*.py`` or ``*_test.py``."""
+    name = os.path.basename(path)
+    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
 
 
 @lru_cache(maxsize=4096)

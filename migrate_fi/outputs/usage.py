@@ -21,11 +21,10 @@ from migrate_fi.api.differ import Api, api_for, diff_releases
 from migrate_fi.api.notes import Behaviour, Deprecated, Note, notes_in_range
 from migrate_fi.api.paths import ApiPath, is_flashinfer
 from migrate_fi.base.gpus import said as said_gpus
-from migrate_fi.base.modules import display_path, in_flashinfer, module_identity
+from migrate_fi.base.modules import display_path, in_flashinfer, is_test_file, module_identity
 from migrate_fi.editing.sources import SourceError, decode_source
 from migrate_fi.framework.rule import Rule
 from migrate_fi.project.discovery import discover
-from migrate_fi.verify.runner import is_test_file
 
 __all__ = ["ApiUse", "Inventory", "in_tests", "inventory"]
 

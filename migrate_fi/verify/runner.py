@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from migrate_fi import __version__
 from migrate_fi.base.messages import Said, say
-from migrate_fi.base.modules import module_identity
+from migrate_fi.base.modules import is_test_file, module_identity
 from migrate_fi.project.discovery import discover
 from migrate_fi.verify.junit import Outcome, TestResult, parse_junit
 
@@ -44,8 +44,6 @@ __all__ = [
     "select_tests",
 ]
 
-_TEST_NAME = ("test_", "_test.py")
-
 
 class VerifyError(Exception):
     """verify cannot do what was asked; one line."""
@@ -56,11 +54,6 @@ class Verdict(str, enum.Enum):
     FAILED = "failed"  # a test failed
     ERROR = "error"  # a test errored, or pytest could not run them
     NOTHING_VERIFIED = "nothing verified"  # everything was skipped, or nothing was collected
-
-
-def is_test_file(path: str) -> bool:
-    name = os.path.basename(path)
-    return name.endswith(".py") and (name.startswith(_TEST_NAME[0]) or name.endswith(_TEST_NAME[1]))
 
 
 # ------------------------------------------------------------------ selection
