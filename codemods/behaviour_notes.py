@@ -550,8 +550,7 @@ def _built_with(ctx: FileContext, note: Behaviour, view: CalleeCall, old_api: Ap
     if made is not None and not all(makes(call, scope) for call, scope in made):
         held = ctx.resolver.resolve(view.node.func.value, view.scope).candidates
         if not held or not all(
-            c.qualname and old_api.canonical(c.qualname.removesuffix("()")) == target
-            for c in held
+            c.qualname and old_api.canonical(c.qualname.removesuffix("()")) == target for c in held
         ):
             return True  # (made by something else: a factory, another class)
         # (certainly of the class, an isinstance test says so: only its own constructions)

@@ -416,11 +416,18 @@ _NARROWED = "flashinfer.BatchPrefillWithPagedKVCacheWrapper().run"
         ),
         # left alone: the test fails there, the read is before it or in another branch, the
         # variable is assigned again after it, a closure defined before it
-        ("if isinstance(w, BatchPrefillWithPagedKVCacheWrapper):\n    pass\nelse:\n    w.run(q)",
-         {"registry.get().run"}),
-        ("w.run(q)\nassert isinstance(w, BatchPrefillWithPagedKVCacheWrapper)", {"registry.get().run"}),
-        ("if c:\n    assert isinstance(w, BatchPrefillWithPagedKVCacheWrapper)\nw.run(q)",
-         {"registry.get().run"}),
+        (
+            "if isinstance(w, BatchPrefillWithPagedKVCacheWrapper):\n    pass\nelse:\n    w.run(q)",
+            {"registry.get().run"},
+        ),
+        (
+            "w.run(q)\nassert isinstance(w, BatchPrefillWithPagedKVCacheWrapper)",
+            {"registry.get().run"},
+        ),
+        (
+            "if c:\n    assert isinstance(w, BatchPrefillWithPagedKVCacheWrapper)\nw.run(q)",
+            {"registry.get().run"},
+        ),
         (
             "assert isinstance(w, BatchPrefillWithPagedKVCacheWrapper)\nw = registry.get()\nw.run(q)",
             {"registry.get().run"},
@@ -452,7 +459,9 @@ def test_isinstance_tests_narrow_a_value_out_of_sight(body: str, expected: set[s
         "def f(q, c, ok, x):\n    w = registry.get()\n" + textwrap.indent(body, "    ") + "\n"
     )
     r = resolver_for(src)
-    call, scope = next((c, s) for c, s in r.calls if isinstance(c.func, ast.Attribute) and c.func.attr == "run")
+    call, scope = next(
+        (c, s) for c, s in r.calls if isinstance(c.func, ast.Attribute) and c.func.attr == "run"
+    )
     assert {c.qualname for c in r.resolve(call.func, scope).candidates} == expected
 
 
