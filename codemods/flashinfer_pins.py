@@ -19,6 +19,7 @@ from migrate_fi.api.releases import (
 )
 from migrate_fi.base import patterns
 from migrate_fi.base.messages import Said, join, say
+from migrate_fi.base.modules import is_python_path, is_test_file
 from migrate_fi.base.results import FixSafety
 from migrate_fi.framework.rule import FileContext, Rule, RuleOption, RunOptions
 from migrate_fi.project.discovery import wanted_files
@@ -296,6 +297,9 @@ class FlashinferPins(Rule):
             if ref.package == MAIN and ref.kind is not Kind.EXAMPLE and not ref.in_comment
         ]
         declares = _DECLARING(ctx.path)
+        # (Python code that is no dependency declaration: its pin strings are install steps,
+        # or data such as a test's expected output)
+        code = not declares and (is_python_path(ctx.path) or ctx.path.endswith(".ipynb"))
         # flashinfer-cubin and flashinfer-jit-cache requirements here that this run does not
         # move safely: flashinfer-python at their version moves with them, or in review
         held: list[VersionRef] = []
@@ -315,6 +319,9 @@ class FlashinferPins(Rule):
             if unpublished_pin and self._cubin_dependency(ctx, ref, mode, removed_lines):
                 continue
             if ref.line in removed_lines:
+                continue
+            if code and self._other_release(ref):
+                self._data(ctx, ref)
                 continue
             # (whatever the option, a command that installs flashinfer-cubin from PyPI is never
             # moved to a version PyPI lacks; with install-from-index, a cubin variable moves with
@@ -838,6 +845,36 @@ class FlashinferPins(Rule):
             FixSafety.REVIEW if local else FixSafety.SAFE,
         )
         return change, []
+
+    def _other_release(self, ref: VersionRef) -> bool:
+        """A pin (``flashinfer-jit-cache==0.4.1+cu129``) that names another release than the
+        run's origin, which no flashinfer-python pin here admits either."""
+        return (
+            ref.kind is Kind.REQUIREMENT
+            and not ref.in_comment
+            and (ref.version in self._left or self._stray(ref))
+        )
+
+    def _data(self, ctx: FileContext, ref: VersionRef) -> None:
+        """Such a pin in Python code: another setup's install step, or data (a test's expected
+        output under a patched `__version__`, FlashInfer's own CLI tests): never moved, which
+        would break the test or guess the setup; reported outside test modules."""
+        if is_test_file(ctx.path):
+            return
+        ctx.report(
+            ref.span,
+            say(
+                "FlashInfer versions disagree: this {name} {pin} in code is not the release the"
+                " run migrates from ({origin}), nor one a flashinfer-python pin here admits: check"
+                " which release it is for; not moved",
+                "FlashInfer 版本不一致：代码里的这个 {name} `{pin}` 既不是本次迁移的起始版本"
+                "（{origin}），也不是这里的 flashinfer-python 约束所允许的版本：请确认它对应哪个版本；"
+                "未修改",
+                name=ref.package,
+                pin=f"{ref.operator}{ref.version}" if ref.operator else ref.version,
+                origin=self.origin,
+            ),
+        )
 
     def _stray(self, ref: VersionRef) -> bool:
         """A companion (cubin, jit-cache) pin at a release neither the run's origin nor a
