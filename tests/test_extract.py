@@ -87,6 +87,24 @@ FILES = {
         def checkpointing_ssu(state, x, dt): ...
         def scratch(n): ...
     """,
+    "moe/__init__.py": """
+        import importlib
+        import warnings
+        from ..core import Runner
+
+        _LAZY_EXPORTS = {"lazy_fn": "..core"}
+
+        def __getattr__(name):
+            module_name = _LAZY_EXPORTS.get(name)
+            if module_name is not None:
+                value = getattr(importlib.import_module(module_name, __name__), name)
+                globals()[name] = value
+                return value
+            if name == "OldMoeRunner":
+                warnings.warn("deprecated", DeprecationWarning)
+                return Runner
+            raise AttributeError(name)
+    """,
     "ops.py": """
         from .core import kernel as k
         from ._private import hidden_helper
@@ -186,6 +204,11 @@ def test_names_served_by_module_getattr(api: Api) -> None:
     assert params(api, "flashinfer.OldRunner") == [("n", "A", None)]
     assert api.exists("flashinfer.lazy_fn") is True
     assert api.exists("flashinfer.not_served") is False  # the hook raises for other names
+    # a lookup that does not end the hook (`if m is not None: return ...`), branches after it
+    # (FlashInfer 0.7's fused_moe: its lazy exports, then the CuteDslNvfp4Runner shim)
+    assert api.canonical("flashinfer.moe.lazy_fn") == "flashinfer.core.lazy_fn"
+    assert api.canonical("flashinfer.moe.OldMoeRunner") == "flashinfer.core.Runner"
+    assert api.exists("flashinfer.moe.not_served") is False
 
 
 def test_deep_public_modules_are_recorded(api: Api) -> None:

@@ -207,7 +207,10 @@ class _Reader:
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
             body = body[1:]
         closed = False
+        skip = -1  # (a statement read with the one before it)
         for i, stmt in enumerate(body):
+            if i == skip:
+                continue
             if isinstance(stmt, ast.Raise):
                 closed = True
                 break
@@ -229,7 +232,15 @@ class _Reader:
                 break
             if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
                 items = self._lookup_of(stmt.value)
-                if items is not None:  # `m = C.get(name)`, then `if m is None: raise`
+                if items is not None:
+                    after = body[i + 1] if i + 1 < len(body) else None
+                    if _found_then_returns(after, stmt):
+                        # `m = C.get(name)`, `if m is not None: return ...`: the hook goes on
+                        assert isinstance(after, ast.If)
+                        self.served.names.update(self._targets(after.body, items))
+                        skip = i + 1
+                        continue
+                    # `m = C.get(name)`, then `if m is None: raise`
                     self.served.names.update(self._targets(body[i + 1 :], items))
                     closed = True
                     break
@@ -253,6 +264,32 @@ class _Reader:
             break
         self.served.open = not closed
         return self.served
+
+
+def _found_then_returns(stmt: ast.stmt | None, lookup: ast.Assign | ast.AnnAssign) -> bool:
+    """``if m is not None: ... return ...`` (or ``if m:``) right after ``m = C.get(name)``,
+    with nothing else: the names of C are served there, and the hook goes on for the others."""
+    target = lookup.targets[0] if isinstance(lookup, ast.Assign) else lookup.target
+    if not (
+        isinstance(stmt, ast.If)
+        and not stmt.orelse
+        and stmt.body
+        and isinstance(stmt.body[-1], ast.Return)
+        and isinstance(target, ast.Name)
+    ):
+        return False
+    test = stmt.test
+    if isinstance(test, ast.Name):
+        return test.id == target.id
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == target.id
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.IsNot)
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
+    )
 
 
 def _always_raises(body: list[ast.stmt]) -> bool:
