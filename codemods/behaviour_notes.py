@@ -301,7 +301,9 @@ def _may_apply(
 ) -> bool:
     """Whether the call may pass what the note's change is tied to (`Behaviour.when`): an
     argument passed at all, or with a value (by keyword, or at its place in ``before``, the
-    signature the code is written for); unreadable arguments (``*args``, ``**kw``) may. A
+    signature the code is written for; one left out is its default there, where the condition
+    names a value: `filter_apply_order='top_k_first'` is 0.7.0's default); unreadable
+    arguments (``*args``, ``**kw``) may. A
     change of a parameter's default (`Behaviour.parameter`) never touches a call that passes
     it. ``member`` says which FlashInfer enum member an argument certainly is, for a
     condition on one (``sfLayout=SfLayout.layout_linear``)."""
@@ -313,7 +315,7 @@ def _may_apply(
     def is_member(value: ast.expr) -> str | None:
         return member(value, view.scope) if member is not None else None
 
-    return _may_pass(note.when, view.args, before, defaults=False, member=is_member)
+    return _may_pass(note.when, view.args, before, defaults=True, member=is_member)
 
 
 def _given(name: str, args: CallArgs, before: CallSignature | None) -> ast.expr | None:
@@ -345,6 +347,7 @@ def _may_pass(
     for condition in conditions:
         name, _, literal = condition.partition("=")
         passed = _given(name, args, before)
+        written = passed is not None  # (else its default, as the signature writes it)
         if passed is None:
             if args.starred or args.opaque_kwargs:
                 return True  # (it may be in ``*args`` or ``**kw``)
@@ -360,7 +363,7 @@ def _may_pass(
         if not literal:
             return True
         if _is_member_name(literal):
-            if not _other_member(passed, literal, member):
+            if not _other_member(passed, literal, member if written else None):
                 return True
             continue
         given = literals(passed) if literals is not None else None
