@@ -73,7 +73,8 @@ class NamedPaths(Rule):
     fusion pass asks `hasattr(flashinfer_comm, "allreduce_fusion")`) starts saying the
     feature is missing, so the code it gates turns off without an error; a lazy import
     (`importlib.import_module("flashinfer.x")`, a `LazyImport("flashinfer.x", "name")`
-    helper) fails where it is first used; `pytest.importorskip` skips the whole test module;
+    helper) fails where it is first used; `pytest.importorskip` skips the whole test module
+    (inside a function: the tests that run it);
     a patch manager's target string (`"flashinfer.decode.Wrapper.run"`) is skipped or raises.
 
     A string that is a dotted FlashInfer path, a pair of strings that are a FlashInfer module
@@ -424,6 +425,14 @@ def _message(
             "find_spec() finds nothing there, with no error: what it tests for reads as missing"
             " and the code it gates takes its path for a missing feature",
             "find_spec() 在那里找不到它，不报错：它检测的功能被视为缺失，它守护的代码走功能缺失时的路径",
+        )
+    elif "pytest.importorskip" in calls and function is not None:
+        effect = say(
+            "pytest.importorskip() in {function} skips what runs it there (the test, or every"
+            " test of a fixture): those tests stop running",
+            "`{function}` 中的 pytest.importorskip() 在那里会跳过运行它的测试（该测试，或使用该"
+            " fixture 的所有测试）：这些测试不再运行",
+            function=function,
         )
     elif "pytest.importorskip" in calls:
         effect = say(
