@@ -93,6 +93,8 @@ FILES = {
         from ..core import Runner
 
         _LAZY_EXPORTS = {"lazy_fn": "..core"}
+        _MORE = frozenset({"kernel"})
+        _SERVED = (frozenset({"Runner"}) | _MORE)
 
         def __getattr__(name):
             module_name = _LAZY_EXPORTS.get(name)
@@ -103,6 +105,9 @@ FILES = {
             if name == "OldMoeRunner":
                 warnings.warn("deprecated", DeprecationWarning)
                 return Runner
+            if name in _SERVED:
+                from .. import core
+                return getattr(core, name)
             raise AttributeError(name)
     """,
     "ops.py": """
@@ -209,6 +214,8 @@ def test_names_served_by_module_getattr(api: Api) -> None:
     assert api.canonical("flashinfer.moe.lazy_fn") == "flashinfer.core.lazy_fn"
     assert api.canonical("flashinfer.moe.OldMoeRunner") == "flashinfer.core.Runner"
     assert api.exists("flashinfer.moe.not_served") is False
+    # names of a union of constant sets (`frozenset({...}) | _MORE`: 0.7.4's decode module)
+    assert api.canonical("flashinfer.moe.kernel") == "flashinfer.core.kernel"
 
 
 def test_deep_public_modules_are_recorded(api: Api) -> None:

@@ -107,9 +107,16 @@ class _Reader:
             return (members, isinstance(op, ast.NotIn)) if members is not None else None
         return None
 
-    def _constant(self, node: ast.expr) -> dict[str, object] | None:
+    def _constant(self, node: ast.expr, depth: int = 0) -> dict[str, object] | None:
+        if depth > 8:
+            return None
         if isinstance(node, ast.Name) and node.id in self.constants:
-            return _collection(self.constants[node.id])
+            return self._constant(self.constants[node.id], depth + 1)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+            # (`frozenset({...}) | _OTHER_EXPORTS`: 0.7.4's decode module)
+            left = self._constant(node.left, depth + 1)
+            right = self._constant(node.right, depth + 1)
+            return None if left is None or right is None else {**left, **right}
         return _collection(node)
 
     def _lookup_of(self, node: ast.expr) -> dict[str, object] | None:
