@@ -586,7 +586,8 @@ def _literals(
     the class assigns only literals, each of them read in turn where it is itself a name or an
     attribute (`self.backend = other.backend`, ``other`` a parameter of the class's
     `__init__`: what the file's constructions of the class pass for it, where no other file
-    names the class); None otherwise.
+    names the class), a test's parameter `@pytest.mark.parametrize` gives literals; None
+    otherwise.
     With ``gpus`` (a note's), a constant given only on other GPUs (`backend = "cutlass"`
     under `if is_sm100_supported():`) is not one of them there."""
     import ast
@@ -602,6 +603,8 @@ def _literals(
         values = _assigned(ctx, value, scope, keep_none=True)
     if values is None:
         values = _passed_in(ctx, value, scope)
+    if values is None:
+        values = _parametrized(ctx, value, scope)
     if not values:
         return None
     out: list[ast.expr] = []
@@ -666,26 +669,119 @@ def _passed_in(
         given = next((k.value for k in call.keywords if k.arg == base.id), None)
         if given is None and 0 <= place < len(call.args):
             given = call.args[place]
-        if given is None:
-            return None
+        if given is None:  # (left out: the default, where the function has one)
+            default = _default_of(function, base.id)
+            if default is None:
+                return None
+            out.append((default, owner.parent or where))
+            continue
         if attr is not None:
             given = ast.copy_location(ast.Attribute(value=given, attr=attr, ctx=ast.Load()), given)
         out.append((given, where))
     return out or None
 
 
+def _default_of(function: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> ast.expr | None:
+    """The default ``function`` gives its parameter ``name``, if any."""
+    args = function.args
+    positional = [*args.posonlyargs, *args.args]
+    defaults = dict(zip((a.arg for a in positional[len(positional) - len(args.defaults) :]),
+                        args.defaults, strict=True))  # fmt: skip
+    defaults.update(
+        (a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None
+    )
+    return defaults.get(name)
+
+
+def _parametrized(
+    ctx: FileContext, expr: ast.expr, scope: Scope
+) -> list[tuple[ast.expr, Scope]] | None:
+    """For ``name``, a parameter of a test function that
+    ``@pytest.mark.parametrize("name", [...])`` (or ``"a, name"`` with tuples) gives its
+    values: each value written there (``pytest.param(value, ...)``'s first), with the scope
+    the decorator is evaluated in; None where it is not so given, is given through a fixture
+    (``indirect``), or a value cannot be told apart (``*values``, a computed list)."""
+    import ast
+
+    if not isinstance(expr, ast.Name):
+        return None
+    found = ctx.resolver.lookup(expr.id, scope)
+    if found is None or len(found[1]) != 1 or found[1][0].what != "parameter":
+        return None
+    owner = found[0]
+    function = owner.node
+    if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef) or owner.parent is None:
+        return None
+    where = owner.parent
+    for decorator in function.decorator_list:
+        if not isinstance(decorator, ast.Call) or len(decorator.args) < 2:
+            continue
+        if ctx.resolver.resolve(decorator.func, where).qualnames != {"pytest.mark.parametrize"}:
+            continue
+        if any(k.arg in ("indirect", None) for k in decorator.keywords):
+            return None
+        names, values = decorator.args[0], decorator.args[1]
+        if isinstance(names, ast.Constant) and isinstance(names.value, str):
+            listed = [n.strip() for n in names.value.split(",") if n.strip()]
+        elif isinstance(names, ast.List | ast.Tuple) and all(
+            isinstance(n, ast.Constant) and isinstance(n.value, str) for n in names.elts
+        ):
+            listed = [n.value for n in names.elts]  # type: ignore[attr-defined]
+        else:
+            return None
+        if expr.id not in listed:
+            continue
+        if not isinstance(values, ast.List | ast.Tuple):
+            return None
+        place = listed.index(expr.id)
+        out: list[tuple[ast.expr, Scope]] = []
+        for element in values.elts:
+            if (
+                isinstance(element, ast.Call)
+                and ctx.resolver.resolve(element.func, where).qualnames == {"pytest.param"}
+                and element.args
+            ):
+                element = element.args[0] if len(listed) == 1 else ast.Tuple(elts=element.args)
+            if len(listed) > 1:
+                if not isinstance(element, ast.Tuple | ast.List) or len(element.elts) != len(
+                    listed
+                ):
+                    return None
+                element = element.elts[place]
+            if isinstance(element, ast.Starred):
+                return None
+            out.append((element, where))
+        return out or None
+    return None
+
+
 def _constructions(
     ctx: FileContext, receiver: ast.expr, scope: Scope
 ) -> list[tuple[ast.Call, Scope]] | None:
     """The calls that made ``receiver`` where every one is in sight: the values a local name
-    is assigned, or those a class's methods assign to ``self.<name>``; None otherwise."""
+    is assigned, or those a class's methods assign to ``self.<name>``, or the receiver itself
+    where it is a call; a call of a def of this file that returns only calls stands for them
+    (`_ragged()`, a test helper that makes the wrapper); None otherwise."""
     import ast
 
     # (a `None` an attribute starts as is no instance a method is called on)
-    values = _assigned(ctx, receiver, scope, keep_none=False)
-    if not values or not all(isinstance(value, ast.Call) for value, _ in values):
+    if isinstance(receiver, ast.Call):
+        values: list[tuple[ast.expr, Scope]] | None = [(receiver, scope)]
+    else:
+        values = _assigned(ctx, receiver, scope, keep_none=False)
+    if not values:
         return None
-    return [(value, where) for value, where in values if isinstance(value, ast.Call)]
+    out: list[tuple[ast.Call, Scope]] = []
+    for value, where in values:
+        if not isinstance(value, ast.Call):
+            return None
+        if isinstance(value.func, ast.Name):
+            made = _returns(ctx, value.func, where)
+            if made and all(isinstance(m, ast.Call) for m, _ in made):
+                out += [(m, w) for m, w in made if isinstance(m, ast.Call)]
+                continue
+        out.append((value, where))
+    return out
 
 
 def _assigned(
