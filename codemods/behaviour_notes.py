@@ -685,8 +685,8 @@ def _default_of(function: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> 
     """The default ``function`` gives its parameter ``name``, if any."""
     args = function.args
     positional = [*args.posonlyargs, *args.args]
-    defaults = dict(zip((a.arg for a in positional[len(positional) - len(args.defaults) :]),
-                        args.defaults, strict=True))  # fmt: skip
+    with_defaults = positional[len(positional) - len(args.defaults) :]
+    defaults = {a.arg: d for a, d in zip(with_defaults, args.defaults, strict=True)}
     defaults.update(
         (a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None
     )

@@ -340,7 +340,15 @@ def _refused(
         new_v,
         lambda api: (c := api.callable(path)) is not None and refused[0] in _names(c),
     )
-    listed = ", ".join(refused)
+    facts: dict[str, object] = {
+        "module": patch.module,
+        "name": patch.name,
+        "shown": shown,
+        "new_v": new_v,
+        "listed": ", ".join(refused),
+        "since": since,
+        "s": Said("s" if len(refused) > 1 else "", ""),
+    }
     positional = {p.name for p in after.params if p.kind == "A"}
     if definition.args.vararg is not None and set(refused) <= positional:
         # (`lambda *args: ()`: what FlashInfer passes by position reaches it; by name, not)
@@ -353,13 +361,7 @@ def _refused(
             " {listed}（自 {since} 起的参数{s}），而 `{shown}` 只能按位置接收（`*args`）：若"
             " FlashInfer 按名称传入会抛出 `TypeError`；请核对 {new_v} 如何调用它，或给 `{shown}`"
             " 加上 `**kwargs`",
-            module=patch.module,
-            name=patch.name,
-            shown=shown,
-            new_v=new_v,
-            listed=listed,
-            since=since,
-            s=Said("s" if len(refused) > 1 else "", ""),
+            **facts,
         )
     return say(
         "{module}.{name} is replaced here by {shown}; {module} of FlashInfer {new_v} may pass"
@@ -368,13 +370,7 @@ def _refused(
         "这里用 `{shown}` 替换了 `{module}.{name}`；FlashInfer {new_v} 的 `{module}` 可能传入"
         " {listed}（自 {since} 起的参数{s}），而 `{shown}` 不接受：传入时会抛出 `TypeError`；请给"
         " `{shown}` 加上这些参数（或 `**kwargs`）",
-        module=patch.module,
-        name=patch.name,
-        shown=shown,
-        new_v=new_v,
-        listed=listed,
-        since=since,
-        s=Said("s" if len(refused) > 1 else "", ""),
+        **facts,
     )
 
 
