@@ -358,7 +358,7 @@ def _refused(
             " (*args): a TypeError where FlashInfer passes it by name; check how {new_v} calls"
             " it, or give {shown} **kwargs",
             "这里用 `{shown}` 替换了 `{module}.{name}`；FlashInfer {new_v} 的 `{module}` 可能传入"
-            " {listed}（自 {since} 起的参数{s}），而 `{shown}` 只能按位置接收（`*args`）：若"
+            " {listed}（自 {since} 起的参数），而 `{shown}` 只能按位置接收（`*args`）：若"
             " FlashInfer 按名称传入会抛出 `TypeError`；请核对 {new_v} 如何调用它，或给 `{shown}`"
             " 加上 `**kwargs`",
             **facts,
