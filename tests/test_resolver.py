@@ -491,3 +491,28 @@ def test_isinstance_tests_pick_among_known_values() -> None:
         "flashinfer.BatchPrefillWithPagedKVCacheWrapper().end_forward",
         "flashinfer.BatchDecodeWithPagedKVCacheWrapper().end_forward",
     }
+
+
+def test_the_path_down_to_a_node_is_its_parents() -> None:
+    """`nodes.path_to` (what a narrowed read walks) gives the same parents as `nodes.parents`
+    for every name and call of this package's own sources: decorators above a `def`, nodes
+    with no place of their own (`arguments`, `comprehension`), several statements on a line."""
+    import pathlib
+
+    from migrate_fi.analysis import nodes
+
+    root = pathlib.Path(__file__).parent.parent / "migrate_fi" / "analysis"
+    checked = 0
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        up = nodes.parents(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name | ast.Call):
+                expected, child = {}, node
+                while id(child) in up:
+                    expected[id(child)] = up[id(child)]
+                    child = up[id(child)]
+                assert nodes.path_to(tree, node) == expected, (path, node.lineno)
+                checked += 1
+        nodes.release()
+    assert checked > 3_000

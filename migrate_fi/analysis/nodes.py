@@ -109,6 +109,38 @@ def parents(tree: ast.AST) -> dict[int, ast.AST]:
     return found  # type: ignore[return-value]
 
 
+def path_to(root: ast.AST, node: ast.AST) -> dict[int, ast.AST] | None:
+    """The parents of the nodes from ``node`` up to ``root`` (by id of each node, as
+    `parents` gives them), found by going down from ``root`` only into what holds ``node``'s
+    place: a few nodes visited, where `parents` maps a whole tree. None when ``node`` is not
+    under ``root``."""
+    line, col = getattr(node, "lineno", None), getattr(node, "col_offset", None)
+    if line is None or col is None:
+        return None
+    where: tuple[int, int] = (line, col)
+    found: dict[int, ast.AST] = {}
+
+    def holds(child: ast.AST) -> bool:
+        start: int | None = getattr(child, "lineno", None)
+        if start is None:
+            return True  # (no place of its own: `arguments`, `comprehension`, `match_case`)
+        first = (start, getattr(child, "col_offset", 0))
+        for decorator in getattr(child, "decorator_list", ()):  # (above its `def` line)
+            first = min(first, (decorator.lineno, decorator.col_offset))
+        end: int = getattr(child, "end_lineno", None) or start
+        end_col: int = getattr(child, "end_col_offset", None) or 0
+        return first <= where <= (end, end_col)
+
+    def down(current: ast.AST) -> bool:
+        for child in ast.iter_child_nodes(current):
+            if child is node or (holds(child) and down(child)):
+                found[id(child)] = current
+                return True
+        return False
+
+    return found if down(root) else None
+
+
 def called_by(tree: ast.AST) -> dict[int, ast.Call]:
     """The call each callee expression is the ``func`` of, by id of the expression (cheaper
     than `parents` when that is all a rule asks of a node's parent; do not change the dict)."""

@@ -353,7 +353,8 @@ class NameResolver:
             found = self._resolve_name(expr.id, scope, seen)
             if self._tested is None:
                 self._tested = _isinstance_tests(self.calls)
-            if expr.id in self._tested:
+            tests = self._tested.get(expr.id)
+            if tests is not None and self._named_classes(expr.id, tests, seen):
                 return self._narrowed(expr, scope, found, seen)
             return found
         if isinstance(expr, ast.Attribute):
@@ -436,6 +437,27 @@ class NameResolver:
         line = getattr(expr, "lineno", 0)
         return [Candidate(None, line, "expression")]
 
+    def _named_classes(
+        self, name: str, tests: dict[int, Scope], seen: frozenset[tuple[int, str]]
+    ) -> bool:
+        """Whether an isinstance test of ``name`` names a class this resolver reads
+        (FlashInfer's, the project's): most test `torch.Tensor` or `dict`, and a read of such
+        a name needs no walk up its tree. Worked out once per name."""
+        memo = ("isinstance classes", name)
+        known = self.derived.get(memo)
+        if isinstance(known, bool):
+            return known
+        calls = {id(c): c for c, _ in self.calls if id(c) in tests}
+        known = False
+        for key, where in tests.items():
+            classes = calls[key].args[1]
+            arms = classes.elts if isinstance(classes, ast.Tuple) else [classes]
+            if any(self._annotated(arm, where, 0, seen) for arm in arms):
+                known = True
+                break
+        self.derived[memo] = known
+        return known
+
     def _narrowed(
         self, name: ast.Name, scope: Scope, found: list[Candidate], seen: frozenset[tuple[int, str]]
     ) -> list[Candidate]:
@@ -452,8 +474,8 @@ class NameResolver:
             return found
         owner, bindings = looked_up
         tested = self._tested[name.id] if self._tested else {}
-        up = nodes.parents(self.tree)
-        if up.get(id(name)) is None:
+        up = nodes.path_to(owner.node, name)
+        if up is None:
             return found  # (a node of another tree: never narrowed)
         wanted: list[Candidate] | None = None
         out = found
