@@ -17,6 +17,7 @@ The rules, chosen so that a rule never rewrites something that may not be FlashI
 - ``from m import *`` supplies ``m.<name>`` for names the module does not bind explicitly.
 - The project's own re-exports (``project_aliases``): module B importing a FlashInfer name from
   the project's module A resolves to FlashInfer's name.
+- ``isinstance`` tests that hold where a name is read narrow what it may be (`_narrowed`).
 """
 
 from __future__ import annotations
