@@ -352,8 +352,9 @@ class NameResolver:
     ) -> list[Candidate]:
         if isinstance(expr, ast.Name):
             found = self._resolve_name(expr.id, scope, seen)
-            if self._tested is None:
-                self._tested = _isinstance_tests(self.calls)
+            if self._tested is None:  # (a file that never reads `isinstance`: nothing)
+                read = "isinstance" in self.scopes.loads
+                self._tested = _isinstance_tests(self.calls) if read else {}
             tests = self._tested.get(expr.id)
             if tests is not None and self._named_classes(expr.id, tests, seen):
                 return self._narrowed(expr, scope, found, seen)
