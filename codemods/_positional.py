@@ -815,12 +815,21 @@ def _old_default_hint(d: CallableDiff, name: str, given: ast.keyword | None) -> 
 def _successor_hint(d: CallableDiff, name: str) -> Said:
     """`` (in its place: x, default None instead of 1)`` when a new parameter fills the removed
     one's place with another kind or default: maybe a rename, but not the same parameter."""
-    from migrate_fi.api.differ import place_taken_by, share_words
+    from migrate_fi.api.differ import place_taken_by, share_words, split_into
 
     found = place_taken_by(d.old, d.new, name)
     if found is None:
         return say("", "")
     old, new = found
+    split = split_into(d.old, d.new, name)
+    if split and all((p.kind, p.default) == (old.kind, old.default) for p in split):
+        # (one parameter split in several: `kv_dtype` into `k_dtype` and `v_dtype`)
+        return say(
+            " (in its place: {names}, each of the same kind and default: it may have been split"
+            " in them)",
+            "（取代它位置的是同类、同默认值的 {names}：它可能被拆分成了这几个参数）",
+            names=", ".join(p.name for p in split),
+        )
     if (
         old.kind == new.kind == "K"
         and old.default == new.default

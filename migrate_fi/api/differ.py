@@ -845,16 +845,34 @@ def match_renames(old: CallSignature, new: CallSignature) -> dict[str, Rename]:
 def place_taken_by(old: CallSignature, new: CallSignature, name: str) -> tuple[Param, Param] | None:
     """``(old parameter, new parameter)`` when a parameter new on ``new`` takes the place of
     ``name`` (gone, not a rename: another kind or default, or an unrelated name)."""
-    before = {p.name: p for p in old.params}
-    after = {q.name: q for q in new.params}
-    places = [
+    places = _places(old, new, name)
+    # a name of shared words first; else the one place of a stretch as long as before
+    ranked = [f for f, _ in places if _likeness(name, f) > 0] or [f for f, w in places if w]
+    if not ranked:
+        return None
+    before = next(p for p in old.params if p.name == name)
+    return before, next(q for q in new.params if q.name == ranked[0])
+
+
+def split_into(old: CallSignature, new: CallSignature, name: str) -> list[Param]:
+    """The new parameters that share the place of ``name`` and are all as like it as the
+    likest, where there are several (`kv_dtype` split into `k_dtype` and `v_dtype`), in the
+    new signature's order; empty otherwise."""
+    alike = {f: _likeness(name, f) for f, _ in _places(old, new, name)}
+    best = max(alike.values(), default=0.0)
+    tied = [q for q in new.params if best > 0 and alike.get(q.name) == best]
+    return tied if len(tied) > 1 else []
+
+
+def _places(old: CallSignature, new: CallSignature, name: str) -> list[tuple[str, bool]]:
+    """The parameters new on ``new`` at the place of ``name``, gone from it (`_slots`)."""
+    before = {p.name for p in old.params}
+    after = {q.name for q in new.params}
+    return [
         (f, whole)
         for g, f, whole in _slots(old, new)
         if g == name and g in before and f in after and f not in before
     ]
-    # a name of shared words first; else the one place of a stretch as long as before
-    ranked = [f for f, _ in places if _likeness(name, f) > 0] or [f for f, w in places if w]
-    return (before[name], after[ranked[0]]) if ranked else None
 
 
 @lru_cache(maxsize=4096)
