@@ -475,7 +475,24 @@ def _moved_imports(
             m if len(modules) == 1 else f"{m} ({', '.join(n for n in names if went[n] == m)})"
             for m in modules
         )
-        if changed:
+        located = sorted(
+            p.rsplit(".", 1)[-1]
+            for (p, _), t in zip(found, targets, strict=True)
+            if t and (old_api.reads_location(p) or new_api.reads_location(t))
+        )
+        if located and not changed:
+            message = say(
+                "{gone}, the same code is at {places}; but {located} reads where its module is"
+                " (`__file__`, a relative import), which moved: check what it computes from there"
+                " before importing it from there",
+                "{gone}，相同的代码在 `{places}`；但 `{located}` 读取其模块所在的位置"
+                "（`__file__`、相对导入），而模块已移动：从那里导入之前请核对它据此计算的结果",
+                gone=gone,
+                places=places,
+                located=", ".join(located),
+            )
+            safety = FixSafety.REVIEW
+        elif changed:
             message = say(
                 "{gone}; {changed} at {places} takes the same parameters but its code"
                 " changed: compare the two before importing it from there",

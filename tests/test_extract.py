@@ -114,7 +114,15 @@ FILES = {
         from .core import kernel as k
         from ._private import hidden_helper
         import torch
+        import os
         def op(a): ...
+        def config_dir():
+            return os.path.join(os.path.dirname(__file__), "configs")
+        def lazy_ops():
+            from . import core
+            return core
+        class Paths:
+            root = os.path.dirname(__file__)
     """,
     "_private.py": """
         def hidden_helper(): ...
@@ -216,6 +224,16 @@ def test_names_served_by_module_getattr(api: Api) -> None:
     assert api.exists("flashinfer.moe.not_served") is False
     # names of a union of constant sets (`frozenset({...}) | _MORE`: 0.7.4's decode module)
     assert api.canonical("flashinfer.moe.kernel") == "flashinfer.core.kernel"
+
+
+def test_code_that_reads_where_its_module_is(api: Api) -> None:
+    """``__file__`` (and the like) or a relative import in a definition: moved elsewhere, the
+    same code is not the same behaviour (FI002 makes such a move a review fix)."""
+    assert api.reads_location("flashinfer.ops.config_dir") is True
+    assert api.reads_location("flashinfer.ops.lazy_ops") is True
+    assert api.reads_location("flashinfer.ops.Paths") is True
+    assert api.reads_location("flashinfer.ops.op") is False
+    assert api.reads_location("flashinfer.core.kernel") is False
 
 
 def test_deep_public_modules_are_recorded(api: Api) -> None:

@@ -451,6 +451,11 @@ class Api:
             params = params[1:]
         return self._with_shim(path, params, record, cls)
 
+    def reads_location(self, path: str) -> bool:
+        """Whether the definition at ``path`` depends on where its module is (``loc``)."""
+        record = self.defs.get(self.canonical(path) or "")
+        return bool(record and record.get("loc"))
+
     def cached(self, function: str) -> bool:
         """Whether the function ``function`` (a key of ``defs``) is wrapped by a cache."""
         record = self.defs.get(function)
@@ -620,6 +625,14 @@ def moved_hint(old: Api, new: Api, path: str, limit: int = 3, since: str | None 
         places = sorted(m for m in new.modules if m.rsplit(".", 1)[-1] == name and "._" not in m)
     else:
         same, places = moved_to(old, new, path)
+        if same is not None and (old.reads_location(path) or new.reads_location(same)):
+            return say(
+                " (moved to {same}: the same code, but it reads where its module is, which moved:"
+                " check what it computes from there)",
+                "（移到了 `{same}`：代码相同，但它读取其模块所在的位置，而模块已移动："
+                "请核对它据此计算的结果）",
+                same=same,
+            )
         if same is not None:
             return say(
                 " (moved to {same}: the same code)", "（移到了 `{same}`：代码相同）", same=same

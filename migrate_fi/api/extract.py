@@ -19,7 +19,8 @@ What is recorded, per release (format 6):
   item, where present, is the literal the body turns a ``None`` default into on every path
   before reading it (``if next_n is None: next_n = 1``). ``dep`` lists the parameters a function
   warns about as deprecated (an ``if`` on the parameter around ``warnings.warn(...,
-  DeprecationWarning)``). ``cache`` marks a function wrapped by ``functools.cache`` or
+  DeprecationWarning)``). ``loc`` marks a definition whose code depends on where its module is
+  (``__file__``, a relative import: `reads_location`). ``cache`` marks a function wrapped by ``functools.cache`` or
   ``functools.lru_cache``: its ``cache_clear()``, ``cache_info()`` and ``cache_parameters()`` are
   API, gone where a later release drops the decorator. ``reads`` of a module: the names it
   binds that its functions read from it when they run, by their places in ``names`` (a patch
@@ -882,6 +883,8 @@ class _Release:
         if aliases and "__init__" in methods:
             methods["__init__"]["aliases"] = aliases
         out: dict[str, Any] = {"k": "c", "bases": bases, "methods": methods, "h": body_hash(cls)}
+        if reads_location(cls):
+            out["loc"] = 1
         aliased = _method_aliases(cls, methods)
         if aliased:
             out["maliases"] = aliased
@@ -1011,6 +1014,8 @@ class _Release:
             "sig": signature_of(fn, self._constant(m)),
             "h": body_hash(fn),
         }
+        if reads_location(fn):
+            record["loc"] = 1
         warned = deprecated_parameters(fn)
         if warned:
             record["dep"] = warned
@@ -1034,6 +1039,22 @@ class _Release:
         return any(
             resolve(d.func if isinstance(d, ast.Call) else d) in _CACHING for d in fn.decorator_list
         )
+
+
+# module attributes that say where the module is (`os.path.dirname(__file__)`)
+_LOCATION = frozenset({"__file__", "__spec__", "__path__", "__package__", "__loader__"})
+
+
+def reads_location(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> bool:
+    """Whether the definition's code depends on where its module is: it reads ``__file__``
+    (and the like), or imports relatively. The same code moved to another module is then not
+    the same behaviour (FlashInfer 0.6.13 moved `get_config_path`, which builds a path from
+    ``__file__``, from `flashinfer/autotuner.py` to `flashinfer/autotuner/autotuner.py`)."""
+    return any(
+        (isinstance(n, ast.Name) and n.id in _LOCATION)
+        or (isinstance(n, ast.ImportFrom) and n.level > 0)
+        for n in ast.walk(node)
+    )
 
 
 def body_hash(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> str:
