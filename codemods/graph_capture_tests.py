@@ -394,10 +394,11 @@ class _Rewrite:
                     say(
                         "{name}: this run of the graph-mode wrapper is not a plain `out ="
                         " run(...)`, so the test cannot be turned into a capture/replay"
-                        " automatically; since {since} the wrapper captures no graph by itself:"
-                        " capture run() in a torch.cuda.CUDAGraph and compare replayed outputs",
+                        " automatically; since {since} the wrapper preallocates nothing and run()"
+                        " returns a fresh tensor: capture run() in a torch.cuda.CUDAGraph and"
+                        " compare replayed outputs",
                         "{name}：图模式 wrapper 的这次运行不是简单的 `out = run(...)`，无法自动"
-                        "改写成捕获/重放；自 {since} 起该 wrapper 自己不再捕获 CUDA 图：请在"
+                        "改写成捕获/重放；自 {since} 起该 wrapper 不再预分配任何缓冲区，`run()` 返回新的张量：请在"
                         " `torch.cuda.CUDAGraph` 中捕获 `run()` 并比较重放的输出",
                         name=name,
                         since=_SINCE,
@@ -413,10 +414,10 @@ class _Rewrite:
                 say(
                     "{name}: the graph-mode wrapper runs in more than one block, so the test"
                     " cannot be turned into a capture/replay automatically; since {since} the"
-                    " wrapper captures no graph by itself: capture one run() in a"
-                    " torch.cuda.CUDAGraph, replay it, and compare replayed outputs",
+                    " wrapper preallocates nothing and run() returns a fresh tensor: capture one"
+                    " run() in a torch.cuda.CUDAGraph, replay it, and compare replayed outputs",
                     "{name}：图模式 wrapper 在不止一个代码块中运行，无法自动改写成捕获/重放；"
-                    "自 {since} 起该 wrapper 自己不再捕获 CUDA 图：请在 `torch.cuda.CUDAGraph`"
+                    "自 {since} 起该 wrapper 不再预分配任何缓冲区，`run()` 返回新的张量：请在 `torch.cuda.CUDAGraph`"
                     " 中捕获一次 `run()`，重放它，再比较重放的输出",
                     name=name,
                     since=_SINCE,
@@ -532,11 +533,11 @@ class _Rewrite:
         ctx.fix(
             runs[0].call,
             say(
-                "{name}: since {since} a graph-mode CuteDslMoEWrapper captures no graph and run()"
+                "{name}: since {since} a graph-mode CuteDslMoEWrapper preallocates nothing and run()"
                 " returns fresh tensors, so these eager runs test no CUDA graph: capture one run"
                 " in `{g}` after {warmups} warm-up runs and compare replayed outputs ({first}"
                 " becomes {first_new}){dropped}",
-                "{name}：自 {since} 起图模式的 `CuteDslMoEWrapper` 不再捕获 CUDA 图，`run()`"
+                "{name}：自 {since} 起图模式的 `CuteDslMoEWrapper` 不再预分配任何缓冲区，`run()`"
                 " 返回新的张量，所以这些 eager 运行测不到任何 CUDA 图：先预热 {warmups} 次，再在"
                 " `{g}` 中捕获一次运行并比较重放的输出（`{first}` 改为 `{first_new}`）{dropped}",
                 name=self.fn.name,
