@@ -36,6 +36,8 @@ from migrate_fi.project.discovery import (
     tree_signature_with,
 )
 
+from ._values import parameter_default
+
 __all__ = [
     "Function",
     "Passed",
@@ -297,14 +299,7 @@ def _op_names(function: Function) -> tuple[str, ...]:
 
 
 def _has_default(node: Def, param: str) -> bool:
-    a = node.args
-    positional = [*a.posonlyargs, *a.args]
-    with_default = positional[len(positional) - len(a.defaults) :]
-    if any(p.arg == param for p in with_default):
-        return True
-    return any(
-        p.arg == param and d is not None for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True)
-    )
+    return parameter_default(node, param) is not None
 
 
 def _uses_in_file(

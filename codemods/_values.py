@@ -74,6 +74,23 @@ def own_returns(function: ast.FunctionDef) -> list[ast.Return] | None:
     return returns
 
 
+def parameter_default(
+    node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, name: str
+) -> ast.expr | None:
+    """The default ``node`` gives its parameter ``name``; None where it has none."""
+    a = node.args
+    positional = [*a.posonlyargs, *a.args]
+    for arg, default in zip(
+        positional[len(positional) - len(a.defaults) :], a.defaults, strict=True
+    ):
+        if arg.arg == name:
+            return default
+    for arg, kw_default in zip(a.kwonlyargs, a.kw_defaults, strict=True):
+        if arg.arg == name:
+            return kw_default
+    return None
+
+
 def is_none(node: ast.expr | None) -> bool:
     return isinstance(node, ast.Constant) and node.value is None
 

@@ -26,6 +26,7 @@ from ._values import (
     is_world_group,
     literal_string,
     narrowed_not_none,
+    parameter_default,
 )
 
 if TYPE_CHECKING:
@@ -687,16 +688,8 @@ def _assignment_at(tree: ast.AST, line: int, name: str) -> ast.stmt | None:
 
 
 def _defaults_to_none(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
-    a = fn.args
-    positional = [*a.posonlyargs, *a.args]
-    defaults = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
-    for arg, default in [
-        *zip(positional, defaults, strict=True),
-        *zip(a.kwonlyargs, a.kw_defaults, strict=True),
-    ]:
-        if arg.arg == name:
-            return default is not None and is_none(default)
-    return False
+    default = parameter_default(fn, name)
+    return default is not None and is_none(default)
 
 
 def _function_scope(scope: Scope) -> Scope:

@@ -670,7 +670,9 @@ def _passed_in(
         if given is None and 0 <= place < len(call.args):
             given = call.args[place]
         if given is None:  # (left out: the default, where the function has one)
-            default = _default_of(function, base.id)
+            from ._values import parameter_default
+
+            default = parameter_default(function, base.id)
             if default is None:
                 return None
             out.append((default, owner.parent or where))
@@ -679,18 +681,6 @@ def _passed_in(
             given = ast.copy_location(ast.Attribute(value=given, attr=attr, ctx=ast.Load()), given)
         out.append((given, where))
     return out or None
-
-
-def _default_of(function: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> ast.expr | None:
-    """The default ``function`` gives its parameter ``name``, if any."""
-    args = function.args
-    positional = [*args.posonlyargs, *args.args]
-    with_defaults = positional[len(positional) - len(args.defaults) :]
-    defaults = {a.arg: d for a, d in zip(with_defaults, args.defaults, strict=True)}
-    defaults.update(
-        (a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None
-    )
-    return defaults.get(name)
 
 
 def _parametrized(

@@ -22,7 +22,7 @@ from migrate_fi.framework.rule import FileContext, Rule
 
 from . import _callers
 from ._api import api_calls
-from ._values import bound_function, own_returns
+from ._values import bound_function, own_returns, parameter_default
 
 if TYPE_CHECKING:
     from migrate_fi.api.differ import Api
@@ -224,7 +224,7 @@ class _Shape:
             return False
         for passed in passes:
             if passed.value is None:
-                default = _default(node, name)
+                default = parameter_default(node, name)
                 ok = default is not None and self.one(default, function.owner, depth + 1)
             else:
                 shape = self._for(passed.resolver, passed.path)
@@ -882,22 +882,6 @@ def _says_scalar(text: str) -> bool:
 def _all_args(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> list[ast.arg]:
     a = node.args
     return [*a.posonlyargs, *a.args, *a.kwonlyargs]
-
-
-def _default(
-    node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, name: str
-) -> ast.expr | None:
-    a = node.args
-    positional = [*a.posonlyargs, *a.args]
-    for arg, default in zip(
-        positional[len(positional) - len(a.defaults) :], a.defaults, strict=True
-    ):
-        if arg.arg == name:
-            return default
-    for arg, kw_default in zip(a.kwonlyargs, a.kw_defaults, strict=True):
-        if arg.arg == name:
-            return kw_default
-    return None
 
 
 class _Lookup(NamedTuple):
