@@ -122,6 +122,47 @@ def test_instances_and_self_attributes() -> None:
     assert resolve_call(src) == {"flashinfer.Wrapper().plan"}
 
 
+def test_attributes_of_an_instance_of_a_class_of_the_module() -> None:
+    """An instance of a class of this module, however it is known (a parameter annotated with
+    the class, a dataclass field that declares it, a construction), holds in ``attr`` what the
+    class's methods set on ``self.attr``: Aphrodite's sparse MLA backend plans through
+    ``self.wrapper`` in its ``_SM90State`` and runs through ``state.wrapper`` outside it (a
+    private class is the project's class too). What the methods set to something else, or an
+    attribute they never set, is not FlashInfer's."""
+    src = """
+    from dataclasses import dataclass
+    import flashinfer
+
+    class _State:
+        def __init__(self, ws):
+            from flashinfer.mla import BatchMLAPagedAttentionWrapper
+            self.wrapper = BatchMLAPagedAttentionWrapper(ws)
+            self.other = make_other()
+
+    @dataclass
+    class Meta:
+        state: _State | None = None
+
+    def forward(meta: Meta, state: _State, x):
+        held = meta.state
+        assert held is not None
+        held.wrapper.run(x)
+        state.wrapper.run(x)
+        _State(ws).wrapper.run(x)
+        state.other.run(x)
+        state.missing.run(x)
+    """
+    r = resolver_for(src, module="proj.backend")
+    found = [
+        {c.qualname for c in r.resolve(call.func, scope).candidates}
+        for call, scope in r.calls
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "run"
+    ]
+    instance = {"flashinfer.mla.BatchMLAPagedAttentionWrapper().run"}
+    assert found[:3] == [instance] * 3
+    assert not any(q and q.startswith("flashinfer.") for f in found[3:] for q in f), found
+
+
 def test_what_a_method_of_the_project_is_annotated_to_return() -> None:
     """A method (or property) of a class of the project annotated with a FlashInfer class
     gives an instance of it, where the instance of the class is known: constructed, a

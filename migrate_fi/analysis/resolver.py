@@ -689,9 +689,11 @@ class NameResolver:
     def _held_by_own_class(
         self, cand: Candidate, attr: str, seen: frozenset[tuple[int, str]]
     ) -> list[Candidate] | None:
-        """``Holder().kind`` (or ``h.kind``, ``h = Holder()``) where ``Holder`` is a top-level
-        class of this module whose body binds ``kind`` to FlashInfer's (`_class_body_value`),
-        and whose methods never set it on the instance."""
+        """``Holder().kind`` (or ``h.kind``, ``h = Holder()``, ``h: Holder``) where ``Holder``
+        is a top-level class of this module: what its methods set on the instance
+        (`_instance_attribute`: ``self.wrapper = Wrapper(...)`` in ``__init__``), else what its
+        body binds ``kind`` to (`_class_body_value`), else the type its body declares for it
+        (``state: State | None = None``, a dataclass's field)."""
         qual = cand.qualname
         if cand.what != "class" or not qual or not qual.endswith("()") or not self.module_name:
             return None
@@ -699,9 +701,14 @@ class NameResolver:
         if owner != self.module_name:
             return None
         cls = self._class_scope(name, self.module_scope)
-        if cls is None or attr in cls.attributes:
+        if cls is None:
             return None
-        return self._class_body_value(cls, attr, True, seen)
+        if attr in cls.attributes:
+            return self._instance_attribute(cls, attr, seen)
+        held = self._class_body_value(cls, attr, True, seen)
+        if held is None and attr in cls.bindings:
+            held = self._declared(cls, attr, seen)
+        return held
 
     def _class_body_value(
         self, cls: Scope, attr: str, through_instance: bool, seen: frozenset[tuple[int, str]]
@@ -992,25 +999,32 @@ class NameResolver:
     def _self_attribute(
         self, expr: ast.Attribute, scope: Scope, seen: frozenset[tuple[int, str]]
     ) -> list[Candidate] | None:
-        """``self.attr`` inside a method: what the class's methods assign to ``self.attr``; a
-        method or attribute the class (or a class of this module it derives from) defines is
-        the project's own, never its FlashInfer base's."""
+        """``self.attr`` inside a method: what the class's methods assign to ``self.attr``
+        (`_instance_attribute`)."""
         owner_class = self.self_class(expr, scope)
         if owner_class is None:
             return None
-        bindings = owner_class.attributes.get(expr.attr)
+        return self._instance_attribute(owner_class, expr.attr, seen)
+
+    def _instance_attribute(
+        self, owner_class: Scope, attr: str, seen: frozenset[tuple[int, str]]
+    ) -> list[Candidate] | None:
+        """``attr`` of an instance of ``owner_class``, a class of this module: what its methods
+        assign to ``self.attr``; a method or attribute the class (or a class of this module it
+        derives from) defines is the project's own, never its FlashInfer base's."""
+        bindings = owner_class.attributes.get(attr)
         if not bindings:
             for cls in self._own_classes(owner_class):
-                if expr.attr in cls.bindings or expr.attr in cls.attributes:
-                    held = self._class_body_value(cls, expr.attr, True, seen)
+                if attr in cls.bindings or attr in cls.attributes:
+                    held = self._class_body_value(cls, attr, True, seen)
                     if held is None:  # (`attr: T` in its body: the type it declares)
-                        held = self._declared(cls, expr.attr, seen)
+                        held = self._declared(cls, attr, seen)
                     if held is not None:
                         return held
                     line = cls.node.lineno  # type: ignore[attr-defined]
                     return [Candidate(None, line, "attribute of the project's class")]
             return None
-        key = (id(owner_class), "self." + expr.attr)
+        key = (id(owner_class), "self." + attr)
         if key in seen:
             return [Candidate(None, bindings[0].line, "circular alias")]
         out: list[Candidate] = []
@@ -1026,7 +1040,7 @@ class NameResolver:
         if not any(c.qualname and in_flashinfer(c.qualname) for c in out):
             # (what is assigned is nothing of FlashInfer's that can be read here: the type the
             # class declares for it, where it names FlashInfer's or the project's classes)
-            declared = self._declared(owner_class, expr.attr, seen | {key})
+            declared = self._declared(owner_class, attr, seen | {key})
             if declared:
                 return declared
         return out
@@ -1113,14 +1127,16 @@ class NameResolver:
     def _project_class(self, cand: Candidate) -> bool:
         """Whether ``cand`` names a class of this project: a name of this module's top package
         (its own classes, or one imported from a sibling module), written as classes are
-        (``CamelCase``)."""
+        (``CamelCase``, ``_PrivateCase``)."""
         qual = cand.qualname
         if qual is None or not self.module_name or in_flashinfer(qual) or qual.endswith(")"):
             return False
         top = self.module_name.partition(".")[0]
         last = qual.rpartition(".")[2]
         return (
-            qual.startswith(top + ".") and last[:1].isupper() and cand.what in ("class", "import")
+            qual.startswith(top + ".")
+            and last.lstrip("_")[:1].isupper()
+            and cand.what in ("class", "import")
         )
 
     def _type_arms(
