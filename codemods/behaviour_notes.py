@@ -7,7 +7,7 @@ from functools import lru_cache, partial
 from typing import TYPE_CHECKING, ClassVar
 
 from migrate_fi.api.paths import is_flashinfer
-from migrate_fi.base.messages import Said, say
+from migrate_fi.base.messages import Said, join, say
 from migrate_fi.base.results import FixAvailability
 from migrate_fi.framework.rule import FileContext, Rule, RuleOption, RuleSetupError, RunOptions
 
@@ -40,7 +40,14 @@ class BehaviourNotes(Rule):
     deprecated together, for one reason, in one finding (`bench_gpu_time`'s three `l2_flush`
     arguments). Where what FlashInfer deprecated is leaving an argument out (an implicit
     default that warns and will change: `gated_delta_rule_mtp`'s `disable_state_update` since
-    0.6.7), the calls that leave it out are reported, not those that pass it.
+    0.6.7), the calls that leave it out are reported, not those that pass it; where it is
+    passing arguments by position (`BatchMLAPagedAttentionWrapper.plan(qo_indptr, ...)` warns
+    since 0.7.0), the calls that do. A deprecated argument passed by position counts as passed
+    (at its place in the signature the call is written for). The deprecations of one call are
+    one finding. A function, method or class that the target release deprecates as a whole
+    (every call warns: the release data records a `warnings.warn(..., DeprecationWarning)` of
+    its body itself, `cute_dsl_fused_moe_nvfp4` since 0.7.0) is reported at each call, with
+    the warning's words.
 
     A note tied to arguments (`when`) leaves out a call that certainly cannot pass them (a
     literal of another value, another member of the FlashInfer enum named); a method's note
@@ -111,6 +118,7 @@ class BehaviourNotes(Rule):
 
     @classmethod
     def triggers_for(cls, options: RunOptions) -> tuple[str | tuple[str, ...], ...]:
+        from migrate_fi.api.index import deprecated_in_range
         from migrate_fi.api.notes import Behaviour
 
         try:
@@ -124,7 +132,8 @@ class BehaviourNotes(Rule):
         }
         # (every public path of each API: a file imports it through any of them,
         # `flashinfer.decode.trtllm_batch_decode_with_kv_cache_mla` for `flashinfer.mla.`'s)
-        paths = public_paths_to(str(options.from_version), frozenset(apis))
+        paths = {*public_paths_to(str(options.from_version), frozenset(apis))}
+        paths |= deprecated_in_range(str(options.from_version), str(options.to_version))
         return tuple(sorted(set(paths_words(sorted(paths)))))
 
     def find(self, ctx: FileContext) -> None:
@@ -133,7 +142,8 @@ class BehaviourNotes(Rule):
 
         old_api = api_for(str(ctx.options.from_version))
         by_key = _by_key(ctx.options, tuple(ctx.option("kinds")), self.id)
-        if not by_key:
+        warning = _warning(str(ctx.options.from_version), str(ctx.options.to_version))
+        if not by_key and not warning:
             return
         told: set[tuple[str, str]] = set()
 
@@ -145,27 +155,40 @@ class BehaviourNotes(Rule):
             (only,) = found
             return only if is_flashinfer(only) else None
 
-        for call in api_calls(ctx, old_api, by_key.keys()):
+        for call in api_calls(ctx, old_api, by_key.keys() | warning.keys()):
             if not call.certain:
+                continue
+            if call.key in warning:  # (every call of it warns on the target)
+                ctx.report(call.view.node, _warns_always(call.path, *warning[call.key]))
+            if call.key not in by_key:
                 continue
             # (the deprecated arguments the call passes by keyword, and those it leaves out
             # where leaving them out is what warns; one finding for those deprecated together:
             # `l2_flush=`, `l2_flush_size_mb=` and `l2_flush_device=`)
+            # (by keyword, or at its place in the signature the call is written for:
+            # `wrapper.plan(qo_indptr, kv_indptr, ...)` passes the flat metadata too)
             args = call.view.args
-            passed: dict[tuple[str, str, str | None, bool], list[Deprecated]] = {}
+            before = old_api.callable(call.path)
+            passed: dict[tuple[str, str, str | None, bool, bool], list[Deprecated]] = {}
             for note in by_key[call.key]:
                 if not isinstance(note, Deprecated):
                     continue
-                if note.omitted:
-                    given = _given(note.parameter, args, old_api.callable(call.path))
+                if note.positional:
+                    if not _by_position(note.parameter, args, before):
+                        continue
+                elif note.parameter is None:
+                    continue
+                elif note.omitted:
+                    given = _given(note.parameter, args, before)
                     if given is not None or args.opaque_kwargs or args.starred:
                         continue  # (passed, or may be: a `*args`, a `**kwargs` not read)
-                elif args.passed(note.parameter) is None:
+                elif _given(note.parameter, args, before) is None:
                     continue
-                key = (note.release, note.why, note.moved_to, note.omitted)
+                key = (note.release, note.why, note.moved_to, note.omitted, note.positional)
                 passed.setdefault(key, []).append(note)
-            for together in passed.values():
-                ctx.report(call.view.node, _deprecated(together))
+            if passed:  # (one finding for the call: what each deprecation says, in turn)
+                said = [_deprecated(together) for together in passed.values()]
+                ctx.report(call.view.node, join(said, " Also: ", "另外："))
             for note in by_key[call.key]:
                 if isinstance(note, Deprecated):
                     continue
@@ -200,6 +223,21 @@ def _deprecated(notes: list[Deprecated]) -> Said:
         else say("", "")
     )
     sources = "; ".join(dict.fromkeys(n.source for n in notes))
+    if note.positional:
+        return say(
+            "{api}: passing {what} by position is deprecated since FlashInfer {release}: {why}"
+            " Source: {source}",
+            "{api}：自 FlashInfer {release} 起，按位置传入{what}已弃用：{why}来源：`{source}`",
+            api=_short(note.api),
+            what=Said(
+                "arguments" if note.parameter is None else f"{note.parameter}=",
+                "参数" if note.parameter is None else f" `{note.parameter}=` ",
+            ),
+            release=note.release,
+            why=_told(note.why, note.why_zh),
+            source=sources,
+        )
+    assert note.parameter is not None  # (only a note of passing by position names none)
     if note.omitted:
         return say(
             "{api}: leaving {parameters} out is deprecated since FlashInfer {release}: {why}"
@@ -239,6 +277,42 @@ def _deprecated(notes: list[Deprecated]) -> Said:
         why=_told(note.why, note.why_zh),
         where=where,
         source=sources,
+    )
+
+
+@lru_cache(maxsize=8)
+def _warning(old_v: str, new_v: str) -> dict[str, tuple[str, str]]:
+    """The callables of ``old_v`` that warn they are deprecated on every call on ``new_v``
+    and did not before (the release data: `migrate_fi.api.extract.deprecation_warned`), by
+    definition key: the first release of the range that warns, and the target's message."""
+    from migrate_fi.api.differ import api_for
+    from migrate_fi.api.index import deprecated_in_range, listed_in
+
+    old_api, new_api = api_for(old_v), api_for(new_v)
+    out: dict[str, tuple[str, str]] = {}
+    for path in sorted(deprecated_in_range(old_v, new_v)):
+        key = old_api.key(path)
+        after = new_api.callable(path)
+        before = old_api.callable(path)
+        if key is None or after is None or after.warns is None:
+            continue  # (a release of the range that warned, and one after it that no longer)
+        if before is not None and before.warns is not None:
+            continue
+        releases = listed_in("deprecations", path, old_v, new_v)
+        out.setdefault(key, (releases[0] if releases else new_v, after.warns))
+    return out
+
+
+def _warns_always(path: str, release: str, message: str) -> Said:
+    said = message.strip() or "no message"
+    return say(
+        "{api} is deprecated since FlashInfer {release}: every call warns (DeprecationWarning:"
+        " {message}); move to what the warning names before a release removes it",
+        "{api} 自 FlashInfer {release} 起已弃用：每次调用都会警告（`DeprecationWarning`：{message}）；"
+        "请在某个版本删除它之前改用警告中给出的替代",
+        api=_short(path),
+        release=release,
+        message=said,
     )
 
 
@@ -316,6 +390,16 @@ def _may_apply(
         return member(value, view.scope) if member is not None else None
 
     return _may_pass(note.when, view.args, before, defaults=True, member=is_member)
+
+
+def _by_position(name: str | None, args: CallArgs, before: CallSignature | None) -> bool:
+    """Whether a call with ``args`` certainly passes an argument by position: any (``name``
+    None), or the one of the parameter ``name``, at its place in ``before`` (what a ``*args``
+    holds, if anything, is not known)."""
+    if name is None:
+        return bool(args.positional)
+    names = [p.name for p in before.positional] if before is not None else []
+    return name in names and names.index(name) < len(args.positional)
 
 
 def _given(name: str, args: CallArgs, before: CallSignature | None) -> ast.expr | None:

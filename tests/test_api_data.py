@@ -788,8 +788,10 @@ def test_fi008_reads_a_default_kept_from_the_data_alone(
     finally:
         notes.forget()
     assert r.exit_code == 1, r.output
-    (line,) = r.stdout.splitlines()
-    assert "FI008" in line and "pass tune_batches=(1, 2, 4, 8, 16, 32, 64, 128)" in line
+    # (and 0.7.1 deprecated `recurrent_kda` as a whole: every call warns, FI012 says so)
+    fi008, fi012 = r.stdout.splitlines()
+    assert "FI008" in fi008 and "pass tune_batches=(1, 2, 4, 8, 16, 32, 64, 128)" in fi008
+    assert "FI012 recurrent_kda is deprecated since FlashInfer 0.7.1: every call warns" in fi012
     # 0.6.13 made `run(q_len_per_req=)` default to None and warns when it is passed: FI008
     # never adds it (the data alone says so)
     (tmp_path / "m.py").write_text(

@@ -369,6 +369,70 @@ def test_constants_sentinels_and_deprecations_are_read(tmp_path: Path) -> None:
     assert [p.mapped for p in decode.params] == [None, "1"]
 
 
+def test_functions_that_warn_they_are_deprecated_on_every_call(tmp_path: Path) -> None:
+    """A ``warnings.warn(..., DeprecationWarning)`` statement of the body itself, before any
+    ``return``, is recorded with its message (an f-string's fields in braces), for a
+    function, a method and a constructor; one under an ``if``, after a ``return``, or of
+    another category is not."""
+    path = tmp_path / "flashinfer" / "__init__.py"
+    path.parent.mkdir(parents=True)
+    path.write_text(
+        textwrap.dedent(
+            """
+            import warnings
+
+            def old(x):
+                \"\"\"Deprecated.\"\"\"
+                warnings.warn("old is deprecated; use new", DeprecationWarning, stacklevel=2)
+                return new(x)
+
+            def formatted(x):
+                warnings.warn(f"{x} is going", category=FutureWarning)
+
+            def new(x, legacy=None):
+                if legacy is not None:
+                    warnings.warn("legacy is deprecated", DeprecationWarning)
+                return x
+
+            def late(x):
+                return x
+                warnings.warn("never", DeprecationWarning)
+
+            def user(x):
+                warnings.warn("slow path", UserWarning)
+
+            class Wrapper:
+                def __init__(self):
+                    warnings.warn("Wrapper is deprecated", DeprecationWarning)
+                def run(self):
+                    warnings.warn("run is deprecated", PendingDeprecationWarning)
+            """
+        )
+    )
+    api = Api("9.9.9", extract_release(str(tmp_path)))
+    warned = {
+        p: (found.warns if (found := api.callable(p)) is not None else "missing")
+        for p in (
+            "flashinfer.old",
+            "flashinfer.formatted",
+            "flashinfer.new",
+            "flashinfer.late",
+            "flashinfer.user",
+            "flashinfer.Wrapper",
+            "flashinfer.Wrapper().run",
+        )
+    }
+    assert warned == {
+        "flashinfer.old": "old is deprecated; use new",
+        "flashinfer.formatted": "{x} is going",
+        "flashinfer.new": None,
+        "flashinfer.late": None,
+        "flashinfer.user": None,
+        "flashinfer.Wrapper": "Wrapper is deprecated",
+        "flashinfer.Wrapper().run": "run is deprecated",
+    }
+
+
 def test_parameters_whose_value_is_never_used() -> None:
     """Not read at all, or read only to test it against None before a warning or a log line:
     ignored. Any other read, a decorated function, or `locals()`: not."""

@@ -64,9 +64,19 @@ def test_notes_in_a_range_are_those_after_from_up_to_to() -> None:
             "`api` must be a public path",
         ),
         ('release = "0.9.1"\n[[same]\n', "not valid TOML"),
-        (  # (`parameter` is optional in a behaviour note only)
+        (  # (`parameter` is optional in a behaviour note, and a deprecation of passing by position)
             'release = "0.9.1"\n[[deprecated]]\napi = "flashinfer.f"\nwhy = "w"\nsource = "s"\n',
             "`parameter` is missing",
+        ),
+        (
+            'release = "0.9.1"\n[[deprecated]]\napi = "flashinfer.f"\nwhy = "w"\nsource = "s"\n'
+            "positional = 1\n",
+            "`positional` must be true or false",
+        ),
+        (
+            'release = "0.9.1"\n[[deprecated]]\napi = "flashinfer.f"\nparameter = "p"\n'
+            'why = "w"\nsource = "s"\npositional = true\nomitted = true\n',
+            "`positional` and `omitted` cannot both be true",
         ),
         (
             'release = "0.9.1"\n[[behaviour]]\napi = "flashinfer.f"\nkind = "numerics"\n'
@@ -132,6 +142,21 @@ def test_a_deprecation_may_be_of_leaving_the_parameter_out(user_notes: Path) -> 
     assert [(n.api, getattr(n, "omitted", None)) for n in found] == [
         ("flashinfer.f", True),
         ("flashinfer.g", False),
+    ]
+
+
+def test_a_deprecation_may_be_of_passing_by_position(user_notes: Path) -> None:
+    """Of any argument (no ``parameter``: 0.7.0's MLA wrapper methods), or of one."""
+    (user_notes / "0.9.1.toml").write_text(
+        'release = "0.9.1"\n[[deprecated]]\napi = "flashinfer.W().plan"\npositional = true\n'
+        'why = "positional calls warn"\nsource = "s"\n'
+        '[[deprecated]]\napi = "flashinfer.g"\nparameter = "q"\npositional = true\n'
+        'why = "w"\nsource = "s"\n'
+    )
+    found = [n for n in notes.load_notes() if n.release == "0.9.1"]
+    assert [(n.api, n.parameter, getattr(n, "positional", None)) for n in found] == [
+        ("flashinfer.W().plan", None, True),
+        ("flashinfer.g", "q", True),
     ]
 
 

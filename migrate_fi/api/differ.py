@@ -82,6 +82,9 @@ class CallSignature:
     deprecated: frozenset[str] = frozenset()
     # parameters whose value the function never uses (at most to warn that it was passed)
     ignored: frozenset[str] = frozenset()
+    # the message of the deprecation warning every call gives ("": not written out); None:
+    # none (`migrate_fi.api.extract.deprecation_warned`)
+    warns: str | None = None
 
     @property
     def positional(self) -> list[Param]:
@@ -496,6 +499,7 @@ class Api:
             aliases,
             frozenset(record.get("dep", ())),
             frozenset(record.get("ign", ())),
+            record.get("warns"),
         )
 
     def public_paths(self) -> dict[str, str]:
@@ -1040,6 +1044,21 @@ def patched_paths(old_version: str, new_version: str) -> list[str]:
             if name not in after or parameters_changed(old, new, path):
                 out.append(path)
     return out
+
+
+def deprecated_callables(old_version: str, new_version: str) -> list[str]:
+    """Keys of the public callables of ``old_version`` that warn they are deprecated on every
+    call on ``new_version`` and did not on ``old_version`` (`CallSignature.warns`)."""
+    old, new = api_for(old_version), api_for(new_version)
+    out = set()
+    for path, key in _callable_paths(old).items():
+        after = new.callable(path)
+        if after is None or after.warns is None:
+            continue
+        before = old.callable(path)
+        if before is not None and before.warns is None:
+            out.add(key)
+    return sorted(out)
 
 
 def private_names_gone(old_version: str, new_version: str) -> list[str]:

@@ -310,6 +310,41 @@ def deprecated_parameters(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[st
     return sorted(found)
 
 
+def deprecation_warned(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+    """The message of the deprecation warning the function gives on every call: a
+    ``warnings.warn(..., DeprecationWarning)`` statement of its body itself (not under an
+    ``if``, a ``try`` or a loop) before any ``return`` or ``raise`` of it (FlashInfer 0.7.0's
+    `cute_dsl_fused_moe_nvfp4`); "" where its text is not written out. None when there is
+    none."""
+    for stmt in fn.body:
+        if isinstance(stmt, (ast.Return, ast.Raise)):
+            return None
+        if isinstance(stmt, ast.Expr) and _warns_deprecated(stmt.value):
+            call = stmt.value
+            assert isinstance(call, ast.Call)  # (`_warns_deprecated` says so)
+            message = call.args[0] if call.args else None
+            for kw in call.keywords:
+                if kw.arg == "message":
+                    message = kw.value
+            return _text_of(message)
+    return None
+
+
+def _text_of(node: ast.expr | None) -> str:
+    """A message as written: a string, or an f-string with its fields in braces; ""."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        parts = []
+        for value in node.values:
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                parts.append(value.value)
+            elif isinstance(value, ast.FormattedValue):
+                parts.append("{" + ast.unparse(value.value) + "}")
+        return "".join(parts)
+    return ""
+
+
 # what a function may do with a parameter and still ignore its value: warn or log that it was
 # passed (FlashInfer 0.5's `tile_tokens_dim`: "planned for deprecation ... please remove it")
 _SAYS = frozenset(
@@ -858,6 +893,9 @@ class _Release:
             warned = deprecated_parameters(stmt)
             if warned:
                 record["dep"] = warned
+            message = deprecation_warned(stmt)
+            if message is not None:
+                record["warns"] = message
             ignored = ignored_parameters(stmt)
             if ignored:
                 record["ign"] = ignored
@@ -1019,6 +1057,9 @@ class _Release:
         warned = deprecated_parameters(fn)
         if warned:
             record["dep"] = warned
+        message = deprecation_warned(fn)
+        if message is not None:
+            record["warns"] = message
         ignored = ignored_parameters(fn)
         if ignored:
             record["ign"] = ignored

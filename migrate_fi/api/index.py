@@ -35,6 +35,7 @@ __all__ = [
     "build_index",
     "changed_in",
     "default_trigger_paths",
+    "deprecated_in_range",
     "enum_triggers",
     "first_change",
     "forget",
@@ -53,10 +54,10 @@ INDEX_FILE = os.path.join(DATA_DIR, "changes.json")
 _NAME = "changes.json"
 # what the pairs are computed with: an index written by another version of this code (a user
 # folder's, after an upgrade of migrate-fi) is computed again
-LOGIC = 7  # 2: renamed parameters count as changes; 3: defaults and enums; 4: `attrs` paths
+LOGIC = 8  # 2: renamed parameters count as changes; 3: defaults and enums; 4: `attrs` paths
 # 5: a cached function's `cache_clear` (`cache_info`, `cache_parameters`) where the cache went
-# 6: `patches`; 7: `private`
-_PER_PAIR = ("pairs", "defaults", "enums", "patches", "private")
+# 6: `patches`; 7: `private`; 8: `deprecations`
+_PER_PAIR = ("pairs", "defaults", "enums", "patches", "private", "deprecations")
 
 
 def build_index(
@@ -70,7 +71,8 @@ def build_index(
     changed; ``enums``, the enums renumbered or with members gone (name -> the members gone);
     ``patches``, the module attributes a replacement of which means something else
     (`differ.patched_paths`); ``private``, the private names of modules still there that are
-    gone (`differ.private_names_gone`).
+    gone (`differ.private_names_gone`); ``deprecations``, the public paths of the callables
+    that start to warn they are deprecated on every call (`differ.deprecated_callables`).
     Per release: ``enum_links``, for each enum name ``enums`` ever lists, the callables with a
     parameter that may take its value (its default names the enum, or the parameter is named
     after it)."""
@@ -78,6 +80,7 @@ def build_index(
         changed_callables,
         changed_defaults,
         changed_enums,
+        deprecated_callables,
         patched_paths,
         private_names_gone,
     )
@@ -110,6 +113,9 @@ def build_index(
         sections["pairs"][pair] = sorted(paths)
         sections["patches"][pair] = patched_paths(old, new)
         sections["private"][pair] = private_names_gone(old, new)
+        sections["deprecations"][pair] = sorted(
+            {p for key in deprecated_callables(old, new) for p in public_calls(key, by_target)}
+        )
         sections["defaults"][pair] = sorted(
             {p for key in changed_defaults(old, new) for p in public_calls(key, by_target)}
         )
@@ -292,6 +298,15 @@ def private_gone_in_range(from_version: str, to_version: str) -> frozenset[str]:
     """``module.name`` of the private names that may be gone in (from, to]
     (`differ.private_names_gone`, per consecutive pair: a superset of the range's)."""
     return frozenset(p for names in _in_range(from_version, to_version, "private") for p in names)
+
+
+@cache
+def deprecated_in_range(from_version: str, to_version: str) -> frozenset[str]:
+    """Public paths of the callables that start to warn they are deprecated on every call in
+    (from, to] (`differ.deprecated_callables`, per consecutive pair)."""
+    return frozenset(
+        p for names in _in_range(from_version, to_version, "deprecations") for p in names
+    )
 
 
 @cache

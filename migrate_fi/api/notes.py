@@ -11,7 +11,9 @@ say nothing of a function that starts to refuse a GPU. ``migrate_fi/data/notes/<
 - ``[[deprecated]]``: a parameter that still works but warns (``moved_to``: where the argument
   belongs now). No rule adds a deprecated argument. ``omitted = true``: what warns is leaving
   it out (its implicit default, which a later release will change): FI012 reports the calls
-  that rely on it, not those that pass it.
+  that rely on it, not those that pass it. ``positional = true``: what warns is passing
+  arguments by position (with no ``parameter``: any argument; with one: that one, at its
+  place): FI012 reports the calls that do.
 - ``[[behaviour]]``: what a call does changed with no signature change (``kind``:
   architecture, input-format, numerics, error, other; ``fix`` for a change that only makes
   calls work that failed before): FI012 reports the calls, with the note.
@@ -35,8 +37,9 @@ say nothing of a function that starts to refuse a GPU. ``migrate_fi/data/notes/<
 Keys of an entry: ``api`` (a public path as `migrate-fi api-diff` prints it, instances as
 ``Class().method``), ``parameter`` (same, deprecated), ``old`` and ``new`` (same: the defaults
 before and after, as the API data writes them), ``why`` (same, deprecated), ``what`` and
-``kind`` (behaviour), ``moved_to`` and ``omitted`` (deprecated, optional), ``source`` (every entry: the
-wheel's file and line, or the release notes or pull request it was read from) and ``why_zh`` /
+``kind`` (behaviour), ``moved_to``, ``omitted`` and ``positional`` (deprecated, optional; so is
+``parameter`` where ``positional`` is), ``source`` (every entry: the wheel's file and line, or
+the release notes or pull request it was read from) and ``why_zh`` /
 ``what_zh`` (``why`` / ``what`` in Chinese, code in backquotes: what the Chinese report says).
 """
 
@@ -88,7 +91,16 @@ def kind_said(kind: str) -> Said:
 
 _TABLES = {
     "same": {"api", "parameter", "old", "new", "why", "why_zh", "source"},
-    "deprecated": {"api", "parameter", "moved_to", "omitted", "why", "why_zh", "source"},
+    "deprecated": {
+        "api",
+        "parameter",
+        "moved_to",
+        "omitted",
+        "positional",
+        "why",
+        "why_zh",
+        "source",
+    },
     "behaviour": {
         "api",
         "kind",
@@ -106,6 +118,7 @@ _TABLES = {
 _OPTIONAL = {
     "moved_to",
     "omitted",
+    "positional",
     "reverts",
     "when",
     "when_built",
@@ -114,7 +127,9 @@ _OPTIONAL = {
     "dtypes",
     "gpus",
 }
-_OPTIONAL_IN = {"behaviour": {"parameter"}}  # (optional in that table, required elsewhere)
+# (optional in these tables, required elsewhere; a deprecation of passing any argument by
+# position names none)
+_OPTIONAL_IN = {"behaviour": {"parameter"}, "deprecated": {"parameter"}}
 
 
 # the torch dtypes a note's `dtypes` may name (what `torch.<name>` spells)
@@ -141,7 +156,7 @@ class Same:
 class Deprecated:
     release: str
     api: str
-    parameter: str
+    parameter: str | None  # (None: a note of passing any argument by position)
     why: str
     source: str
     moved_to: str | None = None
@@ -149,6 +164,9 @@ class Deprecated:
     # what is deprecated is leaving the parameter out (its implicit default warns, and will
     # change): a call that relies on it is what a person must look at, not one that passes it
     omitted: bool = False
+    # what is deprecated is passing by position: the parameter at its place, or any argument
+    # (`BatchMLAPagedAttentionWrapper.plan(qo_indptr, ...)` warns on 0.7.0 whatever it passes)
+    positional: bool = False
 
 
 @dataclass(frozen=True)
@@ -256,6 +274,13 @@ def _note(release: str, path: str, table: str, index: int, entry: Any, keys: set
     omitted = entry.pop("omitted", False)
     if not isinstance(omitted, bool):
         raise NotesError(f"{where}: `omitted` must be true or false")
+    positional = entry.pop("positional", False)
+    if not isinstance(positional, bool):
+        raise NotesError(f"{where}: `positional` must be true or false")
+    if table == "deprecated" and "parameter" not in entry and not positional:
+        raise NotesError(f"{where}: `parameter` is missing")
+    if positional and omitted:
+        raise NotesError(f"{where}: `positional` and `omitted` cannot both be true")
     gpus = entry.pop("gpus", None)
     if gpus is not None:
         try:
@@ -289,12 +314,13 @@ def _note(release: str, path: str, table: str, index: int, entry: Any, keys: set
         return Deprecated(
             release,
             entry["api"],
-            entry["parameter"],
+            entry.get("parameter"),
             entry["why"],
             entry["source"],
             entry.get("moved_to"),
             entry.get("why_zh", ""),
             omitted,
+            positional,
         )
     if entry["kind"] not in KINDS:
         raise NotesError(f"{where}: `kind` must be one of {', '.join(KINDS)}")

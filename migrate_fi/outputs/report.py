@@ -68,6 +68,7 @@ _TEXT: dict[str, dict[str, str]] = {
         "unchanged": "Unchanged",
         "note_deprecated": "deprecated",
         "note_deprecated_omitted": "deprecated to leave out",
+        "note_deprecated_positional": "deprecated to pass by position",
         "note_source": "source: ",
         "release_notes": "{n} release note",
         "release_notes_plural": "{n} release notes",
@@ -213,6 +214,7 @@ _TEXT: dict[str, dict[str, str]] = {
         "unchanged": "无变更",
         "note_deprecated": "已弃用",
         "note_deprecated_omitted": "已弃用省略",
+        "note_deprecated_positional": "已弃用按位置传参",
         "note_source": "来源：",
         "release_notes": "{n} 条发布说明",
         "release_notes_plural": "{n} 条发布说明",
@@ -414,8 +416,14 @@ def _note(note: Behaviour | Deprecated, w: _Writer) -> str:
     if isinstance(note, Behaviour):
         label, text = kind_said(note.kind).text(w.lang), Said(note.what, note.what_zh)
     else:
-        key = "note_deprecated_omitted" if note.omitted else "note_deprecated"
-        label = f"{w.say(key)} `{note.parameter}=`"
+        key = (
+            "note_deprecated_omitted"
+            if note.omitted
+            else "note_deprecated_positional"
+            if note.positional
+            else "note_deprecated"
+        )
+        label = w.say(key) + ("" if note.parameter is None else f" `{note.parameter}=`")
         text = Said(note.why, note.why_zh)
     source = f"{w.say('note_source')}`{note.source}`"
     return f"{note.release}, {label}{w.say('colon')}{text.text(w.lang)} ({source})"

@@ -89,11 +89,16 @@ def _note_json(note: Note) -> dict[str, object]:
         if note.gpus is not None:  # (the compute capabilities it concerns, 90 for SM90)
             out["gpus"] = sorted(note.gpus)
     elif isinstance(note, Deprecated):
-        out.update(table="deprecated", parameter=note.parameter, why=note.why)
+        out["table"] = "deprecated"
+        if note.parameter is not None:
+            out["parameter"] = note.parameter
+        out["why"] = note.why
         if note.moved_to:
             out["moved_to"] = note.moved_to
         if note.omitted:  # (what warns is leaving it out)
             out["omitted"] = True
+        if note.positional:  # (what warns is passing it, or any argument, by position)
+            out["positional"] = True
     else:
         out.update(table="same", parameter=note.parameter, old=note.old, new=note.new)
         out["why"] = note.why
@@ -107,7 +112,15 @@ def _note_line(note: Note) -> str:
         said = f"{note.kind}{gpus}: {note.what}"
     elif isinstance(note, Deprecated):
         where = f" (pass it to {note.moved_to})" if note.moved_to else ""
-        what = f"leaving {note.parameter}= out" if note.omitted else f"{note.parameter}="
+        what = (
+            f"leaving {note.parameter}= out"
+            if note.omitted
+            else "passing arguments by position"
+            if note.parameter is None
+            else f"passing {note.parameter}= by position"
+            if note.positional
+            else f"{note.parameter}="
+        )
         said = f"deprecated: {what}{where}: {note.why}"
     else:
         said = f"same behaviour: default of {note.parameter} {note.old} -> {note.new}: {note.why}"
