@@ -46,8 +46,9 @@ class BehaviourNotes(Rule):
     (at its place in the signature the call is written for). The deprecations of one call are
     one finding. A function, method or class that the target release deprecates as a whole
     (every call warns: the release data records a `warnings.warn(..., DeprecationWarning)` of
-    its body itself, `cute_dsl_fused_moe_nvfp4` since 0.7.0) is reported at each call, with
-    the warning's words.
+    its body itself, `cute_dsl_fused_moe_nvfp4` since 0.7.0, or a `@typing_extensions.deprecated`
+    decorator, `trtllm_allreduce_fusion` since 0.6.0) is reported at each call, with the
+    warning's words.
 
     A note tied to arguments (`when`) leaves out a call that certainly cannot pass them (a
     literal of another value, another member of the FlashInfer enum named); a method's note

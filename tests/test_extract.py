@@ -373,7 +373,8 @@ def test_functions_that_warn_they_are_deprecated_on_every_call(tmp_path: Path) -
     """A ``warnings.warn(..., DeprecationWarning)`` statement of the body itself, before any
     ``return``, is recorded with its message (an f-string's fields in braces), for a
     function, a method and a constructor; one under an ``if``, after a ``return``, or of
-    another category is not."""
+    another category is not. So is a ``@typing_extensions.deprecated(...)`` function or
+    class (its construction), unless it names no deprecation category."""
     path = tmp_path / "flashinfer" / "__init__.py"
     path.parent.mkdir(parents=True)
     path.write_text(
@@ -406,6 +407,22 @@ def test_functions_that_warn_they_are_deprecated_on_every_call(tmp_path: Path) -
                     warnings.warn("Wrapper is deprecated", DeprecationWarning)
                 def run(self):
                     warnings.warn("run is deprecated", PendingDeprecationWarning)
+
+            from dataclasses import dataclass
+            from typing_extensions import deprecated
+
+            @deprecated("use the unified API allreduce.py instead")
+            def fusion(x):
+                return x
+
+            @deprecated("use Config", category=None)
+            def quiet(x):
+                return x
+
+            @deprecated("use MoEConfig")
+            @dataclass
+            class Config:
+                tile: int = 128
             """
         )
     )
@@ -420,6 +437,9 @@ def test_functions_that_warn_they_are_deprecated_on_every_call(tmp_path: Path) -
             "flashinfer.user",
             "flashinfer.Wrapper",
             "flashinfer.Wrapper().run",
+            "flashinfer.fusion",
+            "flashinfer.quiet",
+            "flashinfer.Config",
         )
     }
     assert warned == {
@@ -430,6 +450,9 @@ def test_functions_that_warn_they_are_deprecated_on_every_call(tmp_path: Path) -
         "flashinfer.user": None,
         "flashinfer.Wrapper": "Wrapper is deprecated",
         "flashinfer.Wrapper().run": "run is deprecated",
+        "flashinfer.fusion": "use the unified API allreduce.py instead",
+        "flashinfer.quiet": None,  # (`category=None`: no warning)
+        "flashinfer.Config": "use MoEConfig",  # (constructing it warns)
     }
 
 

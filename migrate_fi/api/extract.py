@@ -330,6 +330,44 @@ def deprecation_warned(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None
     return None
 
 
+# decorators that make every call warn it is deprecated (PEP 702's, and the Deprecated package's)
+_DEPRECATING = frozenset(
+    {
+        "typing_extensions.deprecated",
+        "warnings.deprecated",
+        "deprecated.deprecated",
+        "deprecated.classic.deprecated",
+    }
+)
+
+
+def deprecated_by_decorator(
+    node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef,
+    resolve: Callable[[ast.expr], str | None],
+) -> str | None:
+    """The message of a decorator that makes every call (a class: every construction) warn
+    it is deprecated: ``@typing_extensions.deprecated("use ...")`` (FlashInfer 0.6.0's
+    `trtllm_allreduce_fusion`), ``warnings.deprecated``, the Deprecated package's; "" where
+    its text is not written out. None when there is none, or it names no deprecation category
+    (``category=None`` warns nothing)."""
+    for d in node.decorator_list:
+        call = d if isinstance(d, ast.Call) else None
+        if resolve(call.func if call is not None else d) not in _DEPRECATING:
+            continue
+        if call is None:
+            return ""
+        message = call.args[0] if call.args else None
+        for kw in call.keywords:
+            if kw.arg in ("reason", "message"):
+                message = kw.value
+            elif kw.arg == "category" and (
+                (dotted_name(kw.value) or "").rsplit(".", 1)[-1] not in _WARNINGS
+            ):
+                return None
+        return _text_of(message)
+    return None
+
+
 def _text_of(node: ast.expr | None) -> str:
     """A message as written: a string, or an f-string with its fields in braces; ""."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -894,6 +932,8 @@ class _Release:
             if warned:
                 record["dep"] = warned
             message = deprecation_warned(stmt)
+            if message is None:
+                message = deprecated_by_decorator(stmt, resolve)
             if message is not None:
                 record["warns"] = message
             ignored = ignored_parameters(stmt)
@@ -920,6 +960,9 @@ class _Release:
                 methods["__init__"] = {"sig": sig, "synth": kind[0]}
         if aliases and "__init__" in methods:
             methods["__init__"]["aliases"] = aliases
+        message = deprecated_by_decorator(cls, resolve)
+        if message is not None and "__init__" in methods:  # (constructing it warns)
+            methods["__init__"]["warns"] = message
         out: dict[str, Any] = {"k": "c", "bases": bases, "methods": methods, "h": body_hash(cls)}
         if reads_location(cls):
             out["loc"] = 1
@@ -1058,6 +1101,8 @@ class _Release:
         if warned:
             record["dep"] = warned
         message = deprecation_warned(fn)
+        if message is None:
+            message = deprecated_by_decorator(fn, self._resolver(m))
         if message is not None:
             record["warns"] = message
         ignored = ignored_parameters(fn)
