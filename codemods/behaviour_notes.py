@@ -163,11 +163,11 @@ class BehaviourNotes(Rule):
                 ctx.report(call.view.node, _warns_always(call.path, *warning[call.key]))
             if call.key not in by_key:
                 continue
-            # (the deprecated arguments the call passes by keyword, and those it leaves out
-            # where leaving them out is what warns; one finding for those deprecated together:
+            # (the deprecated arguments the call passes, by keyword or at their place in the
+            # signature it is written for: `wrapper.plan(qo_indptr, ...)`; those it leaves out
+            # where leaving them out is what warns; any argument by position where that is
+            # what warns. Together, for one reason, they are one part of the call's finding:
             # `l2_flush=`, `l2_flush_size_mb=` and `l2_flush_device=`)
-            # (by keyword, or at its place in the signature the call is written for:
-            # `wrapper.plan(qo_indptr, kv_indptr, ...)` passes the flat metadata too)
             args = call.view.args
             before = old_api.callable(call.path)
             passed: dict[tuple[str, str, str | None, bool, bool], list[Deprecated]] = {}
@@ -284,7 +284,7 @@ def _deprecated(notes: list[Deprecated]) -> Said:
 @lru_cache(maxsize=8)
 def _warning(old_v: str, new_v: str) -> dict[str, tuple[str, str]]:
     """The callables of ``old_v`` that warn they are deprecated on every call on ``new_v``
-    and did not before (the release data: `migrate_fi.api.extract.deprecation_warned`), by
+    and did not before (the release data: `migrate_fi.api.extract.warned_always`), by
     definition key: the first release of the range that warns, and the target's message."""
     from migrate_fi.api.differ import api_for
     from migrate_fi.api.index import deprecated_in_range, listed_in

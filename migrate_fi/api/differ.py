@@ -83,7 +83,7 @@ class CallSignature:
     # parameters whose value the function never uses (at most to warn that it was passed)
     ignored: frozenset[str] = frozenset()
     # the message of the deprecation warning every call gives ("": not written out); None:
-    # none (`migrate_fi.api.extract.deprecation_warned`)
+    # none (`migrate_fi.api.extract.warned_always`)
     warns: str | None = None
 
     @property

@@ -368,6 +368,15 @@ def deprecated_by_decorator(
     return None
 
 
+def warned_always(
+    fn: ast.FunctionDef | ast.AsyncFunctionDef, resolve: Callable[[ast.expr], str | None]
+) -> str | None:
+    """The message of the deprecation warning every call of ``fn`` gives, by a statement of
+    its body (`deprecation_warned`) or its decorator (`deprecated_by_decorator`); None."""
+    found = deprecation_warned(fn)
+    return found if found is not None else deprecated_by_decorator(fn, resolve)
+
+
 def _text_of(node: ast.expr | None) -> str:
     """A message as written: a string, or an f-string with its fields in braces; ""."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -931,9 +940,7 @@ class _Release:
             warned = deprecated_parameters(stmt)
             if warned:
                 record["dep"] = warned
-            message = deprecation_warned(stmt)
-            if message is None:
-                message = deprecated_by_decorator(stmt, resolve)
+            message = warned_always(stmt, resolve)
             if message is not None:
                 record["warns"] = message
             ignored = ignored_parameters(stmt)
@@ -1100,9 +1107,7 @@ class _Release:
         warned = deprecated_parameters(fn)
         if warned:
             record["dep"] = warned
-        message = deprecation_warned(fn)
-        if message is None:
-            message = deprecated_by_decorator(fn, self._resolver(m))
+        message = warned_always(fn, self._resolver(m))
         if message is not None:
             record["warns"] = message
         ignored = ignored_parameters(fn)
