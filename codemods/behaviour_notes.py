@@ -399,18 +399,23 @@ def _by_position(name: str | None, args: CallArgs, before: CallSignature | None)
     holds, if anything, is not known)."""
     if name is None:
         return bool(args.positional)
+    place = _place(name, before)
+    return place is not None and place < len(args.positional)
+
+
+def _place(name: str, before: CallSignature | None) -> int | None:
+    """The index of the positional parameter ``name`` in ``before``; None."""
     names = [p.name for p in before.positional] if before is not None else []
-    return name in names and names.index(name) < len(args.positional)
+    return names.index(name) if name in names else None
 
 
 def _given(name: str, args: CallArgs, before: CallSignature | None) -> ast.expr | None:
     """What a call with ``args`` certainly passes for the parameter ``name``: by keyword, or at
     its place in ``before``; None where it is not seen passed."""
     passed = args.passed(name)
-    if passed is None and before is not None:
-        names = [p.name for p in before.positional]
-        if name in names and names.index(name) < len(args.positional):
-            passed = args.positional[names.index(name)]
+    place = _place(name, before) if passed is None else None
+    if place is not None and place < len(args.positional):
+        passed = args.positional[place]
     return passed
 
 

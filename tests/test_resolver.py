@@ -22,6 +22,15 @@ def resolve_call(source: str, index: int = -1, **kw) -> set[str | None]:
     return {c.qualname for c in r.resolve(call.func, scope).candidates}
 
 
+def method_calls(r: NameResolver, method: str) -> list[set[str | None]]:
+    """For each call of a method named ``method``, in order, what its callee may be."""
+    return [
+        {c.qualname for c in r.resolve(call.func, scope).candidates}
+        for call, scope in r.calls
+        if isinstance(call.func, ast.Attribute) and call.func.attr == method
+    ]
+
+
 @pytest.mark.parametrize(
     ("source", "expected"),
     [
@@ -152,12 +161,7 @@ def test_attributes_of_an_instance_of_a_class_of_the_module() -> None:
         state.other.run(x)
         state.missing.run(x)
     """
-    r = resolver_for(src, module="proj.backend")
-    found = [
-        {c.qualname for c in r.resolve(call.func, scope).candidates}
-        for call, scope in r.calls
-        if isinstance(call.func, ast.Attribute) and call.func.attr == "run"
-    ]
+    found = method_calls(resolver_for(src, module="proj.backend"), "run")
     instance = {"flashinfer.mla.BatchMLAPagedAttentionWrapper().run"}
     assert found[:3] == [instance] * 3
     assert not any(q and q.startswith("flashinfer.") for f in found[3:] for q in f), found
@@ -205,11 +209,7 @@ def test_what_a_method_of_the_project_is_annotated_to_return() -> None:
             self.theirs.get_comm().dispatch(x)
     """
     r = resolver_for(src, module="proj.comm")
-    found = [
-        {c.qualname for c in r.resolve(call.func, scope).candidates}
-        for call, scope in r.calls
-        if isinstance(call.func, ast.Attribute) and call.func.attr == "dispatch"
-    ]
+    found = method_calls(r, "dispatch")
     instance = {"flashinfer.moe_ep.NVLinkOneSidedAlltoAll().dispatch"}
     assert found[:4] == [instance] * 4
     assert not any(q and q.startswith("flashinfer.") for f in found[4:] for q in f), found
