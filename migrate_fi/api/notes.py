@@ -208,9 +208,8 @@ def load_notes() -> tuple[Note, ...]:
 def _load(lo: Any, hi: Any) -> tuple[Note, ...]:
     """The notes of the releases after ``lo`` up to ``hi`` (None: no bound); only their files
     are read (a run reads the few its range holds, not all of them)."""
-    from migrate_fi.base.toml import tomllib
+    from migrate_fi.base.toml import load_reviewed
 
-    toml = tomllib()
     out: list[tuple[Any, Note]] = []
     for release, path in release_files(NOTES_DIR, "notes").items():
         try:
@@ -220,11 +219,10 @@ def _load(lo: Any, hi: Any) -> tuple[Note, ...]:
         if (lo is not None and version <= lo) or (hi is not None and version > hi):
             continue
         try:
-            with open(path, "rb") as fh:
-                data = toml.load(fh)
+            data = load_reviewed(path)
         except OSError as exc:
             raise NotesError(f"{path}: cannot be read ({exc.strerror})") from None
-        except toml.TOMLDecodeError as exc:
+        except ValueError as exc:  # (`tomllib.TOMLDecodeError`)
             raise NotesError(f"{path}: not valid TOML ({exc})") from None
         if data.get("release") != release:
             raise NotesError(f"{path}: `release` must be {release!r}, as its name says")

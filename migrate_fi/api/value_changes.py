@@ -92,9 +92,8 @@ class ValueChange:
 @cache
 def load_value_changes() -> tuple[ValueChange, ...]:
     """Every value change of every release there is a file for, oldest release first."""
-    from migrate_fi.base.toml import tomllib
+    from migrate_fi.base.toml import load_reviewed
 
-    toml = tomllib()
     out: list[ValueChange] = []
     for release, path in release_files(VALUES_DIR, "values").items():
         try:
@@ -104,11 +103,10 @@ def load_value_changes() -> tuple[ValueChange, ...]:
                 f"{path}: the file name must be a FlashInfer release (0.6.15.toml)"
             ) from None
         try:
-            with open(path, "rb") as fh:
-                data = toml.load(fh)
+            data = load_reviewed(path)
         except OSError as exc:
             raise ValueDataError(f"{path}: cannot be read ({exc.strerror})") from None
-        except toml.TOMLDecodeError as exc:
+        except ValueError as exc:  # (`tomllib.TOMLDecodeError`)
             raise ValueDataError(f"{path}: not valid TOML ({exc})") from None
         unknown = set(data) - {"change"}
         if unknown:

@@ -109,7 +109,8 @@ def fingerprint() -> bytes:
             for folder, dirs, files in os.walk(top):
                 dirs[:] = sorted(d for d in dirs if d != "__pycache__")
                 for name in sorted(files):
-                    if name.endswith((".py", ".json", ".json.gz", ".toml")):  # (.toml: values)
+                    # (.toml: notes and values; .jsonl: their compiled copies)
+                    if name.endswith((".py", ".json", ".json.gz", ".toml", ".jsonl")):
                         path = os.path.join(folder, name)
                         try:
                             st = os.stat(path)
