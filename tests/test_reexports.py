@@ -655,3 +655,109 @@ def test_a_file_that_imports_a_reexport_runs_the_rules_its_target_concerns() -> 
     assert result.lookups is not None
     assert "allreduce_workspace_group" in result.lookups.skipped  # (FI004: not its API)
     assert "fp4_quantize_keywords" not in result.lookups.skipped
+
+
+# The first pass's order: `proj/user.py` imports a name `proj/ops.py` re-exports, and is
+# analysed after it, with it, once; `proj/lazy.py` imports it by call, writing its name.
+ORDERED = {
+    "proj/__init__.py": "",
+    "proj/ops.py": "import flashinfer\nfrom flashinfer import fp4_quantize\n",
+    "proj/user.py": (
+        "import flashinfer\nfrom proj.ops import fp4_quantize\n\n\n"
+        "def q(x, gs):\n"
+        "    return fp4_quantize(x, gs[:1], 16, False, True, False, True)\n"
+    ),
+    "proj/sub/__init__.py": "",
+    "proj/sub/rel.py": (
+        "import flashinfer\nfrom ..ops import fp4_quantize\n\n\n"
+        "def q(x, gs):\n"
+        "    return fp4_quantize(x, gs[:1], 16, False, True, False, True)\n"
+    ),
+    "proj/lazy.py": (
+        "import importlib\nimport flashinfer\n\n\n"
+        "def q(x, gs):\n"
+        "    m = importlib.import_module('proj.ops')\n"
+        "    return m.fp4_quantize(x, gs[:1], 16, False, True, False, True)\n"
+    ),
+    "proj/alone.py": (
+        "from flashinfer import fp4_quantize\n\n\n"
+        "def q(x, gs):\n"
+        "    return fp4_quantize(x, gs[:1], 16, False, True, False, True)\n"
+    ),
+    # two modules that import each other: each is analysed all the same
+    "proj/a.py": "import flashinfer\nfrom proj.b import fp4_quantize\n",
+    "proj/b.py": "import flashinfer\nfrom proj.a import g\nfrom flashinfer import fp4_quantize\n",
+}
+
+
+def test_a_file_waits_for_the_modules_its_imports_name(tmp_path: Path) -> None:
+    write(tmp_path, {**ORDERED, **{f"flashinfer/{k}": v for k, v in OWN_TREE.items()}})
+    files = [
+        SourceFile(p.read_bytes(), str(p), ("positional_binding",))
+        for p in sorted(tmp_path.rglob("*.py"))
+    ]
+    order = migrate_fi.run.reexports.ExportOrder(files, {}, migrate_fi.run.pipeline.RuleTests([]))
+    after = {
+        str(Path(p).relative_to(tmp_path)): sorted(str(Path(x).relative_to(tmp_path)) for x in w)
+        for p, w in order.after.items()
+    }
+    assert after == {
+        "proj/user.py": ["proj/__init__.py", "proj/ops.py"],
+        "proj/sub/rel.py": ["proj/__init__.py", "proj/ops.py"],
+        "proj/lazy.py": ["proj/__init__.py", "proj/ops.py"],
+        "proj/a.py": ["proj/__init__.py", "proj/b.py"],
+        "proj/b.py": ["proj/__init__.py", "proj/a.py"],
+        # (FlashInfer's own modules re-export nothing: none waits for one)
+    }
+    by_name = {str(Path(f.path).relative_to(tmp_path)): f for f in files}
+    ops, user = by_name["proj/ops.py"], by_name["proj/user.py"]
+    assert order.awaited(ops) and not order.awaited(user) and not order.ready(user)
+    # the longest chain of files that wait, one for the other, from each (in bytes)
+    assert order.chain(ops) == len(ops.data) + max(
+        len(by_name[p].data) for p in ("proj/user.py", "proj/sub/rel.py", "proj/lazy.py")
+    )
+
+
+def test_the_first_pass_gives_a_waiting_file_its_modules_reexports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(tmp_path, ORDERED)
+    found, counts = check(tmp_path, monkeypatch)
+    paths = sorted({d["path"] for d in found["diagnostics"]})
+    assert paths == ["proj/alone.py", "proj/lazy.py", "proj/sub/rel.py", "proj/user.py"]
+    # analysed once each: the re-export was known when they were (a file that imports by call
+    # is analysed again for the other modules' re-exports of `flashinfer` itself, whose names
+    # it writes: `unaffected` cannot tell it never imports them)
+    assert [counts[p] for p in ("proj/user.py", "proj/sub/rel.py")] == [1, 1]
+    # the same findings as a first pass in no order, its files analysed again in the rounds
+    monkeypatch.setattr(migrate_fi.run.engine, "ExportOrder", _NoOrder)
+    unordered, counts = check(tmp_path, monkeypatch)
+    assert unordered == found
+    assert counts["proj/user.py"] == 2
+
+
+class _NoOrder(migrate_fi.run.reexports.ExportOrder):
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        self.after = {}
+
+
+def test_the_modules_an_import_statement_names(tmp_path: Path) -> None:
+    from migrate_fi.analysis.importwords import modules_named
+
+    (tmp_path / "pkg" / "sub").mkdir(parents=True)
+    for init in ("pkg/__init__.py", "pkg/sub/__init__.py"):
+        (tmp_path / init).write_text("")
+    data = (
+        b"from a.b import c, d as e\n"
+        b"import x.y as z, w\n"
+        b"from ..p import (\n    q,\n    r as s,\n)\n"
+        b"from . import t\n"
+        b"from m import *\n"
+        b"if T:\n    from n.o import u\n"
+    )
+    named = modules_named(data, str(tmp_path / "pkg" / "sub" / "mod.py"))
+    assert named == {
+        "a.b", "a.b.c", "a.b.d", "x.y", "w", "pkg.p", "pkg.p.q", "pkg.p.r", "pkg.sub",
+        "pkg.sub.t", "m", "n.o", "n.o.u",
+    }  # fmt: skip

@@ -210,3 +210,26 @@ def test_read_bytes_reads_on_after_a_short_read_or_past_the_size_it_was_told(
 
     monkeypatch.setattr(os, "fstat", Smaller)
     assert depends.read_bytes(str(f)) == data
+
+
+def test_a_temporary_file_is_new_private_and_never_through_a_link(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from migrate_fi.base import files
+
+    made = [files.temporary_beside(str(tmp_path), ".m.py.", ".tmp") for _ in range(3)]
+    for fd, path in made:
+        os.close(fd)
+        name = os.path.basename(path)
+        assert name.startswith(".m.py.") and name.endswith(".tmp")
+        assert os.stat(path).st_mode & 0o777 == 0o600
+    assert len({path for _, path in made}) == 3
+    # a name that is taken (a file, or a link to one) is never opened: another is drawn
+    (tmp_path / "target").write_bytes(b"kept")
+    taken = iter([b"\x00" * 6, b"\x00" * 6, b"\x01" * 6])
+    monkeypatch.setattr(files.os, "urandom", lambda n: next(taken))
+    os.symlink(tmp_path / "target", tmp_path / ".x000000000000")
+    fd, path = files.temporary_beside(str(tmp_path), ".x")
+    os.close(fd)
+    assert path == str(tmp_path / ".x010101010101")
+    assert (tmp_path / "target").read_bytes() == b"kept"

@@ -484,3 +484,71 @@ def test_a_worker_collects_cycles_only_in_a_run_that_applies_fixes(
             gc.disable()
     by_workers = {s for s in seen if s is not None and s[0] in pids}
     assert by_workers and {on for _, on in by_workers} == {collects}
+
+
+class _Order:
+    """`Order` of a batch: ``then`` waits for ``first``."""
+
+    def __init__(self, first: str, then: str) -> None:
+        self.first, self.then = first, then
+        self.results: dict[str, object] = {}
+        self.asked: list[bool] = []  # (whether ``first`` was done when ``then`` was given out)
+
+    def waits(self, f: SourceFile) -> bool:
+        return f.path == self.then
+
+    def awaited(self, f: SourceFile) -> bool:
+        return f.path == self.first
+
+    def ready(self, f: SourceFile) -> bool:
+        return not self.waits(f) or self.first in self.results
+
+    def aliases(self, f: SourceFile) -> dict[str, str]:
+        self.asked.append(self.first in self.results)
+        return {"proj.q": "flashinfer.fp4_quantize"}
+
+    def finished(self, path: str, result: object) -> None:
+        self.results[path] = result
+
+    def chain(self, f: SourceFile) -> int:
+        return len(f.data) * (2 if self.awaited(f) else 1)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_file_that_waits_is_analysed_after_what_it_waits_for(tmp_path: Path, jobs: int) -> None:
+    todo = files(tmp_path, 6)
+    first, then = todo[3].path, todo[0].path  # (in the order given, the one waiting first)
+    with Batch(IDS, OPTIONS, "check", None, None, None, None) as plain:
+        expected = plain.process(todo, {})
+    order = _Order(first, then)
+    with Batch(IDS, OPTIONS, "check", jobs, None, None, None) as batch:
+        got = batch.process(todo, {}, 1000, order=order)  # (a long walk: worth the workers)
+        assert (batch._pool is not None) == (jobs > 1)
+    assert shown(got) == shown(expected) and set(order.results) == {f.path for f in todo}
+    # here, in order; in the workers, as soon as it is ready, or when nothing else is left
+    assert order.asked == [True] if jobs == 1 else len(order.asked) == 1
+
+
+def test_the_workers_are_given_the_tasks_ready_first_and_never_wait() -> None:
+    given: list[str] = []
+
+    class Pool:
+        def __init__(self) -> None:
+            self.held: list[str] = []
+
+        def alive(self) -> list[Pool]:
+            return [self]
+
+        def give(self, t: str, *args: object) -> None:
+            given.append(t)
+            self.held.append(t)
+
+    pool = Pool()
+    ignored = Work(len, lambda t: (), len, lambda t, r: None, lambda t, e: None)
+    share = workers._Share(pool, ["a", "b", "c"], ignored, here_too=False)  # type: ignore[arg-type]
+    share.waiting_for(lambda t: t != "c", lambda t: t == "b")  # ("b": answered by a cache)
+    share._hand_out()
+    assert given == ["a"]  # (the last ready one; "c" is not ready yet)
+    pool.held.clear()
+    share._hand_out()
+    assert given == ["a", "c"] and share.waiting == []  # ("b" settled; "c" given all the same)

@@ -22,6 +22,7 @@ __all__ = [
     "file_imports",
     "import_words",
     "may_bind",
+    "modules_named",
     "written_out",
 ]
 
@@ -173,6 +174,46 @@ class ImportStatements:
         word = re.compile(rb"(?<!\w)%s(?!\w)" % re.escape(module))
         written = len(word.findall(self.data))
         return written > sum(len(word.findall(block)) for block in self.blocks)
+
+
+def modules_named(data: bytes, path: str) -> set[str]:
+    """The dotted names of the modules the import statements of the file at ``path`` (its
+    bytes ``data``) name (each loads the packages above it too): ``from a.b import c`` ``a.b``
+    and ``a.b.c``, ``import a.b as m`` ``a.b``; a relative one from the file's own module
+    (none where it cannot be told)."""
+    module, is_package = module_identity(path)
+    out: set[str] = set()
+    for block in _statements(data)[0]:
+        for m in _PARTS.finditer(block):
+            source, rest = m.group(1), m.group(2)
+            text = rest.decode("ascii", "replace").replace("\\", " ").strip("() \t\r\n")
+            names = [n.split()[0] for n in text.replace("\n", " ").split(",") if n.split()]
+            if source is None:
+                out.update(names)
+                continue
+            base = _absolute(source.decode("ascii", "replace"), module, is_package)
+            if base is not None:
+                out.add(base)
+                out.update(f"{base}.{n}" if base else n for n in names if n != "*")
+    return out
+
+
+def _absolute(source: str, module: str | None, is_package: bool) -> str | None:
+    """The module ``from <source> import`` names in a file of ``module`` (None: a relative one
+    in a file whose module cannot be told, or one above its top package)."""
+    dots = len(source) - len(source.lstrip("."))
+    if not dots:
+        return source
+    if module is None:
+        return None
+    parts = module.split(".")
+    if not is_package:
+        parts.pop()
+    if dots - 1 > len(parts):
+        return None
+    parts = parts[: len(parts) - (dots - 1)]
+    rest = source[dots:]
+    return ".".join([*parts, rest] if rest else parts)
 
 
 def _may_name(parts: list[bytes], at: int, home: bytes | None) -> bool:

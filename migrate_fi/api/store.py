@@ -38,6 +38,7 @@ from typing import Any, Generic, TypeVar, overload
 
 from packaging.version import Version
 
+from migrate_fi.base.files import temporary_beside
 from migrate_fi.base.userdirs import user_folder
 from migrate_fi.base.versions import parse_version
 
@@ -903,13 +904,11 @@ os.umask(_UMASK)
 def _replace(path: str, payload: bytes) -> None:
     """Write ``path`` at once: a unique temporary file beside it, then a rename (concurrent
     writers never see, or leave, a half-written file)."""
-    import tempfile
-
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".tmp-")
+    fd, tmp = temporary_beside(os.path.dirname(path) or ".", ".tmp-")
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(payload)
-        os.chmod(tmp, 0o666 & ~_UMASK)  # (mkstemp makes it 0600: data others may read)
+        os.chmod(tmp, 0o666 & ~_UMASK)  # (made 0600: data others may read)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

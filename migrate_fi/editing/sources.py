@@ -22,6 +22,7 @@ from itertools import accumulate
 from typing import TYPE_CHECKING
 
 from migrate_fi.base import patterns
+from migrate_fi.base.files import temporary_beside
 from migrate_fi.base.modules import TEMPORARY_SUFFIX
 from migrate_fi.base.results import FileError, FileResult, RunResult
 
@@ -186,11 +187,7 @@ def _written_beside(real: str, new: bytes, st: os.stat_result) -> str:
     """A temporary file beside ``real`` holding ``new``, on disk, with ``st``'s mode and owner."""
     folder = os.path.dirname(real) or "."
     try:
-        import tempfile  # (here: it costs start-up)
-
-        fd, tmp = tempfile.mkstemp(
-            dir=folder, prefix=f".{os.path.basename(real)}.", suffix=TEMPORARY_SUFFIX
-        )
+        fd, tmp = temporary_beside(folder, f".{os.path.basename(real)}.", TEMPORARY_SUFFIX)
     except OSError as exc:
         raise SourceError(f"cannot create a temporary file beside it: {exc.strerror}") from None
     try:
@@ -219,9 +216,7 @@ def write_new_file(path: str, data: bytes) -> None:
     file in the same folder, then an atomic rename over ``path``; the temporary file is removed
     when anything fails."""
     folder = os.path.dirname(os.path.abspath(path))
-    import tempfile  # (here: it costs start-up)
-
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    fd, tmp = temporary_beside(folder, f".{os.path.basename(path)}.", ".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)

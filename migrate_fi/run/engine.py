@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import gc
 import os
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from migrate_fi.analysis.importwords import FileImports
 from migrate_fi.analysis.resolver import ProjectAliases
@@ -42,9 +42,11 @@ from migrate_fi.run.pipeline import (
 from migrate_fi.run.reading import Read, Todo, read_in_worker, read_part
 from migrate_fi.run.reexports import (
     MAX_ROUNDS,
+    ExportOrder,
     imported_modules,
     importers,
     merge_exports,
+    relevant_names,
     unaffected,
 )
 from migrate_fi.run.warm import Recording, TreeState, Walk, tree_state
@@ -210,12 +212,15 @@ def _run(
             nonlocal state
             state = tree_state(walked, stale, links)
 
-        results.update(batch.process(candidates, {}, len(todo), digest if later else None))
+        order = ExportOrder(candidates, read, tests)
+        results.update(batch.process(candidates, {}, len(todo), digest if later else None, order))
         exporters = imported_modules(left_out, imported, tests, options)
         # (analysed for their exports only: a check, whatever the mode, and not part of the result)
         with Batch(ids, options, Mode.CHECK.value, jobs, None, cache, preload, first) as aside:
             beside = aside.process(exporters, {})
-        aliases = _reexport_rounds(batch, results, beside, candidates, others, walk, tests, read)
+        aliases = _reexport_rounds(
+            batch, results, beside, candidates, others, walk, tests, read, order.used
+        )
     if cache is not None:
         cache.save_walk(walk)
         cache.prune()
@@ -303,15 +308,19 @@ def _reexport_rounds(
     walk: WalkMemo,
     tests: RuleTests,
     read: dict[str, FileImports],
+    first_with: Mapping[str, ProjectAliases],
 ) -> dict[str, str]:
     """Analyse again, with the project's re-exports found so far, the files that may import
     them and whose result they can change (`migrate_fi.run.reexports`), until no new one appears;
-    the re-exports followed."""
+    the re-exports followed. ``first_with``: the re-exports the first pass gave a file, where
+    it gave some (`ExportOrder`)."""
     aliases: dict[str, str] = {}
     relevant: set[bytes] | None = None  # (the triggers' names: worked out when there are exports)
     looked_for: dict[str, set[bytes]] = {}  # each rule's triggers' names
     none = ProjectAliases({})
-    analysed_with: dict[str, ProjectAliases] = {}  # the re-exports a file was last analysed with
+    # the re-exports a file was last analysed with (the first pass gave some files those of the
+    # files they wait for: `ExportOrder`)
+    analysed_with: dict[str, ProjectAliases] = dict(first_with)
     # (only an analysed file exports: the others, most of a tree, are never looked at)
     parsed = dict.fromkeys(f.path for f in candidates)
     for _ in range(MAX_ROUNDS):
@@ -319,14 +328,8 @@ def _reexport_rounds(
         if not any(r.exports for r in analysed):
             return aliases
         if relevant is None:
-            # (the names of the rules that read Python files: a rule of dependency files, FI007,
-            # never meets a re-export, and its names would cost parsing the target's
-            # requirements; a file that skipped a rule not named here is analysed again)
-            looked_for = {
-                c.id: p.names() if c.via_reexports else set()
-                for c, p in tests
-                if ".py" in c.suffixes
-            }
+            # (a file that skipped a rule not named here is analysed again)
+            looked_for = relevant_names(tests)
             relevant = set().union(*looked_for.values())
         exported = merge_exports(analysed, relevant)
         new = {k: v for k, v in exported.items() if aliases.get(k) != v}

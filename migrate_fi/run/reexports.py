@@ -15,11 +15,12 @@ from migrate_fi.analysis.importwords import (
     ImportStatements,
     Words,
     file_imports,
+    modules_named,
     written_out,
 )
 from migrate_fi.analysis.resolver import ProjectAliases
 from migrate_fi.base import depends
-from migrate_fi.base.modules import export_parts, is_python_path, module_identity
+from migrate_fi.base.modules import export_parts, in_flashinfer, is_python_path, module_identity
 from migrate_fi.base.results import (
     FileResult,
 )
@@ -32,9 +33,11 @@ from migrate_fi.run.workers import SourceFile
 
 __all__ = [
     "MAX_ROUNDS",
+    "ExportOrder",
     "imported_modules",
     "importers",
     "merge_exports",
+    "relevant_names",
     "unaffected",
 ]
 
@@ -132,6 +135,131 @@ def _added(
         module = export_parts(key)[0].rpartition(".")[2]
         by_module.setdefault(module.encode() if module.isascii() else None, []).append(key)
     return by_module, Words(m for m in by_module if m is not None)
+
+
+def relevant_names(tests: RuleTests) -> dict[str, set[bytes]]:
+    """Each rule's names a re-export must lead to for it to matter (its triggers' names; none
+    for a rule that is never reached through re-exports), by rule id; only the rules that read
+    Python files (a rule of dependency files, FI007, never meets a re-export, and its names
+    would cost parsing the target's requirements)."""
+    return {c.id: p.names() if c.via_reexports else set() for c, p in tests if ".py" in c.suffixes}
+
+
+class ExportOrder:
+    """The order of a run's first pass over the files some rule must see: a file whose import
+    statements may name the module of another of them (or, in a file that imports modules by
+    call, that writes its dotted name) is analysed
+    after it, with the re-exports those modules make (`aliases`), not again in a round once
+    they are known: vLLM's quantization modules import `vllm.utils.flashinfer`'s. A module of
+    FlashInfer's own tree makes none (`NameResolver.exports`): nothing waits for it. Files
+    that wait for each other are analysed all the same (`Batch.process`), and what any file
+    was analysed with (`used`) is what the rounds compare with what they find
+    (`unaffected`): the order saves work, it never decides a result."""
+
+    def __init__(
+        self, files: Iterable[SourceFile], read: dict[str, FileImports], tests: RuleTests
+    ) -> None:
+        files = list(files)
+        self._tests = tests
+        self._relevant: set[bytes] | None = None  # (worked out when a file first waits)
+        modules: dict[str, list[str]] = {}  # a module's name -> its files (and as a suffix)
+        for f in files:
+            module = module_identity(f.path)[0]
+            if module is None or in_flashinfer(module) or not module.isascii():
+                continue
+            modules.setdefault(module, []).append(f.path)
+        # (a file may import one of them only where its import words name its last part)
+        last_parts = {m.rpartition(".")[2] for m in modules}
+        lasts = Words(last.encode() for last in last_parts)
+        # path -> the files it waits for
+        self.after: dict[str, tuple[str, ...]] = {}
+        for f in files if modules else ():
+            imports = read.get(f.path)
+            if imports is None:
+                imports = read[f.path] = file_imports(f.data, f.path)
+            if not imports.among(lasts) and not imports.dynamic:
+                continue
+            found: set[str] = set()
+            # (a module known by a shorter name than the importer writes: a namespace package
+            # above it, as `ProjectAliases` follows it)
+            for named in modules_named(f.data, f.path):
+                parts = named.split(".")
+                for end in range(len(parts), 0, -1):  # (the module, and the packages above it)
+                    if parts[end - 1] in last_parts:
+                        for start in range(end):
+                            found.update(modules.get(".".join(parts[start:end]), ()))
+            if imports.dynamic:  # (a module imported by call: its dotted name is written)
+                found.update(
+                    p for m, paths in modules.items() if _dotted_in(m, f.data) for p in paths
+                )
+            found.discard(f.path)
+            if found:
+                self.after[f.path] = tuple(sorted(found))
+        self.results: dict[str, FileResult] = {}  # the files analysed so far
+        self.used: dict[str, ProjectAliases] = {}  # the re-exports each waiting file was given
+        # (the longest chain of files that wait, one for the other, from each file: in bytes)
+        sizes = {f.path: len(f.data) for f in files}
+        waiting_for: dict[str, list[str]] = {}
+        for path, before in self.after.items():
+            for other in before:
+                waiting_for.setdefault(other, []).append(path)
+        self._chain: dict[str, int] = {}
+        for path in sizes:
+            self._chain_from(path, sizes, waiting_for, set())
+        self._awaited = set(waiting_for)
+
+    def _chain_from(
+        self, path: str, sizes: dict[str, int], waiting_for: dict[str, list[str]], on: set[str]
+    ) -> int:
+        found = self._chain.get(path)
+        if found is None:
+            on.add(path)  # (a file on the chain being followed ends it: a cycle)
+            after = [
+                self._chain_from(p, sizes, waiting_for, on)
+                for p in waiting_for.get(path, ())
+                if p not in on
+            ]
+            on.discard(path)
+            found = self._chain[path] = sizes[path] + max(after, default=0)
+        return found
+
+    def awaited(self, f: SourceFile) -> bool:
+        """Whether other files wait for ``f``."""
+        return f.path in self._awaited
+
+    def chain(self, f: SourceFile) -> int:
+        """The bytes of the longest chain of files that wait, one for the other, from ``f``
+        (its own size, for a file nothing waits for): the longest are handed out first."""
+        return self._chain.get(f.path, len(f.data))
+
+    def waits(self, f: SourceFile) -> bool:
+        """Whether ``f`` is analysed after other files of the pass."""
+        return f.path in self.after
+
+    def ready(self, f: SourceFile) -> bool:
+        """Whether the files ``f`` waits for are analysed."""
+        return all(path in self.results for path in self.after.get(f.path, ()))
+
+    def aliases(self, f: SourceFile) -> dict[str, str]:
+        """The re-exports ``f`` is analysed with: those the files it waits for make that lead
+        to a name a rule looks for (of those analysed: all of them, unless they wait for each
+        other), as the rounds merge them (`merge_exports`)."""
+        if self._relevant is None:
+            self._relevant = set().union(*relevant_names(self._tests).values())
+        done = [self.results[p] for p in self.after.get(f.path, ()) if p in self.results]
+        found = merge_exports(done, self._relevant)
+        self.used[f.path] = ProjectAliases(found)
+        return found
+
+    def finished(self, path: str, result: FileResult) -> None:
+        self.results[path] = result
+
+
+def _dotted_in(module: str, data: bytes) -> bool:
+    """Whether ``module``'s dotted name, or the end of it from a part on that holds a dot, is
+    written in ``data`` (`importlib.import_module("pkg.sub.mod")`)."""
+    parts = module.split(".")
+    return any(".".join(parts[i:]).encode() in data for i in range(max(len(parts) - 1, 1)))
 
 
 def _relevant_alias(target: str, names: set[bytes]) -> bool:

@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 from migrate_fi import __version__
 from migrate_fi.base import depends
 from migrate_fi.base.depends import blake2b
+from migrate_fi.base.files import temporary_beside
 from migrate_fi.base.userdirs import user_folder
 
 if TYPE_CHECKING:  # (a replay imports it only when files changed)
@@ -516,11 +517,9 @@ def write_at_once(path: str, write: Callable[[BinaryIO], object]) -> bool:
     concurrent run never reads half of it); False when it cannot be written (a cache that
     cannot be written only costs time). (``write`` streams: a run's pickled results need
     not be held whole in memory.)"""
-    import tempfile  # (here: it costs start-up)
-
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
+        fd, tmp = temporary_beside(os.path.dirname(path), ".tmp-")
         try:
             with os.fdopen(fd, "wb") as fh:
                 write(fh)

@@ -23,7 +23,7 @@ import sys
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 from migrate_fi.base import depends
 from migrate_fi.base.modules import display_path, module_identity
@@ -38,7 +38,7 @@ _Done = tuple[FileResult, "depends.Notes | None"]  # a file's result, and what i
 # what a run tells of how far it is: files read, files in all, files parsed, sites found
 Progress = Callable[[int, int, int, int], None]
 
-__all__ = ["Batch", "Progress", "SourceFile", "Work"]
+__all__ = ["Batch", "Order", "Progress", "SourceFile", "Work"]
 
 # Parse in worker processes only when there is enough work to pay for them: this much to
 # parse, or a walk this long (a tree of a few files would pay 0.1 s for them); read in them a
@@ -46,6 +46,18 @@ __all__ = ["Batch", "Progress", "SourceFile", "Work"]
 _PARALLEL_MIN_FILES = 4
 _PARALLEL_MIN_BYTES = 1_000_000
 _PARALLEL_MIN_WALK = 500  # files walked
+
+
+class Order(Protocol):
+    """Which files of a `Batch.process` wait for others, and the re-exports each is analysed
+    with (`migrate_fi.run.reexports.ExportOrder`)."""
+
+    def waits(self, f: SourceFile) -> bool: ...
+    def ready(self, f: SourceFile) -> bool: ...
+    def aliases(self, f: SourceFile) -> Mapping[str, str]: ...
+    def finished(self, path: str, result: FileResult) -> None: ...
+    def chain(self, f: SourceFile) -> int: ...
+    def awaited(self, f: SourceFile) -> bool: ...
 
 
 class SourceFile(NamedTuple):
@@ -99,10 +111,18 @@ _GROUP_FILES = 16
 _GROUP_BYTES = 64_000
 
 
-def _groups(todo: list[SourceFile], first: Callable[[SourceFile], bool]) -> list[list[SourceFile]]:
+def _alone(order: Order, f: SourceFile) -> bool:
+    """Whether ``f`` is a task of its own: it waits for others, or others wait for it."""
+    return order.waits(f) or order.awaited(f)
+
+
+def _groups(
+    todo: list[SourceFile], first: Callable[[SourceFile], bool], order: Order | None = None
+) -> list[list[SourceFile]]:
     """``todo`` (in the order the workers take it from the end) in groups: consecutive small
-    files together, each file of ``_GROUP_BYTES`` or more alone, and a file to analyse
-    ``first`` never with one that is not."""
+    files together, each file of ``_GROUP_BYTES`` or more alone, a file to analyse ``first``
+    never with one that is not, and a file that waits for others or that others wait for
+    (``order``) alone."""
     out: list[list[SourceFile]] = []
     size = 0
     for f in todo:
@@ -111,6 +131,7 @@ def _groups(todo: list[SourceFile], first: Callable[[SourceFile], bool]) -> list
             or len(out[-1]) >= _GROUP_FILES
             or size + len(f.data) > _GROUP_BYTES
             or first(f) != first(out[-1][0])
+            or (order is not None and (_alone(order, f) or _alone(order, out[-1][0])))
         ):
             out.append([])
             size = 0
@@ -225,43 +246,77 @@ class Batch:
         aliases: Mapping[str, str],
         walked: int = 0,
         meanwhile: Callable[[], object] | None = None,
+        order: Order | None = None,
     ) -> dict[str, FileResult]:
         """Every file's result: from the cache where it holds one, else analysed (and stored):
         here, or by the workers when the work is worth them (in a walk of ``walked`` files),
         the largest files first, while this process waits (`_Share`): it holds what the run
         has gathered, and its memory stays that; ``meanwhile`` is done here once, while they
-        work (or before the files are analysed here)."""
+        work (or before the files are analysed here). With ``order``, a file it says waits is
+        analysed once those it waits for are (or when nothing else is left), with the
+        re-exports it gives then, not ``aliases``."""
         out: dict[str, FileResult] = {}
         keys: dict[str, str] = {}
         todo: list[SourceFile] = []
-        for f in files:
-            if self.cache is not None:
+        given: dict[str, Mapping[str, str]] = {}  # (the re-exports a waiting file is given)
+
+        def cached(f: SourceFile) -> bool:
+            """Whether the cache holds ``f``'s result (then taken); else its key is kept."""
+            if self.cache is None:
+                return False
+            content = self.digests.get(f.path)
+            if content is None:
                 content = self.digests[f.path] = content_digest(f.data)
-                key = self.cache.key(
-                    content, display_path(f.path), f.path, module_identity(f.path), aliases,
-                    f.prefiltered,
-                )  # fmt: skip
-                found = self.cache.get(key)
-                if found is not None:
-                    out[f.path] = found
-                    self._analysed(f.path, found)
-                    continue
+            key = self.cache.key(
+                content, display_path(f.path), f.path, module_identity(f.path), given_to(f),
+                f.prefiltered,
+            )  # fmt: skip
+            found = self.cache.get(key)
+            if found is None:
                 keys[f.path] = key
-            todo.append(f)
+                return False
+            out[f.path] = found
+            self._analysed(f.path, found)
+            if order is not None:
+                order.finished(f.path, found)
+            return True
+
+        def given_to(f: SourceFile) -> Mapping[str, str]:
+            if order is None or not order.waits(f):
+                return aliases
+            if f.path not in given:
+                given[f.path] = order.aliases(f)
+            return given[f.path]
+
+        for f in files:
+            # (a file that waits is looked up once those it waits for are done: the re-exports
+            # it is given are part of its key)
+            if (order is not None and order.waits(f)) or not cached(f):
+                todo.append(f)
 
         def here(f: SourceFile) -> _Done:
             self._preloaded()
-            return _work(*self._args(f, aliases))
+            return _work(*self._args(f, given_to(f)))
 
         def done(f: SourceFile, result: _Done) -> None:
             out[f.path] = self._done(f.path, result, keys)
             self._analysed(f.path, out[f.path])
+            if order is not None:
+                order.finished(f.path, out[f.path])
+
+        def settled(group: list[SourceFile]) -> bool:
+            """Whether a waiting file, ready to be handed out, is answered by the cache."""
+            return order is not None and order.waits(group[0]) and cached(group[0])
 
         if not self._worth_workers(len(todo), sum(len(f.data) for f in todo), walked):
             if meanwhile is not None:
                 meanwhile()
-            for f in todo:  # (too little work for workers: here)
-                done(f, here(f))
+            left = todo  # (too little work for workers: here, in order)
+            while left:
+                at = next((i for i, f in enumerate(left) if order is None or order.ready(f)), 0)
+                f = left.pop(at)
+                if not settled([f]):
+                    done(f, here(f))
             return out
 
         def failed(group: list[SourceFile], exc: Exception) -> None:  # (a crash in a parser)
@@ -283,16 +338,26 @@ class Batch:
         def searches(f: SourceFile) -> bool:
             return not self.first.isdisjoint(f.prefiltered)
 
-        todo.sort(key=lambda f: (searches(f), len(f.data)))
+        # (with an order, the files others wait for before all, the longest chain of them
+        # first: `Order.chain`)
+        def rank(f: SourceFile) -> tuple[bool, bool, int]:
+            if order is None:
+                return False, searches(f), len(f.data)
+            return order.awaited(f), searches(f), order.chain(f)
+
+        todo.sort(key=rank)
         work = Work(
             _work_group,
-            lambda group: ([self._args(f, aliases) for f in group],),
+            lambda group: ([self._args(f, given_to(f)) for f in group],),
             lambda group: [here(f) for f in group],
             done_all,
             failed,
         )
+        share = _Share(pool, _groups(todo, searches, order), work, here_too=False)
+        if order is not None:
+            share.waiting_for(lambda group: all(order.ready(f) for f in group), settled)
         try:
-            _Share(pool, _groups(todo, searches), work, here_too=False).run(meanwhile)
+            share.run(meanwhile)
         except BaseException:
             self._stop()
             raise
@@ -437,6 +502,14 @@ class _Share(Generic[T, R]):
         self.pool, self.waiting, self.work = pool, waiting, work
         self.here_too = here_too  # (False: only what no worker can take, once none is alive)
         self.held = _HELD if here_too else 1  # tasks given to a worker at once
+        self.ready: Callable[[T], bool] | None = None  # (see `waiting_for`)
+        self.settled: Callable[[T], bool] | None = None
+
+    def waiting_for(self, ready: Callable[[T], bool], settled: Callable[[T], bool]) -> None:
+        """Hand out first the tasks ``ready`` says are (the next ready one from the end), and
+        another only when none is (a worker never waits while a task is left); a task
+        ``settled`` answers (from a cache) as it is about to be handed out is not."""
+        self.ready, self.settled = ready, settled
 
     def run(self, meanwhile: Callable[[], object] | None = None) -> None:
         """Do the tasks; ``meanwhile`` here once the workers have their first."""
@@ -456,14 +529,35 @@ class _Share(Generic[T, R]):
             else:  # (no worker is alive to take the rest)
                 self.here_too = True
 
+    def _next(self) -> T | None:
+        """The next task to hand out: the last one ready, else the last; None when none is
+        left."""
+        while self.waiting:
+            at = len(self.waiting) - 1
+            if self.ready is not None:
+                while at >= 0 and not self.ready(self.waiting[at]):
+                    at -= 1
+                if at < 0:
+                    at = len(self.waiting) - 1
+            t = self.waiting.pop(at)
+            if self.settled is not None and self.settled(t):
+                continue
+            return t
+        return None
+
     def _hand_out(self) -> None:
         for worker in self.pool.alive():
-            while self.waiting and len(worker.held) < self.held:
-                t = self.waiting.pop()
+            while len(worker.held) < self.held:
+                t = self._next()
+                if t is None:
+                    break
                 worker.give(t, self.work.task, self.work.arguments(t))
 
     def _take(self, back: list[tuple[Any, bool, Any]]) -> None:
-        self._hand_out()  # (first: a worker is given its next before this process goes on)
+        # (first: a worker is given its next before this process goes on; after, where which
+        # task is ready depends on what came back)
+        if self.ready is None:
+            self._hand_out()
         for t, ok, value in back:
             if t is _ASIDE:
                 continue  # (`Batch.tell`: nothing to take; failed, the tasks do without it)
