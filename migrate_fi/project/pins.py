@@ -245,6 +245,8 @@ def _requirements(
 ) -> Iterator[VersionRef]:
     if "@" in line:
         yield from _direct_references(path, number, line, names, comment_at, offset)
+    if "=" not in line and "<" not in line and ">" not in line:
+        return  # (no clause: each has an operator; most lines of strings and comments)
     for m in _REQUIREMENT.finditer(line):
         package = canonical_name(m.group("name"))
         package = FAMILY.get(package, package)
