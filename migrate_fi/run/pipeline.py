@@ -38,7 +38,6 @@ from migrate_fi.base.results import (
     Status,
 )
 from migrate_fi.editing.edits import EditError
-from migrate_fi.editing.notebooks import Notebook
 from migrate_fi.editing.sources import (
     SourceError,
     decode_source,
@@ -574,6 +573,8 @@ def _notebook(
 ) -> FileResult:
     """A notebook's code cells, run as one module (`migrate_fi.editing.notebooks`): its sites placed
     in their cells, its fixes written back into them."""
+    from migrate_fi.editing.notebooks import Notebook  # (here: most runs meet no notebook)
+
     notebook = Notebook.parse(data)
     if not notebook.cells:
         return FileResult(path, Status.UNCHANGED)
