@@ -550,5 +550,7 @@ def test_the_workers_are_given_the_tasks_ready_first_and_never_wait() -> None:
     share._hand_out()
     assert given == ["a"]  # (the last ready one; "c" is not ready yet)
     pool.held.clear()
+    share._hand_out(any_left=False)  # (before what came back is taken: only a ready one)
+    assert given == ["a"] and share.waiting == ["c"]  # ("b" settled)
     share._hand_out()
-    assert given == ["a", "c"] and share.waiting == []  # ("b" settled; "c" given all the same)
+    assert given == ["a", "c"] and share.waiting == []  # ("c" given all the same)

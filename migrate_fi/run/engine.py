@@ -213,7 +213,10 @@ def _run(
             state = tree_state(walked, stale, links)
 
         order = ExportOrder(candidates, read, tests)
-        results.update(batch.process(candidates, {}, len(todo), digest if later else None, order))
+        # (no file waits, as in FlashInfer's own tree: in no order, each worker given its next
+        # file before this process takes what it gave back)
+        ordered = order if order.after else None
+        results.update(batch.process(candidates, {}, len(todo), digest if later else None, ordered))
         exporters = imported_modules(left_out, imported, tests, options)
         # (analysed for their exports only: a check, whatever the mode, and not part of the result)
         with Batch(ids, options, Mode.CHECK.value, jobs, None, cache, preload, first) as aside:

@@ -529,15 +529,17 @@ class _Share(Generic[T, R]):
             else:  # (no worker is alive to take the rest)
                 self.here_too = True
 
-    def _next(self) -> T | None:
-        """The next task to hand out: the last one ready, else the last; None when none is
-        left."""
+    def _next(self, any_left: bool = True) -> T | None:
+        """The next task to hand out: the last one ready, else (``any_left``) the last; None
+        when none is left (or ready)."""
         while self.waiting:
             at = len(self.waiting) - 1
             if self.ready is not None:
                 while at >= 0 and not self.ready(self.waiting[at]):
                     at -= 1
                 if at < 0:
+                    if not any_left:
+                        return None
                     at = len(self.waiting) - 1
             t = self.waiting.pop(at)
             if self.settled is not None and self.settled(t):
@@ -545,19 +547,18 @@ class _Share(Generic[T, R]):
             return t
         return None
 
-    def _hand_out(self) -> None:
+    def _hand_out(self, any_left: bool = True) -> None:
         for worker in self.pool.alive():
             while len(worker.held) < self.held:
-                t = self._next()
+                t = self._next(any_left)
                 if t is None:
                     break
                 worker.give(t, self.work.task, self.work.arguments(t))
 
     def _take(self, back: list[tuple[Any, bool, Any]]) -> None:
-        # (first: a worker is given its next before this process goes on; after, where which
-        # task is ready depends on what came back)
-        if self.ready is None:
-            self._hand_out()
+        # (first: a worker is given its next before this process goes on; a task that waits
+        # for others, only after what came back is taken, which may be what it waits for)
+        self._hand_out(any_left=False)
         for t, ok, value in back:
             if t is _ASIDE:
                 continue  # (`Batch.tell`: nothing to take; failed, the tasks do without it)
