@@ -34,9 +34,9 @@ _SHEBANG = re.compile(rb"^#![^\n]*\bpython[0-9.]*\b")
 def is_python_path(path: str) -> bool:
     """A Python file: ``.py``, a ``.pyi`` stub, or a script without a suffix whose first line
     runs Python (``#!/usr/bin/env python3``)."""
-    name = os.path.basename(path)
-    if name.endswith(PYTHON_SUFFIXES):
+    if path.endswith(PYTHON_SUFFIXES):  # (its name's end: most files a run meets)
         return True
+    name = os.path.basename(path)
     return "." not in name and python_script(path)
 
 
