@@ -148,9 +148,9 @@ def relevant_names(tests: RuleTests) -> dict[str, set[bytes]]:
 class ExportOrder:
     """The order of a run's first pass over the files some rule must see: a file whose import
     statements may name the module of another of them (or, in a file that imports modules by
-    call, that writes its dotted name) is analysed
-    after it, with the re-exports those modules make (`aliases`), not again in a round once
-    they are known: vLLM's quantization modules import `vllm.utils.flashinfer`'s. A module of
+    call, that writes its dotted name) is analysed after it, with the re-exports those modules
+    make (`aliases`), not again in a round once they are known: vLLM's quantization modules
+    import `vllm.utils.flashinfer`'s. A module of
     FlashInfer's own tree makes none (`NameResolver.exports`): nothing waits for it. Files
     that wait for each other are analysed all the same (`Batch.process`), and what any file
     was analysed with (`used`) is what the rounds compare with what they find
@@ -204,8 +204,11 @@ class ExportOrder:
             for other in before:
                 waiting_for.setdefault(other, []).append(path)
         self._chain: dict[str, int] = {}
-        for path in sizes:
-            self._chain_from(path, sizes, waiting_for, set())
+        try:
+            for path in sizes:
+                self._chain_from(path, sizes, waiting_for, set())
+        except RecursionError:  # (a chain of thousands of modules: each by its own size)
+            self._chain.clear()
         self._awaited = set(waiting_for)
 
     def _chain_from(
