@@ -305,8 +305,18 @@ class Batch:
                 order.finished(f.path, out[f.path])
 
         def settled(group: list[SourceFile]) -> bool:
-            """Whether a waiting file, ready to be handed out, is answered by the cache."""
-            return order is not None and order.waits(group[0]) and cached(group[0])
+            """Whether a waiting file, about to be handed out, is answered by the cache (asked
+            once: a file the cache did not answer is analysed)."""
+            f = group[0]
+            if order is None or not order.waits(f) or f.path in keys:
+                return False
+            return cached(f)
+
+        if order is not None and self.cache is not None:
+            # (those the cache answers once what they wait for is answered: a run where nothing
+            # changed starts no worker for them)
+            while answered := {f.path for f in todo if order.ready(f) and settled([f])}:
+                todo = [f for f in todo if f.path not in answered]
 
         if not self._worth_workers(len(todo), sum(len(f.data) for f in todo), walked):
             if meanwhile is not None:
