@@ -554,3 +554,29 @@ def test_the_workers_are_given_the_tasks_ready_first_and_never_wait() -> None:
     assert given == ["a"] and share.waiting == ["c"]  # ("b" settled)
     share._hand_out()
     assert given == ["a", "c"] and share.waiting == []  # ("c" given all the same)
+
+
+def test_a_run_the_cache_answers_whole_starts_no_worker_for_files_that_wait(
+    tmp_path: Path,
+) -> None:
+    from migrate_fi.run.cache import ResultCache
+
+    todo = files(tmp_path, 6)
+    folder = str(tmp_path / "cache")
+    time.sleep(2.1)  # (a file changed within two seconds is never trusted by its stat)
+
+    def run() -> tuple[dict, _Order, bool]:
+        order = _Order(todo[3].path, todo[0].path)
+        cache = ResultCache(IDS, OPTIONS, folder)
+        walk = cache.walk()  # (what the engine does first: the last run's entries)
+        with Batch(IDS, OPTIONS, "check", 2, None, cache, None) as batch:
+            found = batch.process(todo, {}, 1000, order=order)  # (a long walk: workers)
+            started = batch._pool is not None
+        cache.save_walk(walk)
+        return found, order, started
+
+    got, _, started = run()
+    assert started
+    cached, order, started = run()
+    assert not started  # (the waiting file too, once what it waits for is answered)
+    assert shown(cached) == shown(got) and order.asked == [True]
