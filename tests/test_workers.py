@@ -487,15 +487,15 @@ def test_a_worker_collects_cycles_only_in_a_run_that_applies_fixes(
 
 
 class _Order:
-    """`Order` of a batch: ``then`` waits for ``first``."""
+    """`Order` of a batch: the files ``then`` wait for ``first``."""
 
-    def __init__(self, first: str, then: str) -> None:
-        self.first, self.then = first, then
+    def __init__(self, first: str, *then: str) -> None:
+        self.first, self.then = first, set(then)
         self.results: dict[str, object] = {}
-        self.asked: list[bool] = []  # (whether ``first`` was done when ``then`` was given out)
+        self.asked: list[bool] = []  # (whether ``first`` was done when each was given out)
 
     def waits(self, f: SourceFile) -> bool:
-        return f.path == self.then
+        return f.path in self.then
 
     def awaited(self, f: SourceFile) -> bool:
         return f.path == self.first
@@ -566,7 +566,8 @@ def test_a_run_the_cache_answers_whole_starts_no_worker_for_files_that_wait(
     time.sleep(2.1)  # (a file changed within two seconds is never trusted by its stat)
 
     def run() -> tuple[dict, _Order, bool]:
-        order = _Order(todo[3].path, todo[0].path)
+        # (four files wait: enough to be worth the workers, were they not answered)
+        order = _Order(todo[3].path, *(todo[i].path for i in (0, 1, 2, 4)))
         cache = ResultCache(IDS, OPTIONS, folder)
         walk = cache.walk()  # (what the engine does first: the last run's entries)
         with Batch(IDS, OPTIONS, "check", 2, None, cache, None) as batch:
@@ -578,5 +579,5 @@ def test_a_run_the_cache_answers_whole_starts_no_worker_for_files_that_wait(
     got, _, started = run()
     assert started
     cached, order, started = run()
-    assert not started  # (the waiting file too, once what it waits for is answered)
-    assert shown(cached) == shown(got) and order.asked == [True]
+    assert not started  # (the waiting files too, once what they wait for is answered)
+    assert shown(cached) == shown(got) and order.asked == [True] * 4
