@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 from migrate_fi.analysis.prefilter import TO_SPACES, identifiers, names_one_of
 from migrate_fi.base import patterns
-from migrate_fi.base.modules import export_parts, module_identity
+from migrate_fi.base.modules import absolute_module, export_parts, module_identity
 
 __all__ = [
     "AliasImports",
@@ -191,29 +191,13 @@ def modules_named(data: bytes, path: str) -> set[str]:
             if source is None:
                 out.update(names)
                 continue
-            base = _absolute(source.decode("ascii", "replace"), module, is_package)
+            dotted = source.decode("ascii", "replace")
+            level = len(dotted) - len(dotted.lstrip("."))
+            base = absolute_module(dotted[level:] or None, level, module, is_package)
             if base is not None:
                 out.add(base)
-                out.update(f"{base}.{n}" if base else n for n in names if n != "*")
+                out.update(f"{base}.{n}" for n in names if n != "*")
     return out
-
-
-def _absolute(source: str, module: str | None, is_package: bool) -> str | None:
-    """The module ``from <source> import`` names in a file of ``module`` (None: a relative one
-    in a file whose module cannot be told, or one above its top package)."""
-    dots = len(source) - len(source.lstrip("."))
-    if not dots:
-        return source
-    if module is None:
-        return None
-    parts = module.split(".")
-    if not is_package:
-        parts.pop()
-    if dots - 1 > len(parts):
-        return None
-    parts = parts[: len(parts) - (dots - 1)]
-    rest = source[dots:]
-    return ".".join([*parts, rest] if rest else parts)
 
 
 def _may_name(parts: list[bytes], at: int, home: bytes | None) -> bool:

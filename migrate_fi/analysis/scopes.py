@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from migrate_fi.base.modules import absolute_module
+
 __all__ = ["Binding", "DictWrite", "Scope", "ScopeBuilder", "dotted_name"]
 
 # Methods that change a dict in place.
@@ -220,20 +222,7 @@ class ScopeBuilder(ast.NodeVisitor):
         scope.bindings.setdefault(name, []).append(binding)
 
     def absolute_module(self, module: str | None, level: int) -> str | None:
-        if level == 0:
-            return module
-        if self.module_name is None:
-            return None
-        parts = self.module_name.split(".")
-        if not self.is_package:
-            parts = parts[:-1]
-        if level > 1:
-            if level - 1 > len(parts):
-                return None
-            parts = parts[: len(parts) - (level - 1)]
-        if module:
-            parts = [*parts, module]
-        return ".".join(parts) or None
+        return absolute_module(module, level, self.module_name, self.is_package)
 
     def _own_qualname(self, name: str) -> str | None:
         """A module-level def/class is ``<this module>.<name>`` (so FlashInfer's own sources resolve)."""

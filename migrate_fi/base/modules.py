@@ -12,6 +12,7 @@ from migrate_fi.base import depends
 __all__ = [
     "PYTHON_SUFFIXES",
     "TEMPORARY_SUFFIX",
+    "absolute_module",
     "display_path",
     "display_paths",
     "enclosing_packages",
@@ -184,6 +185,28 @@ def export_parts(key: str) -> tuple[str, str]:
     if module.endswith("()"):
         module, _, name = module[:-2].rpartition(".")
     return module, name.removesuffix("()")
+
+
+def absolute_module(
+    module: str | None, level: int, importer: str | None, is_package: bool
+) -> str | None:
+    """The module ``from <level dots><module> import`` names in the module ``importer`` (a
+    package where ``is_package``); None for a relative one where the importer is not known, or
+    one above its top package."""
+    if level == 0:
+        return module
+    if importer is None:
+        return None
+    parts = importer.split(".")
+    if not is_package:
+        parts = parts[:-1]
+    if level > 1:
+        if level - 1 > len(parts):
+            return None
+        parts = parts[: len(parts) - (level - 1)]
+    if module:
+        parts = [*parts, module]
+    return ".".join(parts) or None
 
 
 def in_flashinfer(module: str | None) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import gc
 import os
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 from migrate_fi.analysis.importwords import FileImports
 from migrate_fi.analysis.resolver import ProjectAliases
@@ -46,7 +46,6 @@ from migrate_fi.run.reexports import (
     imported_modules,
     importers,
     merge_exports,
-    relevant_names,
     unaffected,
 )
 from migrate_fi.run.warm import Recording, TreeState, Walk, tree_state
@@ -213,17 +212,12 @@ def _run(
             state = tree_state(walked, stale, links)
 
         order = ExportOrder(candidates, read, tests)
-        # (no file waits, as in FlashInfer's own tree: in no order, each worker given its next
-        # file before this process takes what it gave back)
-        ordered = order if order.after else None
-        results.update(batch.process(candidates, {}, len(todo), digest if later else None, ordered))
+        results.update(batch.process(candidates, {}, len(todo), digest if later else None, order))
         exporters = imported_modules(left_out, imported, tests, options)
         # (analysed for their exports only: a check, whatever the mode, and not part of the result)
         with Batch(ids, options, Mode.CHECK.value, jobs, None, cache, preload, first) as aside:
             beside = aside.process(exporters, {})
-        aliases = _reexport_rounds(
-            batch, results, beside, candidates, others, walk, tests, read, order.used
-        )
+        aliases = _reexport_rounds(batch, results, beside, candidates, others, walk, read, order)
     if cache is not None:
         cache.save_walk(walk)
         cache.prune()
@@ -309,21 +303,20 @@ def _reexport_rounds(
     candidates: list[SourceFile],
     others: list[str],
     walk: WalkMemo,
-    tests: RuleTests,
     read: dict[str, FileImports],
-    first_with: Mapping[str, ProjectAliases],
+    order: ExportOrder,
 ) -> dict[str, str]:
     """Analyse again, with the project's re-exports found so far, the files that may import
     them and whose result they can change (`migrate_fi.run.reexports`), until no new one appears;
-    the re-exports followed. ``first_with``: the re-exports the first pass gave a file, where
-    it gave some (`ExportOrder`)."""
+    the re-exports followed. ``order``: the first pass's, with the re-exports it gave a file
+    that waited for others."""
     aliases: dict[str, str] = {}
     relevant: set[bytes] | None = None  # (the triggers' names: worked out when there are exports)
     looked_for: dict[str, set[bytes]] = {}  # each rule's triggers' names
     none = ProjectAliases({})
     # the re-exports a file was last analysed with (the first pass gave some files those of the
-    # files they wait for: `ExportOrder`)
-    analysed_with: dict[str, ProjectAliases] = dict(first_with)
+    # files they wait for)
+    analysed_with: dict[str, ProjectAliases] = dict(order.used)
     # (only an analysed file exports: the others, most of a tree, are never looked at)
     parsed = dict.fromkeys(f.path for f in candidates)
     for _ in range(MAX_ROUNDS):
@@ -332,7 +325,7 @@ def _reexport_rounds(
             return aliases
         if relevant is None:
             # (a file that skipped a rule not named here is analysed again)
-            looked_for = relevant_names(tests)
+            looked_for = order.looked_for()
             relevant = set().union(*looked_for.values())
         exported = merge_exports(analysed, relevant)
         new = {k: v for k, v in exported.items() if aliases.get(k) != v}

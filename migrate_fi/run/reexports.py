@@ -161,7 +161,7 @@ class ExportOrder:
     ) -> None:
         files = list(files)
         self._tests = tests
-        self._relevant: set[bytes] | None = None  # (worked out when a file first waits)
+        self._looked_for: dict[str, set[bytes]] | None = None  # (`looked_for`)
         modules: dict[str, list[str]] = {}  # a module's name -> its files (and as a suffix)
         for f in files:
             module = module_identity(f.path)[0]
@@ -247,15 +247,20 @@ class ExportOrder:
         """The re-exports ``f`` is analysed with: those the files it waits for make that lead
         to a name a rule looks for (of those analysed: all of them, unless they wait for each
         other), as the rounds merge them (`merge_exports`)."""
-        if self._relevant is None:
-            self._relevant = set().union(*relevant_names(self._tests).values())
         done = [self.results[p] for p in self.after.get(f.path, ()) if p in self.results]
-        found = merge_exports(done, self._relevant)
+        found = merge_exports(done, set().union(*self.looked_for().values()))
         self.used[f.path] = ProjectAliases(found)
         return found
 
     def finished(self, path: str, result: FileResult) -> None:
         self.results[path] = result
+
+    def looked_for(self) -> dict[str, set[bytes]]:
+        """`relevant_names` of the run's rules, worked out once (for the first file that waits,
+        or the rounds)."""
+        if self._looked_for is None:
+            self._looked_for = relevant_names(self._tests)
+        return self._looked_for
 
 
 def _dotted_in(module: str, data: bytes) -> bool:
