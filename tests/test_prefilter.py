@@ -269,9 +269,9 @@ def test_rules_that_reach_flashinfer_by_import_leave_a_file_without_one_to_the_r
 
 def test_a_module_of_flashinfer_s_own_tree_is_seen_as_naming_itself(tmp_path: Path) -> None:
     """A module of FlashInfer's tree names its own definitions without its module, and reaches
-    the rest of the API through relative imports: it is tested as if it named its module,
-    needs no import of FlashInfer, and is seen where it imports relatively even when no rule
-    matches (the rules that resolve names then read all of it)."""
+    the rest of the API through relative imports: it is tested as if it named its module and
+    needs no import of FlashInfer. A relative import writes the rest of the path, so one that
+    reaches a changed API is seen, and one that reaches none is not."""
     from migrate_fi.run.pipeline import must_see
 
     package = tmp_path / "flashinfer" / "quantization"
@@ -283,8 +283,17 @@ def test_a_module_of_flashinfer_s_own_tree_is_seen_as_naming_itself(tmp_path: Pa
     call = b"y = fp4_quantize(x, gs, 16, False, True, False, True)\n"
     assert "fp4_quantize_keywords" in (must_see(tests, call, own, OPTIONS) or ())
     relative = b"from .utils import helper\n\nhelper()\n"
-    assert must_see(tests, relative, own, OPTIONS) == ()  # (seen: relative imports)
+    assert must_see(tests, relative, own, OPTIONS) is None  # (nothing a rule looks for)
     assert must_see(tests, b"x = 1\n", own, OPTIONS) is None
+    (tmp_path / "flashinfer" / "gemm").mkdir()
+    (tmp_path / "flashinfer" / "gemm" / "__init__.py").write_text("")
+    gemm = str(tmp_path / "flashinfer" / "gemm" / "gemm_base.py")
+    for reaching in (
+        b"from ..quantization import fp4_quantize as q\n\nq(x, gs, 16, False, True)\n",
+        b"from .. import quantization\n\nquantization.fp4_quantize(x, gs, 16)\n",
+        b"from ..quantization.fp4_quantization import (\n    fp4_quantize,\n)\n",
+    ):
+        assert "fp4_quantize_keywords" in (must_see(tests, reaching, gemm, OPTIONS) or ()), reaching
     elsewhere = str(tmp_path / "proj" / "m.py")
     assert must_see(tests, call, elsewhere, OPTIONS) is None  # (no import of FlashInfer)
     assert must_see(tests, relative, elsewhere, OPTIONS) is None

@@ -396,6 +396,38 @@ def test_flashinfer_own_modules_are_never_followed_as_reexports(
     assert set(counts.values()) == {1}
 
 
+def test_flashinfer_own_modules_are_parsed_where_they_reach_a_changed_api(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In FlashInfer's own tree, a module that reaches a changed API only through a relative
+    import is analysed and its call found; one whose relative imports reach nothing a rule
+    looks for is never parsed."""
+    write(
+        tmp_path,
+        {
+            **OWN_TREE,
+            "flashinfer/gemm/__init__.py": "",
+            "flashinfer/gemm/user.py": (
+                "from ..quantization import fp4_quantize as q\n\n\n"
+                "def f(x, gs):\n"
+                "    return q(x, gs[:1], 16, False, True, False, True)\n"
+            ),
+            "flashinfer/gemm/plain.py": (
+                "from .. import utils\n\n\ndef g(x):\n    return utils.helper(x)\n"
+            ),
+            "flashinfer/utils.py": "def helper(x):\n    return x\n",
+        },
+    )
+    found, counts = check(tmp_path, monkeypatch)
+    assert sorted((d["path"], d["code"]) for d in found["diagnostics"]) == [
+        ("flashinfer/gemm/user.py", "FI001"),
+        ("flashinfer/user.py", "FI001"),
+    ]
+    assert counts["flashinfer/gemm/user.py"] == 1
+    assert "flashinfer/gemm/plain.py" not in counts
+    assert "flashinfer/utils.py" not in counts
+
+
 def test_import_words_are_those_of_every_statement_a_scan_finds() -> None:
     """`import_words` matches statements only where a line holding "import" starts (or after a
     `;`), a block of them at once (one a line, blank lines between): the same words as scanning
