@@ -401,8 +401,8 @@ def test_files_changed_in_no_way_that_matters_keep_the_replay(
     was: the replay prints it (`migrate_fi.run.patching`), and keeps the entry as the tree is now
     (the next replay is a plain one)."""
     code = demo / "src" / "demo_server"
-    own = flashinfer_package(demo) / "quant.py"  # (analysed: it imports relatively)
-    own.write_text("from .ops import op\n")
+    own = flashinfer_package(demo) / "quant.py"  # (analysed: it reaches a changed API)
+    own.write_text("from .quantization import fp4_quantize as q\n\ny = q(x, gs[:1], 16)\n")
     first = made()
     tree = entry_tree()
     target = {
