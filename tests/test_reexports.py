@@ -311,6 +311,26 @@ def test_an_import_statement_may_bind_a_name_of_a_module(
     assert may_bind(data, path, "qu\u00e9".encode(), b"q")
 
 
+def test_a_reexport_not_named_in_ascii_is_imported_where_a_file_writes_it(
+    tmp_path: Path,
+) -> None:
+    """A re-export whose name is not ASCII (import words are ASCII) is imported by a file of
+    the module's statements that writes the name; one that writes neither name does not."""
+    from migrate_fi.analysis.importwords import AliasImports
+
+    write(tmp_path, {"pkg/__init__.py": "", "pkg/quant/__init__.py": ""})
+    path = str(tmp_path / "pkg" / "user.py")
+    asked = AliasImports(
+        {"pkg.quant.q\u00e9": "flashinfer.fp4_quantize", "pkg.quant.r": "flashinfer.mm_fp4"}
+    )
+    for data, imported in [
+        ("from pkg.quant import q\u00e9\n".encode(), True),
+        (b"from pkg.quant import r\n", True),
+        (b"from pkg.quant import s\n", False),
+    ]:
+        assert asked.imported_by(file_imports(data, path), data, path) is imported, data
+
+
 @pytest.mark.parametrize(
     ("data", "bound"),
     [

@@ -292,6 +292,8 @@ class AliasImports:
             self.names_in.setdefault(module, set()).add(name.encode("utf-8", "surrogateescape"))
             self.modules_at.setdefault(last, set()).add(module)
         self.modules = Words(self.modules_at)
+        # (the names that are not ASCII: few or none, looked for as they are written)
+        self.not_ascii = {n for names in self.names_in.values() for n in names if not n.isascii()}
 
     def imported_by(self, imports: FileImports, data: bytes, path: str) -> bool:
         """Whether the file at ``path``, of ``data``, whose import words are ``imports``, may
@@ -308,7 +310,7 @@ class AliasImports:
         if not named:
             return False
         possible: set[bytes] = set().union(*(self.names_in[m] for _, m in named))
-        if any(not n.isascii() and n in data for n in possible):
+        if any(n in data for n in self.not_ascii.intersection(possible)):
             return True  # (a name that is not ASCII, as it is written: no statement is read)
         if not _named(possible, data):
             return False
