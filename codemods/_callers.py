@@ -29,6 +29,7 @@ from migrate_fi.analysis.scopes import Scope
 from migrate_fi.base import depends
 from migrate_fi.base.messages import Said, say
 from migrate_fi.base.modules import display_path, module_identity
+from migrate_fi.editing.sources import lf_lines_at
 from migrate_fi.project.discovery import (
     find_upward,
     python_files,
@@ -369,13 +370,13 @@ def _naming(tree: ast.AST, data: bytes, words: Iterable[bytes]) -> list[ast.AST]
     few lines: `_custom_ops.py` of vLLM, 3,500 lines, walked whole took 10-15 ms."""
     if b"\r" in data:
         return None
-    lines: set[int] = set()
+    found: list[int] = []
     for word in words:
         at = data.find(word)
         while at >= 0:
-            lines.add(data.count(b"\n", 0, at) + 1)
+            found.append(at)
             at = data.find(word, at + len(word))
-    return nodes.on_lines(tree, lines)
+    return nodes.on_lines(tree, lf_lines_at(data, sorted(found)))
 
 
 def _caller(scope: Scope, resolver: NameResolver, path: str) -> Function | None:

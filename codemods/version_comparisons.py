@@ -16,6 +16,7 @@ from migrate_fi.base import patterns
 from migrate_fi.base.messages import say
 from migrate_fi.base.results import FixSafety
 from migrate_fi.editing.edits import AddImport, replace_with
+from migrate_fi.editing.sources import lf_lines_at
 from migrate_fi.framework.rule import FileContext, Rule, RunOptions
 
 _ORDERING: dict[type[ast.cmpop], Callable[[Any, Any], bool]] = {
@@ -162,10 +163,4 @@ def _version_literal(node: ast.expr) -> tuple[str, Version] | None:
 
 def _match_lines(data: bytes) -> set[int]:
     """The lines where a version string is written (counted as the matches go: one pass)."""
-    lines: set[int] = set()
-    line, at = 1, 0
-    for m in _VERSIONISH.finditer(data):
-        line += data.count(b"\n", at, m.start())
-        at = m.start()
-        lines.add(line)
-    return lines
+    return lf_lines_at(data, (m.start() for m in _VERSIONISH.finditer(data)))

@@ -16,8 +16,9 @@ import os
 import signal
 import stat
 import tokenize
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from itertools import accumulate
 from typing import TYPE_CHECKING
 
@@ -57,6 +58,20 @@ def line_starts(text: str) -> list[int]:
     """The offset where each line starts (line 1 at index 0), and the end of the text (where
     an insertion after the last line goes): lines as `source_lines` splits them."""
     return [0, *accumulate(map(len, source_lines(text)))]
+
+
+def lf_lines_at(text: str | bytes, offsets: Iterable[int]) -> set[int]:
+    """The numbers of the lines where ``offsets`` (ascending) lie, in a text whose lines all
+    end at LF (a CR in it: `line_starts`): the newlines between one offset and the next are
+    counted once, not from the start of the text for each."""
+    newlines = partial(text.count, "\n") if isinstance(text, str) else partial(text.count, b"\n")
+    out = set()
+    line, last = 1, 0
+    for at in offsets:
+        line += newlines(last, at)
+        last = at
+        out.add(line)
+    return out
 
 
 class SourceError(Exception):

@@ -44,7 +44,13 @@ from typing import NamedTuple
 
 from migrate_fi.analysis import nodes
 from migrate_fi.base import patterns
-from migrate_fi.editing.sources import SourceError, decode_source, line_starts, source_lines
+from migrate_fi.editing.sources import (
+    SourceError,
+    decode_source,
+    lf_lines_at,
+    line_starts,
+    source_lines,
+)
 
 __all__ = [
     "CUBIN",
@@ -1041,15 +1047,9 @@ def _lines_at(text: str, starts: list[int]) -> set[int]:
     if "\r" in text:
         first = line_starts(text)
         return {bisect.bisect_right(first, at) for at in starts}
-    # (the newlines between one offset and the next, counted once: counting from the start
-    # for each took 5 ms of SGLang's `server_args.py`, which quotes "flashinfer" 80 times)
-    out = set()
-    line, last = 1, 0
-    for at in starts:
-        line += text.count("\n", last, at)
-        last = at
-        out.add(line)
-    return out
+    # (counting from the start for each took 5 ms of SGLang's `server_args.py`, which quotes
+    # "flashinfer" 80 times)
+    return lf_lines_at(text, starts)
 
 
 _QUOTES = "\"'`"

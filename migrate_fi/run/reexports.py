@@ -37,7 +37,6 @@ __all__ = [
     "imported_modules",
     "importers",
     "merge_exports",
-    "relevant_names",
     "unaffected",
 ]
 
@@ -135,14 +134,6 @@ def _added(
         module = export_parts(key)[0].rpartition(".")[2]
         by_module.setdefault(module.encode() if module.isascii() else None, []).append(key)
     return by_module, Words(m for m in by_module if m is not None)
-
-
-def relevant_names(tests: RuleTests) -> dict[str, set[bytes]]:
-    """Each rule's names a re-export must lead to for it to matter (its triggers' names; none
-    for a rule that is never reached through re-exports), by rule id; only the rules that read
-    Python files (a rule of dependency files, FI007, never meets a re-export, and its names
-    would cost parsing the target's requirements)."""
-    return {c.id: p.names() if c.via_reexports else set() for c, p in tests if ".py" in c.suffixes}
 
 
 class ExportOrder:
@@ -256,10 +247,17 @@ class ExportOrder:
         self.results[path] = result
 
     def looked_for(self) -> dict[str, set[bytes]]:
-        """`relevant_names` of the run's rules, worked out once (for the first file that waits,
-        or the rounds)."""
+        """Each rule's names a re-export must lead to for it to matter (its triggers' names; none
+        for a rule that is never reached through re-exports), by rule id, worked out once (for
+        the first file that waits, or the rounds); only the rules that read Python files (a rule
+        of dependency files, FI007, never meets a re-export, and its names would cost parsing
+        the target's requirements)."""
         if self._looked_for is None:
-            self._looked_for = relevant_names(self._tests)
+            self._looked_for = {
+                c.id: p.names() if c.via_reexports else set()
+                for c, p in self._tests
+                if ".py" in c.suffixes
+            }
         return self._looked_for
 
 
