@@ -252,6 +252,43 @@ def test_what_is_not_read_leaves_every_gpu(source: str) -> None:
     assert found == "any GPU"
 
 
+_THROUGH_A_HELPER = """
+import torch
+def _on_hopper():
+    if torch.cuda.get_device_capability()[0] != 9:
+        return False
+    return True
+class K:
+    def run(self, x):
+        if _on_hopper():
+            return self.fn.kernel(x)
+        return None
+"""
+
+
+def test_only_the_way_to_the_call_is_mapped() -> None:
+    # (the parents of the nodes from the call up, and of the returns of the function its test
+    # calls: not a map of the whole file, which a large file makes costly)
+    from migrate_fi.analysis import nodes
+
+    tree = ast.parse(_THROUGH_A_HELPER)
+    resolver = NameResolver(tree, "m")
+    resolver.only_here = lambda name: True
+    call = next(n for n in ast.walk(tree) if isinstance(n, ast.Call) and "kernel" in ast.unparse(n))
+    assert said(reached_on(resolver, tree, call)) == "SM9x"
+    assert "parents" not in nodes._entry(tree)[2]
+
+
+def test_positions_that_do_not_lead_to_the_call_map_the_whole_file() -> None:
+    tree = ast.parse(_THROUGH_A_HELPER)
+    resolver = NameResolver(tree, "m")
+    resolver.only_here = lambda name: True
+    call = next(n for n in ast.walk(tree) if isinstance(n, ast.Call) and "kernel" in ast.unparse(n))
+    method = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "run")
+    method.end_lineno = method.lineno  # (a span that leaves the call out: it is found otherwise)
+    assert said(reached_on(resolver, tree, call)) == "SM9x"
+
+
 def test_gpu_sets_as_notes_write_them() -> None:
     assert gpus_named(["10.x"]) == frozenset(range(100, 110))
     assert gpus_named(["<9.0"]) == frozenset(c for c in EVERY_GPU if c < 90)
