@@ -12,7 +12,6 @@ the copy can make a run slower when stale, never different.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
@@ -20,7 +19,16 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from hashlib import sha256
     from types import ModuleType
+else:
+    try:  # (`hashlib` would load OpenSSL's first: 3 ms of every command's start)
+        from _sha256 import sha256
+    except ImportError:  # pragma: no cover - Python 3.12 calls it `_sha2`; or built without
+        try:
+            from _sha2 import sha256
+        except ImportError:
+            from hashlib import sha256
 
 __all__ = ["COMPILED", "compiled_text", "load_reviewed", "tomllib"]
 
@@ -44,7 +52,7 @@ def load_reviewed(path: str) -> dict[str, Any]:
         raw = fh.read()
     folder, name = os.path.split(path)
     entry = _compiled(folder).get(name)
-    if entry is not None and entry[0] == hashlib.sha256(raw).hexdigest():
+    if entry is not None and entry[0] == sha256(raw).hexdigest():
         try:
             found = json.loads(entry[1])
         except ValueError:
@@ -93,5 +101,5 @@ def compiled_text(folder: str) -> str:
             continue
         if json.loads(text) != data:
             continue
-        lines.append(f"{name}\t{hashlib.sha256(raw).hexdigest()}\t{text}\n")
+        lines.append(f"{name}\t{sha256(raw).hexdigest()}\t{text}\n")
     return "".join(lines)
