@@ -83,8 +83,8 @@ class _Reader:
 
     def place(self, node: ast.AST) -> None:
         """Learn the parents of ``node`` and of every node above it: found by going down to it
-        (`path_to`), not by mapping the whole file (a call in vLLM's `gdn_linear_attn.py`: 10
-        ms), unless its positions do not lead to it."""
+        (`path_to`), not by mapping the whole file (vLLM's `gdn_linear_attn.py`, 7,200 nodes:
+        4-8 ms), unless its positions do not lead to it."""
         if self._whole or node is self.tree or id(node) in self.up:
             return
         found = path_to(self.tree, node)
