@@ -29,7 +29,7 @@ from migrate_fi.analysis.scopes import Scope
 from migrate_fi.base import depends
 from migrate_fi.base.messages import Said, say
 from migrate_fi.base.modules import display_path, module_identity
-from migrate_fi.editing.sources import lf_lines_at
+from migrate_fi.editing.sources import lines_at
 from migrate_fi.project.discovery import (
     find_upward,
     python_files,
@@ -363,20 +363,18 @@ def _uses_in_file(
     return out
 
 
-def _naming(tree: ast.AST, data: bytes, words: Iterable[bytes]) -> list[ast.AST] | None:
+def _naming(tree: ast.AST, data: bytes, words: Iterable[bytes]) -> list[ast.AST]:
     """The nodes of ``tree`` (parsed from ``data``) whose source spans a line that holds one
-    of ``words``, in `ast.walk`'s order (`nodes.on_lines`); None where lines cannot be told
-    from the bytes (a lone CR ends a line too). A file a search found names the function on a
-    few lines: `_custom_ops.py` of vLLM, 3,500 lines, walked whole took 10-15 ms."""
-    if b"\r" in data:
-        return None
+    of ``words``, in `ast.walk`'s order (`nodes.on_lines`). A file a search found names the
+    function on a few lines: `_custom_ops.py` of vLLM, 3,500 lines, walked whole took 10-15
+    ms."""
     found: list[int] = []
     for word in words:
         at = data.find(word)
         while at >= 0:
             found.append(at)
             at = data.find(word, at + len(word))
-    return nodes.on_lines(tree, lf_lines_at(data, sorted(found)))
+    return nodes.on_lines(tree, lines_at(data, sorted(found)))
 
 
 def _caller(scope: Scope, resolver: NameResolver, path: str) -> Function | None:

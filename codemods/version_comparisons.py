@@ -16,7 +16,7 @@ from migrate_fi.base import patterns
 from migrate_fi.base.messages import say
 from migrate_fi.base.results import FixSafety
 from migrate_fi.editing.edits import AddImport, replace_with
-from migrate_fi.editing.sources import lf_lines_at
+from migrate_fi.editing.sources import lines_at
 from migrate_fi.framework.rule import FileContext, Rule, RunOptions
 
 _ORDERING: dict[type[ast.cmpop], Callable[[Any, Any], bool]] = {
@@ -163,4 +163,4 @@ def _version_literal(node: ast.expr) -> tuple[str, Version] | None:
 
 def _match_lines(data: bytes) -> set[int]:
     """The lines where a version string is written (counted as the matches go: one pass)."""
-    return lf_lines_at(data, (m.start() for m in _VERSIONISH.finditer(data)))
+    return lines_at(data, (m.start() for m in _VERSIONISH.finditer(data)))

@@ -39,6 +39,12 @@ CASES: dict[str, tuple[bytes, str]] = {
     "crlf.py": (LEGACY.replace("\n", "\r\n").encode(), "migrated"),
     "cr.py": (LEGACY.replace("\n", "\r").encode(), "migrated"),
     "mixed_cr.py": (LEGACY.replace("\n", "\r", 2).encode(), "error"),
+    # (a string comparison of the version after a lone CR: found on the line the parser
+    # counts, and then, like any site with a fix there, a file that cannot be rewritten)
+    "mixed_cr_version.py": (
+        b'import flashinfer as fi\r# an old line\nNEW = fi.__version__ >= "0.6.4"\n',
+        "error",
+    ),
     "tabs.py": (
         LEGACY.replace("    return", "\treturn").replace("\n\n\ndef", "\n\x0c\n\ndef").encode(),
         "migrated",

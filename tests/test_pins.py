@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import bisect
 from pathlib import Path
 
 import pytest
@@ -439,24 +438,3 @@ def test_the_marker_of_the_pin_itself(line: str, quoted: bool, marker: str) -> N
 
     col = line.index("==0.6.") + 2
     assert pin_marker(line, col, quoted) == marker
-
-
-def test_the_lines_of_offsets_are_those_counted_from_the_start() -> None:
-    """`_lines_at` counts the newlines between one offset and the next once: the same line
-    numbers as counting from the start for each, and as the parser's lines where a CR ends
-    one."""
-    import random
-
-    from migrate_fi.editing.sources import line_starts
-    from migrate_fi.project.pins import _lines_at
-
-    rng = random.Random(7)
-    for _ in range(5_000):
-        text = "".join(rng.choice(["a", "\n", "\r\n", "\r", "é", " "]) for _ in range(30))
-        starts = sorted(rng.sample(range(len(text) + 1), rng.randint(0, 5)))
-        if "\r" in text:
-            first = line_starts(text)
-            expected = {bisect.bisect_right(first, at) for at in starts}
-        else:
-            expected = {text.count("\n", 0, at) + 1 for at in starts}
-        assert _lines_at(text, starts) == expected, (text, starts)

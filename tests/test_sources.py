@@ -12,9 +12,38 @@ from migrate_fi.editing.sources import (
     PreparedWrite,
     SourceError,
     decode_source,
+    lines_at,
     write_atomically,
     write_changes,
 )
+
+
+def _line_of(pieces: list[str] | list[bytes], at: int) -> int:
+    """The number of the line that holds the character at ``at``, ``pieces`` being the lines
+    with their endings (counted from them, the other way than `lines_at` does)."""
+    end = 0
+    for number, piece in enumerate(pieces, 1):
+        end += len(piece)
+        if at < end:
+            return number
+    raise AssertionError(at)
+
+
+def test_the_lines_of_offsets_are_the_parsers() -> None:
+    """`lines_at` gives the lines Python's parser numbers (a line ends at CR LF, CR or LF) of
+    the characters at some offsets, in text and in its bytes, whether or not it holds a CR."""
+    import random
+
+    rng = random.Random(7)
+    for _ in range(5_000):
+        text = "".join(rng.choice(["a", "\n", "\r\n", "\r", "é", " "]) for _ in range(30))
+        starts = sorted(rng.sample(range(len(text)), rng.randint(0, 5)))
+        lines = text.splitlines(keepends=True)  # (these characters only: the parser's lines)
+        assert lines_at(text, starts) == {_line_of(lines, at) for at in starts}, (text, starts)
+        data = text.encode()
+        offsets = [len(text[:at].encode()) for at in starts]
+        expected = {_line_of(data.splitlines(keepends=True), at) for at in offsets}
+        assert lines_at(data, offsets) == expected, (text, starts)
 
 
 def test_refuses_a_file_changed_since_it_was_read(tmp_path: Path) -> None:

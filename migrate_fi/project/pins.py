@@ -47,8 +47,7 @@ from migrate_fi.base import patterns
 from migrate_fi.editing.sources import (
     SourceError,
     decode_source,
-    lf_lines_at,
-    line_starts,
+    lines_at,
     source_lines,
 )
 
@@ -1036,20 +1035,9 @@ def _version_constants(path: str, lines: list[str], tree: ast.Module) -> Iterato
 def _calls_naming_distributions(text: str, tree: ast.Module) -> list[ast.Call]:
     """The calls of ``tree`` that span a line where a string that may be a FlashInfer
     distribution's name starts (`_QUOTED_DISTRIBUTION`), in source order."""
-    lines = _lines_at(text, [m.start() for m in _QUOTED_DISTRIBUTION.finditer(text)])
+    lines = lines_at(text, [m.start() for m in _QUOTED_DISTRIBUTION.finditer(text)])
     found = [n for n in nodes.on_lines(tree, lines) if isinstance(n, ast.Call)]
     return sorted(found, key=lambda n: (n.lineno, n.col_offset))
-
-
-def _lines_at(text: str, starts: list[int]) -> set[int]:
-    """The numbers of the lines where the offsets ``starts`` (ascending) lie, as the parser
-    counts lines (a line ends at CR LF, CR or LF)."""
-    if "\r" in text:
-        first = line_starts(text)
-        return {bisect.bisect_right(first, at) for at in starts}
-    # (counting from the start for each took 5 ms of SGLang's `server_args.py`, which quotes
-    # "flashinfer" 80 times)
-    return lf_lines_at(text, starts)
 
 
 _QUOTES = "\"'`"
