@@ -141,11 +141,11 @@ class ExportOrder:
     statements may name the module of another of them (or, in a file that imports modules by
     call, that writes its dotted name) is analysed after it, with the re-exports those modules
     make (`aliases`), not again in a round once they are known: vLLM's quantization modules
-    import `vllm.utils.flashinfer`'s. A module of
-    FlashInfer's own tree makes none (`NameResolver.exports`): nothing waits for it. Files
-    that wait for each other are analysed all the same (`Batch.process`), and what any file
-    was analysed with (`used`) is what the rounds compare with what they find
-    (`unaffected`): the order saves work, it never decides a result."""
+    import `vllm.utils.flashinfer`'s. A module of FlashInfer's own tree makes none
+    (`NameResolver.exports`): nothing waits for it. Files that wait for each other are
+    analysed all the same (`Batch.process`), and what any file was analysed with (`used`) is
+    what the rounds compare with what they find (`unaffected`): the order saves work, it
+    never decides a result."""
 
     def __init__(
         self, files: Iterable[SourceFile], read: dict[str, FileImports], tests: RuleTests
