@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import threading
+import time
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -259,20 +263,34 @@ def test_a_record_is_loaded_through_its_offsets_file_to_the_same_record(
         lambda off, raw: b"junk",
         lambda off, raw: off[: len(off) // 2],
         lambda off, raw: gzip.compress(gzip.decompress(off).replace(store._OFFSETS, b"offsets 9")),
-        lambda off, raw: gzip.compress(gzip.decompress(off).rsplit(b"\n", 1)[0]),
-        lambda off, raw: gzip.compress(_reversed_line(gzip.decompress(off), 3, b"\t")),
-        lambda off, raw: gzip.compress(_reversed_line(gzip.decompress(off), -4, b"\t")),
-        lambda off, raw: gzip.compress(_with_line(gzip.decompress(off), -2, b'{"x":[99999]}')),
-        lambda off, raw: gzip.compress(_with_line(gzip.decompress(off), -2, b'{"x":["0"]}')),
-        lambda off, raw: gzip.compress(_with_line(gzip.decompress(off), -2, b"[]")),
+        lambda off, raw: gzip.compress(_with_parts(gzip.decompress(off), lambda p: p[:-1])),
+        lambda off, raw: gzip.compress(_with_parts(gzip.decompress(off), lambda p: [*p, b"x"])),
+        lambda off, raw: gzip.compress(gzip.decompress(off) + b"\0\0"),
+        lambda off, raw: gzip.compress(_with_part(gzip.decompress(off), 3, lambda p: p[:-1])),
+        lambda off, raw: gzip.compress(_with_part(gzip.decompress(off), 3, lambda p: p[8:])),
+        lambda off, raw: gzip.compress(_with_part(gzip.decompress(off), 2, lambda p: p + b"\t")),
+        lambda off, raw: gzip.compress(_with_part(gzip.decompress(off), 2, _tab_inside)),
+        lambda off, raw: gzip.compress(_with_part(gzip.decompress(off), 9, lambda p: p[8:])),
+        lambda off, raw: gzip.compress(_with_part(gzip.decompress(off), 0, lambda p: p[8:])),
+        lambda off, raw: gzip.compress(
+            _with_part(gzip.decompress(off), -2, _held(b'{"x":[99999]}'))
+        ),
+        lambda off, raw: gzip.compress(_with_part(gzip.decompress(off), -2, _held(b'{"x":["0"]}'))),
+        lambda off, raw: gzip.compress(_with_part(gzip.decompress(off), -2, _held(b"[]"))),
     ],
     ids=[
         "not gzip",
         "cut short",
         "another format",
-        "a line missing",
-        "keys out of order",
-        "exports out of order",
+        "a part missing",
+        "a part more",
+        "bytes after the last part",
+        "numbers cut short",
+        "keys and their places do not agree",
+        "a key's text longer than its places say",
+        "a tab inside a key",
+        "exports and their targets do not agree",
+        "pieces and their starts do not agree",
         "a word held by a key there is not",
         "a word held by what is no place",
         "no index of words",
@@ -289,19 +307,55 @@ def test_an_offsets_file_that_is_damaged_is_not_used(
     assert _plain(load_release("9.9.9")) == _without_empty_key()  # (the text is read)
 
 
-def _with_line(text: bytes, line: int, new: bytes) -> bytes:
-    """The offsets file's text with one line replaced."""
-    lines = text.split(b"\n")
-    lines[line] = new
-    return b"\n".join(lines)
+def _with_parts(text: bytes, change: Any) -> bytes:
+    """The offsets file's text with its parts (after the header line) changed."""
+    header, _, body = text.partition(b"\n")
+    parts, at = [], 0
+    while at < len(body):
+        size = int.from_bytes(body[at : at + 8], "little")
+        parts.append(body[at + 8 : at + 8 + size])
+        at += 8 + size
+    new = change(parts)
+    return header + b"\n" + b"".join(len(p).to_bytes(8, "little") + p for p in new)
 
 
-def _reversed_line(text: bytes, line: int, sep: bytes) -> bytes:
-    """The offsets file's text with the items of one line in reverse order (looked up by
-    halving, keys out of order would be missed: such a file is not used)."""
+def _with_part(text: bytes, i: int, change: Any) -> bytes:
+    """The offsets file's text with its part ``i`` changed."""
+
+    def one(parts: list[bytes]) -> list[bytes]:
+        parts[i] = change(parts[i])
+        return parts
+
+    return _with_parts(text, one)
+
+
+def _held(new: bytes) -> Any:
+    return lambda part: new
+
+
+def _tab_inside(text: bytes) -> bytes:
+    """Keys' text with a tab in place of a character of a key (its length kept)."""
+    at = text.index(b".", 1)
+    return text[:at] + b"\t" + text[at + 1 :]
+
+
+def test_the_offsets_of_keys_out_of_order_are_not_written(tmp_path: Path) -> None:
+    """Keys and exports are looked up by halving: a record whose keys are not in order (written
+    by hand: `encode_release` sorts them) gets no offsets file, and is read from its text."""
+    text = encode_release(_without_empty_key())
     lines = text.split(b"\n")
-    lines[line] = sep.join(reversed(lines[line].split(sep)))
-    return b"\n".join(lines)
+    first = next(i for i, line in enumerate(lines) if line.startswith(b'"flashinfer.m000'))
+    lines[first], lines[first + 1] = lines[first + 1], lines[first]
+    record = store._decode(b"\n".join(lines), _unreadable)
+    assert list(record["defs"])[first - 2 : first] != sorted(
+        list(record["defs"])[first - 2 : first]
+    )
+    assert store.encode_offsets(b"raw", record) is None
+    record = store._decode(text, _unreadable)
+    assert store.encode_offsets(b"raw", record) is not None
+    exports = dict(reversed(list(record["exports"].items())))
+    exports["flashinfer.zz"] = exports["flashinfer.a"] = "flashinfer.core.f"
+    assert store.encode_offsets(b"raw", {**record, "exports": exports}) is None
 
 
 def test_an_offsets_file_of_another_record_is_not_used(
@@ -468,11 +522,12 @@ def test_a_data_folder_file_that_holds_no_object_is_not_read(
 
 @pytest.mark.parametrize("count", [0, 1, 31, 32, 33, 100])
 def test_names_kept_as_text_are_found_where_they_are(count: int) -> None:
-    """`_Keys` (a line of names, between tabs) answers as the list of them would: each name's
-    place, -1 for a name that is not there (before the first, between two, after the last),
-    items, slices and iteration."""
+    """`_Keys` (names between tabs, with where each starts, as the offsets file holds them)
+    answers as the list of them would: each name's place, -1 for a name that is not there
+    (before the first, between two, after the last), items, slices and iteration."""
     names = [f"flashinfer.m{i:03d}.f" for i in range(count)]
-    keys = store._Keys.of(memoryview("\t".join(names).encode()), ascending=True)
+    text, starts = store._joined(names)
+    keys = store._Keys.read(memoryview(text), memoryview(starts))
     assert keys is not None
     assert list(keys) == names and len(keys) == count
     assert keys[::7] == names[::7] and keys[-3:] == names[-3:]
@@ -484,6 +539,92 @@ def test_names_kept_as_text_are_found_where_they_are(count: int) -> None:
         assert keys.place(absent) == -1
     with pytest.raises(IndexError):
         keys[count]
-    # out of order, or twice: not a line this wrote
-    assert store._Keys.of(memoryview(b"b\ta"), ascending=True) is None
-    assert store._Keys.of(memoryview(b"a\ta"), ascending=True) is None
+    # a text and starts that do not agree: not parts this wrote
+    for other in ([], ["a"], [*names, "zz"], [n + "x" for n in names]):
+        if other != names:
+            assert store._Keys.read(memoryview(text), memoryview(store._joined(other)[1])) is None
+
+
+def test_a_record_read_ahead_is_the_record_loaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`store.prefetch` reads a record and inflates its offsets file in a thread; the load
+    takes them (once), to the same record as a load that read them itself; a record that
+    could not be read ahead is read by the load, which says why it cannot be read."""
+    written = store.write_release(_without_empty_key(), str(tmp_path))
+    monkeypatch.setattr(store, "_file_of", lambda version, **_: written)
+    store.prefetch(["9.9.9"])
+    assert written in store._prefetching
+    store._settle_prefetching()
+    raw, offsets, crc = store._prefetched[written]
+    assert raw == Path(written).read_bytes() and offsets is not None
+    assert crc == zlib.crc32(raw)
+    assert offsets == gzip.decompress(Path(store.offsets_file(written)).read_bytes())
+    read_ahead = load_release("9.9.9")
+    assert written not in store._prefetched and written not in store._prefetching
+    assert _plain(read_ahead) == _without_empty_key()
+    assert read_ahead["defs"]._at._keys.text  # (through the offsets file)
+    store.prefetch(["9.9.9"])  # (loaded: not read again)
+    assert not store._prefetching
+    store.forget()
+    store.prefetch(["9.9.9"])
+    store.forget()  # (what was read ahead is dropped with the rest)
+    assert not store._prefetched and not store._prefetching
+    Path(store.offsets_file(written)).unlink()  # (read ahead without one: the text is read)
+    store.prefetch(["9.9.9"])
+    assert _plain(load_release("9.9.9")) == _without_empty_key()
+    store.forget()
+    Path(written).unlink()
+    Path(written).mkdir()  # (a record that cannot be read, even by a user who reads any file)
+    store.prefetch(["9.9.9"])
+    with pytest.raises(DataError, match="cannot be read"):
+        load_release("9.9.9")
+
+
+def test_a_fork_waits_for_what_is_read_ahead(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process forked while a record is read ahead waits for the thread first (a fork with a
+    thread running may hang), and the forked process loads the record from what was read."""
+    if not hasattr(os, "fork"):
+        pytest.skip("no fork here")
+    written = store.write_release(_without_empty_key(), str(tmp_path))
+    monkeypatch.setattr(store, "_file_of", lambda version: written)
+    reading = threading.Event()
+    real = store._inflate
+
+    def slow(data: bytes) -> bytes:
+        reading.set()
+        time.sleep(0.2)
+        return real(data)
+
+    monkeypatch.setattr(store, "_inflate", slow)
+    store.prefetch(["9.9.9"])
+    assert reading.wait(5)
+    pid = os.fork()
+    if pid == 0:  # (the child: it says, by its exit code, what it found)
+        code = 3
+        try:
+            fetched = store._prefetched.get(written)
+            code = 0 if fetched is not None and fetched[1] is not None else 1
+            if code == 0 and _plain(load_release("9.9.9")) != _without_empty_key():
+                code = 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert not any(t.is_alive() for t in store._prefetching.values())
+
+
+def test_an_offsets_file_is_inflated_into_the_size_its_trailer_says() -> None:
+    """The offsets file is inflated into a buffer of the size its gzip trailer says; a trailer
+    that says another size (a damaged file, or one that says more than gzip can) is an
+    error, and the file is not used (`_from_offsets`)."""
+    text = b"offsets " * 5000
+    packed = gzip.compress(text, mtime=0)
+    assert store._inflate(packed) == text
+    for size in (0, 1, len(text) - 1, len(text) + 1, 1 << 31):
+        with pytest.raises(zlib.error):
+            store._inflate(packed[:-4] + size.to_bytes(4, "little"))
+    with pytest.raises(zlib.error):
+        store._inflate(b"not gzip at all, but long enough")

@@ -30,9 +30,19 @@ import gc
 import itertools
 import json
 import os
+import sys
+import threading
 import time
 from array import array
-from collections.abc import Callable, ItemsView, Iterator, Mapping, MutableSequence, Sequence
+from collections.abc import (
+    Callable,
+    ItemsView,
+    Iterable,
+    Iterator,
+    Mapping,
+    MutableSequence,
+    Sequence,
+)
 from functools import cache
 from typing import Any, Generic, TypeVar, overload
 
@@ -182,6 +192,10 @@ def forget() -> None:
     changed): the next question reads them again."""
     for cached in (_releases_in, _union, _manifest_usable, load_release):
         cached.cache_clear()
+    _settle_prefetching()
+    _prefetching.clear()
+    _prefetched.clear()
+    _loaded.clear()
     for forget_theirs in _FORGETTERS:
         forget_theirs()
 
@@ -272,14 +286,19 @@ def load_release(version: str) -> dict[str, Any]:
     path = _file_of(version)
     if path is None:
         raise KeyError(version)
+    _loaded.add(path)
     # hundreds of thousands of small objects: the cycle collector only slows this down
     enabled = gc.isenabled()
     gc.disable()
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
+        fetched = _take_prefetched(path)
+        if fetched is not None:
+            raw = fetched[0]
+        else:
+            with open(path, "rb") as fh:
+                raw = fh.read()
         unreadable = functools.partial(_unreadable, version, path)
-        record = _from_offsets(raw, path, unreadable)
+        record = _from_offsets(raw, path, unreadable, fetched)
         if record is None:
             record = _decode(_Text(raw), unreadable)
             _offsets_again(path, raw, record)
@@ -291,6 +310,81 @@ def load_release(version: str) -> dict[str, Any]:
     if record.get("format") != FORMAT:
         raise KeyError(f"{version} (data of format {record.get('format')}, not {FORMAT})")
     return record
+
+
+# A record and its offsets file read ahead (`prefetch`), by a thread of its own for each:
+# record path -> (its bytes, its offsets file's text inflated or None, the CRC-32 of its bytes)
+_Fetched = tuple[bytes, bytes | None, int]
+_prefetched: dict[str, _Fetched] = {}
+_prefetching: dict[str, threading.Thread] = {}
+_loaded: set[str] = set()  # (the records `load_release` keeps: never read ahead again)
+
+
+def prefetch(versions: Iterable[str]) -> None:
+    """Read the records of ``versions`` and inflate their offsets files in threads of their
+    own, while this process goes on (the inflating and the checksum run without the GIL: 7.5 ms
+    of 0.7.4's load, on a core the run leaves idle before its workers are forked). A load
+    takes what they read (`load_release`); a fork waits for them first (`os.register_at_fork`:
+    a process forked while a thread runs may hang)."""
+    global _fork_waits
+    for version in versions:
+        path = _file_of(version)
+        if path is None or path in _loaded or path in _prefetched or path in _prefetching:
+            continue
+        if not _fork_waits:
+            os.register_at_fork(before=_settle_prefetching)
+            _fork_waits = True
+        thread = threading.Thread(target=_fetch, args=(path,), name=f"read {path}", daemon=True)
+        _prefetching[path] = thread
+        thread.start()
+
+
+_fork_waits = False
+
+
+def _fetch(path: str) -> None:
+    """A prefetch thread's work (nothing kept where a file cannot be read: the load reads it
+    again and says why)."""
+    import zlib
+
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+        crc = zlib.crc32(raw)
+        try:
+            with open(offsets_file(path), "rb") as fh:
+                offsets: bytes | None = _inflate(fh.read())
+        except (OSError, ValueError, zlib.error, MemoryError):
+            offsets = None
+    except (OSError, MemoryError):
+        return
+    _prefetched[path] = (raw, offsets, crc)
+
+
+def _take_prefetched(path: str) -> _Fetched | None:
+    """What the prefetch thread of ``path`` read (waited for), once; None where none was."""
+    thread = _prefetching.pop(path, None)
+    if thread is not None:
+        thread.join()
+    return _prefetched.pop(path, None)
+
+
+def _settle_prefetching() -> None:
+    """Wait for every prefetch thread (before this process forks)."""
+    for thread in list(_prefetching.values()):
+        thread.join()
+
+
+def _inflate(data: bytes) -> bytes:
+    """The text of a gzip file of one member (ValueError or `zlib.error` when it is not one):
+    inflated into a buffer of the size its trailer says, in one piece (a buffer grown as it
+    fills took 10.5 ms for 0.7.4's offsets, not 7.5, and a thread inflating it waited for the
+    GIL each time it grew)."""
+    import zlib
+
+    size = int.from_bytes(data[-4:], "little") if len(data) >= 18 else 0
+    bufsize = size + 1 if 0 < size <= 1032 * len(data) else zlib.DEF_BUF_SIZE
+    return zlib.decompress(data, wbits=31, bufsize=bufsize)
 
 
 def _offsets_again(path: str, raw: bytes, record: Mapping[str, Any]) -> None:
@@ -543,12 +637,17 @@ def _decode(text: _Text | bytes, unreadable: Callable[[str], DataError]) -> dict
 # A record's offsets (`write_offsets`): beside ``<version>.json.gz``, ``<version>.offsets.gz``
 # says where its pieces and its entries lie, which entries of ``defs`` hold each word of
 # `INDEXED` (by their places), and holds the rest of the record (its first line:
-# ``exports`` as two lines, each target that is a key of ``defs`` by its place among them), so
-# that loading it decompresses none of the record (0.7.4: 15 ms, not the 40 ms of reading its
-# 10 MB of text to find them; then 12 ms, not 25 ms, without decoding its 1.7 MB first line
-# and making the 11,600 exports' targets the strings of ``defs`` again). It names the record's
-# size and CRC-32: an offsets file that does not match its record is not used.
-_OFFSETS = b"migrate-fi offsets 3"
+# ``exports`` as keys and targets, each target that is a key of ``defs`` by its place among
+# them), so that loading it decompresses none of the record and decodes none of its first line.
+# After a first line (this header, the record's size and CRC-32: an offsets file that does not
+# match its record is not used), it is a row of parts, each its size in 8 bytes then itself:
+# numbers as 8-byte integers, and strings (keys, exports' keys and targets) joined by tabs with
+# where each starts, all read as they are (0.7.4: 25 ms of a worker, 5 ms so, when the parts were
+# lines of words to split and numbers to convert). `encode_offsets` writes keys in order, each
+# once, as `_Sorted` looks them up by halving; a file of another header is not read.
+_OFFSETS = b"migrate-fi offsets 4"
+_INT = "q"  # (8-byte integers, little-endian in the file)
+_PARTS = 2 + 3 * len(("defs", "modules")) + 4 + 2  # (see `encode_offsets`)
 
 
 def offsets_file(path: str) -> str:
@@ -559,7 +658,7 @@ def offsets_file(path: str) -> str:
 def encode_offsets(raw: bytes, record: Mapping[str, Any]) -> bytes | None:
     """The offsets of a record (``raw``: its compressed bytes, ``record``: what `_decode` read
     from them); None when they cannot be written down (a record of another layout, keys or
-    exports that cannot be written between tabs)."""
+    exports that cannot be written between tabs, keys out of order)."""
     import gzip
     import zlib
 
@@ -573,29 +672,53 @@ def encode_offsets(raw: bytes, record: Mapping[str, Any]) -> bytes | None:
     ):
         return None
     text = sections[0]._text  # type: ignore[union-attr]
-    lines = [
-        b"%s %d %d" % (_OFFSETS, len(raw), zlib.crc32(raw)),
-        b" ".join(b"%d" % n for n in text._ends),
-        b" ".join(b"%d" % n for n in text._starts),
-    ]
+    parts = [_packed(text._ends), _packed(text._starts)]
     for section in sections:
         assert isinstance(section, Section)
         keys = list(section._at)
-        if not all(_tab_free(k) for k in keys):
-            return None  # (keys are written between tabs)
-        lines.append("\t".join(keys).encode())
-        lines.append(b" ".join(b"%d" % n for n in section._at.values()))
+        if not all(_tab_free(k) for k in keys) or not _ascending(keys):
+            return None  # (keys are written between tabs, and looked up by halving)
+        parts += [*_joined(keys), _packed(section._at.values())]
+    publics = list(exports)
+    if not _ascending(publics):
+        return None
     defs = record["defs"]
     place = {key: i for i, key in enumerate(defs)}
-    lines.append("\t".join(exports).encode())
-    lines.append(
-        "\t".join(str(place[t]) if t in place else f"={t}" for t in exports.values()).encode()
-    )
+    parts += _joined(publics)
+    parts += _joined([str(place[t]) if t in place else f"={t}" for t in exports.values()])
     holding = {w.decode(): [place[k] for k in defs.keys_holding(w)] for w in INDEXED}
-    lines.append(json.dumps(holding, sort_keys=True, separators=(",", ":")).encode())
+    parts.append(json.dumps(holding, sort_keys=True, separators=(",", ":")).encode())
     rest = {k: v for k, v in record.items() if k not in _LAZY and k != "exports"}
-    lines.append(json.dumps(rest, sort_keys=True, separators=(",", ":")).encode())
-    return gzip.compress(b"\n".join(lines), compresslevel=9, mtime=0)
+    parts.append(json.dumps(rest, sort_keys=True, separators=(",", ":")).encode())
+    assert len(parts) == _PARTS
+    header = b"%s %d %d\n" % (_OFFSETS, len(raw), zlib.crc32(raw))
+    body = b"".join(len(part).to_bytes(8, "little") + part for part in parts)
+    return gzip.compress(header + body, compresslevel=9, mtime=0)
+
+
+def _packed(numbers: Iterable[int]) -> bytes:
+    """Numbers as the offsets file holds them: 8-byte little-endian integers."""
+    found = array(_INT, numbers)
+    if sys.byteorder != "little":
+        found.byteswap()
+    return found.tobytes()
+
+
+def _unpacked(part: memoryview) -> array[int]:
+    """The numbers of a part of the offsets file (ValueError: not a whole number of them)."""
+    found = array(_INT)
+    found.frombytes(part)  # (ValueError when its size is not a multiple of theirs)
+    if sys.byteorder != "little":
+        found.byteswap()
+    return found
+
+
+def _joined(strings: Sequence[str]) -> list[bytes]:
+    """Strings as two parts of the offsets file: their text as `_Keys` holds it (between
+    tabs), and where each starts in it, with one more place past the last."""
+    starts = itertools.accumulate(map((1).__add__, map(len, strings)), initial=1)
+    text = "\t" + "\t".join(strings) + "\t" if strings else "\t"
+    return [text.encode(), _packed(starts)]
 
 
 def _tab_free(value: object) -> bool:
@@ -620,43 +743,60 @@ def write_offsets(path: str, raw: bytes | None = None) -> str | None:
 
 
 def _from_offsets(
-    raw: bytes, path: str, unreadable: Callable[[str], DataError]
+    raw: bytes,
+    path: str,
+    unreadable: Callable[[str], DataError],
+    fetched: _Fetched | None = None,
 ) -> dict[str, Any] | None:
-    """The record, read through its offsets file; None when it has none that matches it."""
+    """The record, read through its offsets file (``fetched``: read ahead with ``raw``, by
+    `prefetch`); None when it has none that matches it."""
     import zlib
 
     try:
-        with open(offsets_file(path), "rb") as fh:
-            data = zlib.decompress(fh.read(), wbits=31)
-        # (its lines as views of it, not copies: 0.7.4's are 2.7 MB; each is read once)
-        cuts = [-1]
-        while (cut := data.find(b"\n", cuts[-1] + 1)) >= 0:
-            cuts.append(cut)
-        cuts.append(len(data))
+        if fetched is not None:
+            _, data, crc = fetched
+            if data is None:
+                return None
+        else:
+            with open(offsets_file(path), "rb") as fh:
+                data = _inflate(fh.read())
+            crc = zlib.crc32(raw)
+        end = data.find(b"\n")
+        magic, size, crc_said = data[:end].rsplit(b" ", 2)
+        if magic != _OFFSETS or int(size) != len(raw) or int(crc_said) != crc:
+            return None
         view = memoryview(data)
-        lines = [view[a + 1 : b] for a, b in itertools.pairwise(cuts)]
-        magic, size, crc = bytes(lines[0]).rsplit(b" ", 2)
-        if magic != _OFFSETS or int(size) != len(raw) or int(crc) != zlib.crc32(raw):
+        parts: list[memoryview] = []
+        at = end + 1
+        while at < len(view) and len(parts) < _PARTS:
+            size_of = int.from_bytes(view[at : at + 8], "little")
+            at += 8
+            if at + size_of > len(view):
+                return None
+            parts.append(view[at : at + size_of])
+            at += size_of
+        if len(parts) != _PARTS or at != len(view):
             return None
-        ends, starts = _numbers(lines[1]), _numbers(lines[2])
-        if len(lines) != 7 + 2 * len(_LAZY) or len(ends) != len(starts) or not ends:
+        ends, starts = _unpacked(parts[0]), _unpacked(parts[1])
+        if len(ends) != len(starts) or not ends or ends[-1] != len(raw) or starts[0] != 0:
             return None
-        if ends[-1] != len(raw) or starts[0] != 0:
-            return None
-        record = json.loads(bytes(lines[-1]))
+        record = json.loads(bytes(parts[-1]))
         if not isinstance(record, dict):
             return None
         text = _Text(raw, pieces=(ends, starts))
         defs: Sequence[str] = ()
         for i, name in enumerate(_LAZY):
-            keys, at = _Keys.of(lines[3 + 2 * i], ascending=True), _numbers(lines[4 + 2 * i])
-            if keys is None or len(keys) != len(at):
+            keys, at_of = _Keys.read(parts[2 + 3 * i], parts[3 + 3 * i]), parts[4 + 3 * i]
+            places = _unpacked(at_of)
+            if keys is None or len(keys) != len(places):
                 return None
-            holding = _holding(bytes(lines[-2]), keys) if name == "defs" else None
-            record[name] = Section(text, _Sorted(keys, at, int), unreadable, holding)
+            holding = _holding(bytes(parts[-2]), keys) if name == "defs" else None
+            record[name] = Section(text, _Sorted(keys, places, int), unreadable, holding)
             if name == "defs":
                 defs = keys
-        publics, targets = _Keys.of(lines[-4], ascending=True), _Keys.of(lines[-3])
+        base = 2 + 3 * len(_LAZY)
+        publics = _Keys.read(parts[base], parts[base + 1])
+        targets = _Keys.read(parts[base + 2], parts[base + 3])
         if publics is None or targets is None or len(publics) != len(targets):
             return None
 
@@ -669,15 +809,9 @@ def _from_offsets(
     return record
 
 
-def _numbers(line: memoryview) -> array[int]:
-    """The numbers of a line of the offsets file, between spaces (places in a record's text:
-    an array holds 0.7.4's 20,000 in 160 KB, not the 1 MB of their words)."""
-    return array("q", map(int, bytes(line).split()))
-
-
 def _holding(line: bytes, keys: Sequence[str]) -> dict[bytes, list[str]]:
-    """The offsets file's line of `INDEXED` words: each word -> the keys (of ``keys``, by their
-    places) whose entries hold it. ValueError or IndexError for a line that says otherwise."""
+    """The offsets file's index of `INDEXED` words: each word -> the keys (of ``keys``, by
+    their places) whose entries hold it. ValueError or IndexError for one that says otherwise."""
     found = json.loads(line)
     if not isinstance(found, dict):
         raise ValueError("not an index of words")
@@ -722,16 +856,16 @@ class _Keys(Sequence[str]):
         return i if i < n and self[i] == key else -1
 
     @classmethod
-    def of(cls, line: memoryview, ascending: bool = False) -> _Keys | None:
-        """The strings of a line of the offsets file, between tabs (none on an empty line);
-        with ``ascending``, None unless they are in order, each once (`_ascending`)."""
-        joined = str(line, "utf-8") if line else ""
-        parts = joined.split("\t") if joined else []
-        if ascending and not _ascending(parts):
+    def read(cls, text: memoryview, starts: memoryview) -> _Keys | None:
+        """The strings of two parts of the offsets file (`_joined`): their text and where
+        each starts; None when the two do not agree (a string between each two tabs, the
+        first after the first, one more place past the last)."""
+        joined, places = str(text, "utf-8"), _unpacked(starts)
+        if not places or places[0] != 1 or places[-1] != len(joined):
             return None
-        # (each string's place: one past the tab before it; `map` keeps it in C)
-        starts = array("l", itertools.accumulate(map((1).__add__, map(len, parts)), initial=1))
-        return cls(f"\t{joined}\t" if parts else "\t", starts)
+        if joined[:1] != "\t" or joined.count("\t") != len(places):
+            return None
+        return cls(joined, places)
 
     @overload
     def __getitem__(self, i: int) -> str: ...

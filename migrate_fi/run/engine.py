@@ -26,6 +26,7 @@ from migrate_fi.editing.sources import remove_temporary
 from migrate_fi.framework.rule import (
     Rule,
     RunOptions,
+    prefetch_api_data,
     preload_api_data,
     require_api_data,
 )
@@ -166,6 +167,8 @@ def _run(
                 if recording is not None and tree is not None:
                     recording.ran(tree, cache.notes())
                 return replayed
+    if any(c.needs_api_data for c in rules):
+        prefetch_api_data(options)  # (read ahead while the rules' tests are built)
     tests = rule_tests(rules, options, cache)  # built once, before the files are read
     walk = cache.walk() if cache is not None else WalkMemo()  # what the last run ruled out
     sign = walk.enabled and walk.empty()  # (the reading gives each file's signature)
