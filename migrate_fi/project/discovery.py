@@ -115,7 +115,10 @@ class _Wanted:
         self.requirements = any("requirements" in p and p.endswith(".txt") for p in patterns)
 
     def __call__(self, path: str) -> bool:
-        name = os.path.basename(path)
+        return self.takes(os.path.basename(path), path)
+
+    def takes(self, name: str, path: str) -> bool:
+        """`__call__` of a path whose last part, ``name``, is known."""
         if name.endswith(self.suffixes):
             return True
         if self.requirements and _INCLUDED and os.path.abspath(path) in _INCLUDED:
@@ -296,7 +299,7 @@ def discover(
 
 
 def _walk(
-    folder: str,
+    top: str,
     wanted: _Wanted,
     ignores: list[_Ignore],
     user: list[_Ignore],
@@ -305,52 +308,62 @@ def _walk(
     temporary: Callable[[str], None],
     link: Callable[[str], None],
 ) -> Iterator[str]:
-    if respect_gitignore:
-        own = _read_ignore(folder, os.path.join(folder, ".gitignore"))
-        if own:
-            ignores = [*ignores, own]
-    try:
-        entries = sorted(os.scandir(folder), key=lambda e: e.name)
-    except OSError as exc:
-        failed(folder, exc)
-        return
-    subdirs = []
-    for entry in entries:
-        if entry.is_symlink():
-            # never follow links out of the tree, never write through them (said, when the
-            # link leads to a folder or to a file that would have been taken, or nowhere: a
-            # loop of links)
-            try:
-                to_folder = entry.is_dir()
-            except OSError:
-                to_folder = True  # (ELOOP: a link that leads back to itself)
-            if (to_folder or wanted(entry.path)) and not any(
-                ig.matches(entry.path, False) for ig in [*user, *ignores]
-            ):
-                link(entry.path)
+    """The files under ``top`` that ``wanted`` takes, each folder's in name order, then its
+    folders' in name order (depth first). A loop over a stack of folders, not a generator
+    each: every file passed up through one per level (a walk of vLLM's tree took 20 ms so,
+    against 6 ms for `os.walk`)."""
+    stack = [(top, ignores)]
+    while stack:
+        folder, ignores = stack.pop()
+        if respect_gitignore:
+            own = _read_ignore(folder, os.path.join(folder, ".gitignore"))
+            if own:
+                ignores = [*ignores, own]
+        try:
+            entries = sorted(os.scandir(folder), key=_name)
+        except OSError as exc:
+            failed(folder, exc)
             continue
-        if entry.is_dir():
-            if entry.name in SKIPPED_DIRS:
+        excluding = [*user, *ignores]
+        subdirs = []
+        for entry in entries:
+            name = entry.name
+            if entry.is_symlink():
+                # never follow links out of the tree, never write through them (said, when the
+                # link leads to a folder or to a file that would have been taken, or nowhere: a
+                # loop of links)
+                try:
+                    to_folder = entry.is_dir()
+                except OSError:
+                    to_folder = True  # (ELOOP: a link that leads back to itself)
+                if (to_folder or wanted.takes(name, entry.path)) and not any(
+                    ig.matches(entry.path, False) for ig in excluding
+                ):
+                    link(entry.path)
                 continue
-            subdirs.append(entry)
-        elif entry.is_file() and is_temporary(entry.name):
-            temporary(entry.path)
-        elif entry.is_file() and wanted(entry.path):
-            path = entry.path
-            if any(u.matches(path, False) for u in user):
+            if entry.is_dir():
+                if name not in SKIPPED_DIRS:
+                    subdirs.append(entry.path)
+            elif entry.is_file():
+                if is_temporary(name):
+                    temporary(entry.path)
+                elif wanted.takes(name, entry.path):
+                    path = entry.path
+                    if excluding and any(ig.matches(path, False) for ig in excluding):
+                        continue
+                    yield path
+        below = []
+        for path in subdirs:
+            if os.path.exists(os.path.join(path, "pyvenv.cfg")):
+                continue  # a virtualenv, whatever its name
+            if excluding and any(ig.matches(path, True) for ig in excluding):
                 continue
-            if any(ig.matches(path, False) for ig in ignores):
-                continue
-            yield path
-    for entry in subdirs:
-        path = entry.path
-        if os.path.exists(os.path.join(path, "pyvenv.cfg")):
-            continue  # a virtualenv, whatever its name
-        if any(u.matches(path, True) for u in user):
-            continue
-        if any(ig.matches(path, True) for ig in ignores):
-            continue
-        yield from _walk(path, wanted, ignores, user, respect_gitignore, failed, temporary, link)
+            below.append((path, ignores))
+        stack += reversed(below)
+
+
+def _name(entry: os.DirEntry[str]) -> str:
+    return entry.name
 
 
 SEARCH_LIMIT = 20_000  # a search root with more files is not searched (callers: unknown)
