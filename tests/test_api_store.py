@@ -548,18 +548,16 @@ def test_names_kept_as_text_are_found_where_they_are(count: int) -> None:
 def test_a_record_read_ahead_is_the_record_loaded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`store.prefetch` reads a record and inflates its offsets file in a thread; the load
-    takes them (once), to the same record as a load that read them itself; a record that
-    could not be read ahead is read by the load, which says why it cannot be read."""
+    """`store.prefetch` inflates a record's offsets file in a thread; the load takes it (once),
+    to the same record as a load that read it itself. Where it could not be read ahead, or the
+    record changed since, the load reads again, and says why a record cannot be read."""
     written = store.write_release(_without_empty_key(), str(tmp_path))
     monkeypatch.setattr(store, "_file_of", lambda version, **_: written)
     store.prefetch(["9.9.9"])
     assert written in store._prefetching
     store._settle_prefetching()
-    raw, offsets, crc = store._prefetched[written]
-    assert raw == Path(written).read_bytes() and offsets is not None
-    assert crc == zlib.crc32(raw)
-    assert offsets == gzip.decompress(Path(store.offsets_file(written)).read_bytes())
+    offsets = Path(store.offsets_file(written))
+    assert store._prefetched[written] == gzip.decompress(offsets.read_bytes())
     read_ahead = load_release("9.9.9")
     assert written not in store._prefetched and written not in store._prefetching
     assert _plain(read_ahead) == _without_empty_key()
@@ -570,9 +568,17 @@ def test_a_record_read_ahead_is_the_record_loaded(
     store.prefetch(["9.9.9"])
     store.forget()  # (what was read ahead is dropped with the rest)
     assert not store._prefetched and not store._prefetching
-    Path(store.offsets_file(written)).unlink()  # (read ahead without one: the text is read)
+    store.prefetch(["9.9.9"])  # (read ahead, then the record written again: its text is read)
+    store._settle_prefetching()
+    other = _without_empty_key()
+    other["defs"]["flashinfer.core.f"]["sig"] = [["y", "A", None]]
+    written_again = store.write_release(other, str(tmp_path))
+    assert written_again == written and written in store._prefetched
+    assert load_release("9.9.9")["defs"]["flashinfer.core.f"]["sig"] == [["y", "A", None]]
+    store.forget()
+    offsets.unlink()  # (none to read ahead: the text is read)
     store.prefetch(["9.9.9"])
-    assert _plain(load_release("9.9.9")) == _without_empty_key()
+    assert _plain(load_release("9.9.9")) == other
     store.forget()
     Path(written).unlink()
     Path(written).mkdir()  # (a record that cannot be read, even by a user who reads any file)
@@ -605,8 +611,7 @@ def test_a_fork_waits_for_what_is_read_ahead(
     if pid == 0:  # (the child: it says, by its exit code, what it found)
         code = 3
         try:
-            fetched = store._prefetched.get(written)
-            code = 0 if fetched is not None and fetched[1] is not None else 1
+            code = 0 if written in store._prefetched else 1
             if code == 0 and _plain(load_release("9.9.9")) != _without_empty_key():
                 code = 2
         finally:

@@ -60,6 +60,7 @@ __all__ = [
     "Section",
     "available_releases",
     "compress_release",
+    "drop_prefetched",
     "encode_offsets",
     "encode_release",
     "forget",
@@ -71,6 +72,7 @@ __all__ = [
     "offsets_file",
     "on_forget",
     "origin",
+    "prefetch",
     "register",
     "release_files",
     "user_data_dir",
@@ -192,9 +194,7 @@ def forget() -> None:
     changed): the next question reads them again."""
     for cached in (_releases_in, _union, _manifest_usable, load_release):
         cached.cache_clear()
-    _settle_prefetching()
-    _prefetching.clear()
-    _prefetched.clear()
+    drop_prefetched()
     _loaded.clear()
     for forget_theirs in _FORGETTERS:
         forget_theirs()
@@ -291,14 +291,10 @@ def load_release(version: str) -> dict[str, Any]:
     enabled = gc.isenabled()
     gc.disable()
     try:
-        fetched = _take_prefetched(path)
-        if fetched is not None:
-            raw = fetched[0]
-        else:
-            with open(path, "rb") as fh:
-                raw = fh.read()
+        with open(path, "rb") as fh:
+            raw = fh.read()
         unreadable = functools.partial(_unreadable, version, path)
-        record = _from_offsets(raw, path, unreadable, fetched)
+        record = _from_offsets(raw, path, unreadable, _take_prefetched(path))
         if record is None:
             record = _decode(_Text(raw), unreadable)
             _offsets_again(path, raw, record)
@@ -312,20 +308,19 @@ def load_release(version: str) -> dict[str, Any]:
     return record
 
 
-# A record and its offsets file read ahead (`prefetch`), by a thread of its own for each:
-# record path -> (its bytes, its offsets file's text inflated or None, the CRC-32 of its bytes)
-_Fetched = tuple[bytes, bytes | None, int]
-_prefetched: dict[str, _Fetched] = {}
+# The offsets files of records read ahead (`prefetch`), inflated by a thread of their own for
+# each: record path -> the offsets file's text
+_prefetched: dict[str, bytes] = {}
 _prefetching: dict[str, threading.Thread] = {}
 _loaded: set[str] = set()  # (the records `load_release` keeps: never read ahead again)
 
 
 def prefetch(versions: Iterable[str]) -> None:
-    """Read the records of ``versions`` and inflate their offsets files in threads of their
-    own, while this process goes on (the inflating and the checksum run without the GIL: 7.5 ms
-    of 0.7.4's load, on a core the run leaves idle before its workers are forked). A load
-    takes what they read (`load_release`); a fork waits for them first (`os.register_at_fork`:
-    a process forked while a thread runs may hang)."""
+    """Inflate the offsets files of the records of ``versions`` in threads of their own, while
+    this process goes on (inflating runs without the GIL: 7.5 ms of 0.7.4's load, on a core the
+    run leaves idle before its workers are forked). A load takes what they inflated
+    (`load_release`); a fork waits for them first (`os.register_at_fork`: a process forked
+    while a thread runs may hang)."""
     global _fork_waits
     for version in versions:
         path = _file_of(version)
@@ -343,30 +338,34 @@ _fork_waits = False
 
 
 def _fetch(path: str) -> None:
-    """A prefetch thread's work (nothing kept where a file cannot be read: the load reads it
-    again and says why)."""
+    """A prefetch thread's work (nothing kept where the offsets file cannot be read or
+    inflated: the load tries again, and says why where it must)."""
     import zlib
 
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-        crc = zlib.crc32(raw)
-        try:
-            with open(offsets_file(path), "rb") as fh:
-                offsets: bytes | None = _inflate(fh.read())
-        except (OSError, ValueError, zlib.error, MemoryError):
-            offsets = None
-    except (OSError, MemoryError):
-        return
-    _prefetched[path] = (raw, offsets, crc)
+    with contextlib.suppress(OSError, ValueError, zlib.error, MemoryError):
+        _prefetched[path] = _inflate(_read_file(offsets_file(path)))
 
 
-def _take_prefetched(path: str) -> _Fetched | None:
-    """What the prefetch thread of ``path`` read (waited for), once; None where none was."""
+def _read_file(path: str) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
+def _take_prefetched(path: str) -> bytes | None:
+    """The offsets file's text of the record at ``path``, inflated ahead (waited for), once;
+    None where it was not."""
     thread = _prefetching.pop(path, None)
     if thread is not None:
         thread.join()
     return _prefetched.pop(path, None)
+
+
+def drop_prefetched() -> None:
+    """Drop what the prefetch threads inflated that no load took (a process forked since holds
+    its own copy; a load here reads the offsets file again)."""
+    _settle_prefetching()
+    _prefetching.clear()
+    _prefetched.clear()
 
 
 def _settle_prefetching() -> None:
@@ -746,21 +745,16 @@ def _from_offsets(
     raw: bytes,
     path: str,
     unreadable: Callable[[str], DataError],
-    fetched: _Fetched | None = None,
+    inflated: bytes | None = None,
 ) -> dict[str, Any] | None:
-    """The record, read through its offsets file (``fetched``: read ahead with ``raw``, by
-    `prefetch`); None when it has none that matches it."""
+    """The record, read through its offsets file (``inflated``: its text, inflated ahead by
+    `prefetch`); None when it has none that matches it (its header names the size and CRC-32
+    of the record it was made from)."""
     import zlib
 
     try:
-        if fetched is not None:
-            _, data, crc = fetched
-            if data is None:
-                return None
-        else:
-            with open(offsets_file(path), "rb") as fh:
-                data = _inflate(fh.read())
-            crc = zlib.crc32(raw)
+        data = inflated if inflated is not None else _inflate(_read_file(offsets_file(path)))
+        crc = zlib.crc32(raw)
         end = data.find(b"\n")
         magic, size, crc_said = data[:end].rsplit(b" ", 2)
         if magic != _OFFSETS or int(size) != len(raw) or int(crc_said) != crc:

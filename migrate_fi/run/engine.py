@@ -293,6 +293,11 @@ def _read(
         return (parts[i], batch.ids, options, every_import, True, sign)
 
     batch.share(range(len(parts)), Work(read_in_worker, arguments, here, done, failed))
+    # (the workers hold what was read ahead of the release data, forked with it: this
+    # process, which analyses nothing while they are alive, keeps none of it)
+    from migrate_fi.api.store import drop_prefetched
+
+    drop_prefetched()
     out = Read()
     for i in range(len(parts)):  # (in the order of the walk)
         out.merge(found[i])
