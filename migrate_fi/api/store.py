@@ -326,7 +326,7 @@ def prefetch(versions: Iterable[str]) -> None:
         path = _file_of(version)
         if path is None or path in _loaded or path in _prefetched or path in _prefetching:
             continue
-        if not _fork_waits:
+        if not _fork_waits and hasattr(os, "register_at_fork"):  # (where processes fork)
             os.register_at_fork(before=_settle_prefetching)
             _fork_waits = True
         thread = threading.Thread(target=_fetch, args=(path,), name=f"read {path}", daemon=True)
