@@ -167,8 +167,6 @@ def _run(
                 if recording is not None and tree is not None:
                     recording.ran(tree, cache.notes())
                 return replayed
-    if any(c.needs_api_data for c in rules):
-        prefetch_api_data(options)  # (read ahead while the rules' tests are built)
     tests = rule_tests(rules, options, cache)  # built once, before the files are read
     walk = cache.walk() if cache is not None else WalkMemo()  # what the last run ruled out
     sign = walk.enabled and walk.empty()  # (the reading gives each file's signature)
@@ -273,6 +271,8 @@ def _read(
         keep_tests(tests, batch.ids, options, build=False)
         batch.reading(len(todo))
         return whole
+    if any(c.needs_api_data for c, _ in tests):  # (read ahead while the tests are built)
+        prefetch_api_data(options)
     keep_tests(tests, batch.ids, options)  # (before the workers are forked)
     parts = [todo[i : i + _PART] for i in range(0, len(todo), _PART)]
     found: dict[int, Read] = {}
