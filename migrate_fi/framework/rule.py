@@ -166,15 +166,6 @@ def preload_api_data(options: RunOptions) -> None:
         api_for(str(v))
 
 
-def prefetch_api_data(options: RunOptions) -> None:
-    """Start reading the two releases' data ahead, in threads (`migrate_fi.api.store.prefetch`):
-    what a load reads without the GIL is done on a core the run leaves idle until its workers
-    are forked, and they inherit it."""
-    from migrate_fi.api.store import prefetch
-
-    prefetch(str(v) for v in (options.from_version, options.to_version))
-
-
 class RuleSetupError(Exception):
     """A rule cannot run for these options (e.g. no API data for a release); one line."""
 

@@ -15,6 +15,7 @@ from collections.abc import Collection, Iterable, Sequence
 
 from migrate_fi.analysis.importwords import FileImports
 from migrate_fi.analysis.resolver import ProjectAliases
+from migrate_fi.api.store import drop_prefetched, prefetch
 from migrate_fi.base import depends
 from migrate_fi.base.modules import display_path, display_paths, is_python_path
 from migrate_fi.base.results import (
@@ -26,7 +27,6 @@ from migrate_fi.editing.sources import remove_temporary
 from migrate_fi.framework.rule import (
     Rule,
     RunOptions,
-    prefetch_api_data,
     preload_api_data,
     require_api_data,
 )
@@ -272,7 +272,7 @@ def _read(
         batch.reading(len(todo))
         return whole
     if any(c.needs_api_data for c, _ in tests):  # (read ahead while the tests are built)
-        prefetch_api_data(options)
+        prefetch(str(v) for v in (options.from_version, options.to_version))
     keep_tests(tests, batch.ids, options)  # (before the workers are forked)
     parts = [todo[i : i + _PART] for i in range(0, len(todo), _PART)]
     found: dict[int, Read] = {}
@@ -295,8 +295,6 @@ def _read(
     batch.share(range(len(parts)), Work(read_in_worker, arguments, here, done, failed))
     # (the workers hold what was read ahead of the release data, forked with it: this
     # process, which analyses nothing while they are alive, keeps none of it)
-    from migrate_fi.api.store import drop_prefetched
-
     drop_prefetched()
     out = Read()
     for i in range(len(parts)):  # (in the order of the walk)
