@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
-import threading
-import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -543,82 +540,6 @@ def test_names_kept_as_text_are_found_where_they_are(count: int) -> None:
     for other in ([], ["a"], [*names, "zz"], [n + "x" for n in names]):
         if other != names:
             assert store._Keys.read(memoryview(text), memoryview(store._joined(other)[1])) is None
-
-
-def test_a_record_read_ahead_is_the_record_loaded(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """`store.prefetch` inflates a record's offsets file in a thread; the load takes it (once),
-    to the same record as a load that read it itself. Where it could not be read ahead, or the
-    record changed since, the load reads again, and says why a record cannot be read."""
-    written = store.write_release(_without_empty_key(), str(tmp_path))
-    monkeypatch.setattr(store, "_file_of", lambda version, **_: written)
-    store.prefetch(["9.9.9"])
-    assert written in store._prefetching
-    store._settle_prefetching()
-    offsets = Path(store.offsets_file(written))
-    assert store._prefetched[written] == gzip.decompress(offsets.read_bytes())
-    read_ahead = load_release("9.9.9")
-    assert written not in store._prefetched and written not in store._prefetching
-    assert _plain(read_ahead) == _without_empty_key()
-    assert read_ahead["defs"]._at._keys.text  # (through the offsets file)
-    store.prefetch(["9.9.9"])  # (loaded: not read again)
-    assert not store._prefetching
-    store.forget()
-    store.prefetch(["9.9.9"])
-    store.forget()  # (what was read ahead is dropped with the rest)
-    assert not store._prefetched and not store._prefetching
-    store.prefetch(["9.9.9"])  # (read ahead, then the record written again: its text is read)
-    store._settle_prefetching()
-    other = _without_empty_key()
-    other["defs"]["flashinfer.core.f"]["sig"] = [["y", "A", None]]
-    written_again = store.write_release(other, str(tmp_path))
-    assert written_again == written and written in store._prefetched
-    assert load_release("9.9.9")["defs"]["flashinfer.core.f"]["sig"] == [["y", "A", None]]
-    store.forget()
-    offsets.unlink()  # (none to read ahead: the text is read)
-    store.prefetch(["9.9.9"])
-    assert _plain(load_release("9.9.9")) == other
-    store.forget()
-    Path(written).unlink()
-    Path(written).mkdir()  # (a record that cannot be read, even by a user who reads any file)
-    store.prefetch(["9.9.9"])
-    with pytest.raises(DataError, match="cannot be read"):
-        load_release("9.9.9")
-
-
-def test_a_fork_waits_for_what_is_read_ahead(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A process forked while a record is read ahead waits for the thread first (a fork with a
-    thread running may hang), and the forked process loads the record from what was read."""
-    if not hasattr(os, "fork"):
-        pytest.skip("no fork here")
-    written = store.write_release(_without_empty_key(), str(tmp_path))
-    monkeypatch.setattr(store, "_file_of", lambda version: written)
-    reading = threading.Event()
-    real = store._inflate
-
-    def slow(data: bytes) -> bytes:
-        reading.set()
-        time.sleep(0.2)
-        return real(data)
-
-    monkeypatch.setattr(store, "_inflate", slow)
-    store.prefetch(["9.9.9"])
-    assert reading.wait(5)
-    pid = os.fork()
-    if pid == 0:  # (the child: it says, by its exit code, what it found)
-        code = 3
-        try:
-            code = 0 if written in store._prefetched else 1
-            if code == 0 and _plain(load_release("9.9.9")) != _without_empty_key():
-                code = 2
-        finally:
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
-    assert not any(t.is_alive() for t in store._prefetching.values())
 
 
 def test_an_offsets_file_is_inflated_into_the_size_its_trailer_says() -> None:

@@ -31,7 +31,6 @@ import itertools
 import json
 import os
 import sys
-import threading
 import time
 from array import array
 from collections.abc import (
@@ -60,7 +59,6 @@ __all__ = [
     "Section",
     "available_releases",
     "compress_release",
-    "drop_prefetched",
     "encode_offsets",
     "encode_release",
     "forget",
@@ -72,7 +70,6 @@ __all__ = [
     "offsets_file",
     "on_forget",
     "origin",
-    "prefetch",
     "register",
     "release_files",
     "user_data_dir",
@@ -194,8 +191,6 @@ def forget() -> None:
     changed): the next question reads them again."""
     for cached in (_releases_in, _union, _manifest_usable, load_release):
         cached.cache_clear()
-    drop_prefetched()
-    _loaded.clear()
     for forget_theirs in _FORGETTERS:
         forget_theirs()
 
@@ -286,7 +281,6 @@ def load_release(version: str) -> dict[str, Any]:
     path = _file_of(version)
     if path is None:
         raise KeyError(version)
-    _loaded.add(path)
     # hundreds of thousands of small objects: the cycle collector only slows this down
     enabled = gc.isenabled()
     gc.disable()
@@ -294,7 +288,7 @@ def load_release(version: str) -> dict[str, Any]:
         with open(path, "rb") as fh:
             raw = fh.read()
         unreadable = functools.partial(_unreadable, version, path)
-        record = _from_offsets(raw, path, unreadable, _take_prefetched(path))
+        record = _from_offsets(raw, path, unreadable)
         if record is None:
             record = _decode(_Text(raw), unreadable)
             _offsets_again(path, raw, record)
@@ -308,77 +302,15 @@ def load_release(version: str) -> dict[str, Any]:
     return record
 
 
-# The offsets files of records read ahead (`prefetch`), inflated by a thread of their own for
-# each: record path -> the offsets file's text
-_prefetched: dict[str, bytes] = {}
-_prefetching: dict[str, threading.Thread] = {}
-_loaded: set[str] = set()  # (the records `load_release` keeps: never read ahead again)
-
-
-def prefetch(versions: Iterable[str]) -> None:
-    """Inflate the offsets files of the records of ``versions`` in threads of their own, while
-    this process goes on (inflating runs without the GIL: 7.5 ms of 0.7.4's load, on a core the
-    run leaves idle before its workers are forked). A load takes what they inflated
-    (`load_release`); a fork waits for them first (`os.register_at_fork`: a process forked
-    while a thread runs may hang)."""
-    global _fork_waits
-    for version in versions:
-        path = _file_of(version)
-        if path is None or path in _loaded or path in _prefetched or path in _prefetching:
-            continue
-        if not _fork_waits and hasattr(os, "register_at_fork"):  # (where processes fork)
-            os.register_at_fork(before=_settle_prefetching)
-            _fork_waits = True
-        thread = threading.Thread(target=_fetch, args=(path,), name=f"read {path}", daemon=True)
-        _prefetching[path] = thread
-        thread.start()
-
-
-_fork_waits = False
-
-
-def _fetch(path: str) -> None:
-    """A prefetch thread's work (nothing kept where the offsets file cannot be read or
-    inflated: the load tries again, and says why where it must)."""
-    import zlib
-
-    with contextlib.suppress(OSError, ValueError, zlib.error, MemoryError):
-        _prefetched[path] = _inflate(_read_file(offsets_file(path)))
-
-
 def _read_file(path: str) -> bytes:
     with open(path, "rb") as fh:
         return fh.read()
 
 
-def _take_prefetched(path: str) -> bytes | None:
-    """The offsets file's text of the record at ``path``, inflated ahead (waited for), once;
-    None where it was not."""
-    thread = _prefetching.pop(path, None)
-    if thread is not None:
-        thread.join()
-    return _prefetched.pop(path, None)
-
-
-def drop_prefetched() -> None:
-    """Drop what the prefetch threads inflated that no load took (a process forked since holds
-    its own copy; a load here reads the offsets file again)."""
-    _settle_prefetching()
-    _prefetching.clear()
-    _prefetched.clear()
-
-
-def _settle_prefetching() -> None:
-    """Wait for every prefetch thread (before this process forks)."""
-    for thread in list(_prefetching.values()):
-        thread.join()
-
-
 def _inflate(data: bytes) -> bytes:
     """The text of a gzip file of one member (ValueError or `zlib.error` when it is not one):
     inflated into a buffer of the size its trailer says, in one piece (a buffer grown as it
-    fills took 10.5 ms for 0.7.4's offsets, not 7.5, and a thread inflating it waited for the
-    GIL each time it grew)."""
+    fills took 10.5 ms for 0.7.4's offsets, not 7.5)."""
     import zlib
 
     size = int.from_bytes(data[-4:], "little") if len(data) >= 18 else 0
@@ -742,18 +674,14 @@ def write_offsets(path: str, raw: bytes | None = None) -> str | None:
 
 
 def _from_offsets(
-    raw: bytes,
-    path: str,
-    unreadable: Callable[[str], DataError],
-    inflated: bytes | None = None,
+    raw: bytes, path: str, unreadable: Callable[[str], DataError]
 ) -> dict[str, Any] | None:
-    """The record, read through its offsets file (``inflated``: its text, inflated ahead by
-    `prefetch`); None when it has none that matches it (its header names the size and CRC-32
-    of the record it was made from)."""
+    """The record, read through its offsets file; None when it has none that matches it (its
+    header names the size and CRC-32 of the record it was made from)."""
     import zlib
 
     try:
-        data = inflated if inflated is not None else _inflate(_read_file(offsets_file(path)))
+        data = _inflate(_read_file(offsets_file(path)))
         crc = zlib.crc32(raw)
         end = data.find(b"\n")
         magic, size, crc_said = data[:end].rsplit(b" ", 2)

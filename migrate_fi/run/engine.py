@@ -15,7 +15,6 @@ from collections.abc import Collection, Iterable, Sequence
 
 from migrate_fi.analysis.importwords import FileImports
 from migrate_fi.analysis.resolver import ProjectAliases
-from migrate_fi.api.store import drop_prefetched, prefetch
 from migrate_fi.base import depends
 from migrate_fi.base.modules import display_path, display_paths, is_python_path
 from migrate_fi.base.results import (
@@ -271,8 +270,6 @@ def _read(
         keep_tests(tests, batch.ids, options, build=False)
         batch.reading(len(todo))
         return whole
-    if any(c.needs_api_data for c, _ in tests):  # (read ahead while the tests are built)
-        prefetch(str(v) for v in (options.from_version, options.to_version))
     keep_tests(tests, batch.ids, options)  # (before the workers are forked)
     parts = [todo[i : i + _PART] for i in range(0, len(todo), _PART)]
     found: dict[int, Read] = {}
@@ -293,9 +290,6 @@ def _read(
         return (parts[i], batch.ids, options, every_import, True, sign)
 
     batch.share(range(len(parts)), Work(read_in_worker, arguments, here, done, failed))
-    # (the workers hold what was read ahead of the release data, forked with it: this
-    # process, which analyses nothing while they are alive, keeps none of it)
-    drop_prefetched()
     out = Read()
     for i in range(len(parts)):  # (in the order of the walk)
         out.merge(found[i])
