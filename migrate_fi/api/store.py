@@ -302,22 +302,6 @@ def load_release(version: str) -> dict[str, Any]:
     return record
 
 
-def _read_file(path: str) -> bytes:
-    with open(path, "rb") as fh:
-        return fh.read()
-
-
-def _inflate(data: bytes) -> bytes:
-    """The text of a gzip file of one member (ValueError or `zlib.error` when it is not one):
-    inflated into a buffer of the size its trailer says, in one piece (a buffer grown as it
-    fills took 10.5 ms for 0.7.4's offsets, not 7.5)."""
-    import zlib
-
-    size = int.from_bytes(data[-4:], "little") if len(data) >= 18 else 0
-    bufsize = size + 1 if 0 < size <= 1032 * len(data) else zlib.DEF_BUF_SIZE
-    return zlib.decompress(data, wbits=31, bufsize=bufsize)
-
-
 def _offsets_again(path: str, raw: bytes, record: Mapping[str, Any]) -> None:
     """A record of the user's data folder read from its text (its offsets file is missing, or
     of another record or format: written by an earlier migrate-fi): its offsets are written
@@ -673,6 +657,17 @@ def write_offsets(path: str, raw: bytes | None = None) -> str | None:
     return offsets_file(path)
 
 
+def _inflate(data: bytes) -> bytes:
+    """The text of a gzip file of one member (ValueError or `zlib.error` when it is not one):
+    inflated into a buffer of the size its trailer says, in one piece (a buffer grown as it
+    fills took 10.5 ms for 0.7.4's offsets, not 7.5)."""
+    import zlib
+
+    size = int.from_bytes(data[-4:], "little") if len(data) >= 18 else 0
+    bufsize = size + 1 if 0 < size <= 1032 * len(data) else zlib.DEF_BUF_SIZE
+    return zlib.decompress(data, wbits=31, bufsize=bufsize)
+
+
 def _from_offsets(
     raw: bytes, path: str, unreadable: Callable[[str], DataError]
 ) -> dict[str, Any] | None:
@@ -681,7 +676,8 @@ def _from_offsets(
     import zlib
 
     try:
-        data = _inflate(_read_file(offsets_file(path)))
+        with open(offsets_file(path), "rb") as fh:
+            data = _inflate(fh.read())
         crc = zlib.crc32(raw)
         end = data.find(b"\n")
         magic, size, crc_said = data[:end].rsplit(b" ", 2)

@@ -57,10 +57,12 @@ def source_lines(text: str) -> list[str]:
     return _LINE.findall(text)
 
 
-def line_starts(text: str) -> list[int]:
+def line_starts(text: str | bytes) -> list[int]:
     """The offset where each line starts (line 1 at index 0), and the end of the text (where
-    an insertion after the last line goes): lines as `source_lines` splits them."""
-    return [0, *accumulate(map(len, source_lines(text)))]
+    an insertion after the last line goes): lines as `source_lines` splits them (bytes as
+    their text would be)."""
+    lines = source_lines(text) if isinstance(text, str) else _LINE_BYTES.findall(text)
+    return [0, *accumulate(map(len, lines))]
 
 
 def lines_at(text: str | bytes, offsets: Iterable[int]) -> set[int]:
@@ -68,16 +70,10 @@ def lines_at(text: str | bytes, offsets: Iterable[int]) -> set[int]:
     parser counts them (a line ends at CR LF, CR or LF). Where the text holds no CR, the
     newlines between one offset and the next are counted once, not from the start of the text
     for each (SGLang's `server_args.py` quotes "flashinfer" 80 times)."""
-    if isinstance(text, str):
-        if "\r" in text:
-            starts = line_starts(text)
-            return {bisect.bisect_right(starts, at) for at in offsets}
-        newlines = partial(text.count, "\n")
-    else:
-        if b"\r" in text:
-            starts = [0, *accumulate(map(len, _LINE_BYTES.findall(text)))]
-            return {bisect.bisect_right(starts, at) for at in offsets}
-        newlines = partial(text.count, b"\n")
+    if "\r" in text if isinstance(text, str) else b"\r" in text:
+        starts = line_starts(text)
+        return {bisect.bisect_right(starts, at) for at in offsets}
+    newlines = partial(text.count, "\n") if isinstance(text, str) else partial(text.count, b"\n")
     out = set()
     line, last = 1, 0
     for at in offsets:
