@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Collection, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from migrate_fi.analysis.calls import CalleeCall, callee_calls
 from migrate_fi.analysis.resolver import Candidate
@@ -42,8 +41,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class ApiCall:
+class ApiCall(NamedTuple):
     """A call whose callee may be one FlashInfer definition."""
 
     view: CalleeCall

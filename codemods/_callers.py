@@ -20,8 +20,8 @@ import ast
 import os
 import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 from migrate_fi.analysis import nodes
 from migrate_fi.analysis.resolver import NameResolver
@@ -68,8 +68,7 @@ _KEEPING = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class Function:
+class Function(NamedTuple):
     """A function whose parameter is asked about: its node, the name it is bound to, and where."""
 
     node: Def
@@ -79,8 +78,7 @@ class Function:
     path: str
 
 
-@dataclass(frozen=True)
-class Passed:
+class Passed(NamedTuple):
     """What one call passes for the parameter."""
 
     value: ast.expr | None  # None: the call leaves it out, so the default applies

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from migrate_fi.analysis.calls import CallArgs, CalleeCall, Via
 from migrate_fi.analysis.versiontests import Releases
@@ -51,8 +51,7 @@ def ordinal(n: int) -> str:
     return f"{n}{suffix}"
 
 
-@dataclass(frozen=True)
-class Site:
+class Site(NamedTuple):
     """One call to a FlashInfer callable whose signature changed between the two releases."""
 
     view: CalleeCall
@@ -410,8 +409,7 @@ def _missing_imports(
     return out
 
 
-@dataclass(frozen=True)
-class _Moved:
+class _Moved(NamedTuple):
     """Where the names a ``from m import ...`` statement imports went, as a fix: ``kept`` is
     the module the statement imports from after it (its own, when some of its names are still
     there; else where the first went), ``elsewhere`` each other module with the names (and

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from migrate_fi.analysis import nodes
 from migrate_fi.analysis.calls import CallArgs, CalleeCall, Via, callee_calls
@@ -61,8 +60,7 @@ def _is_cpu(text: str) -> bool:
     return any(hint in lowered for hint in _CPU_HINTS)
 
 
-@dataclass(frozen=True)
-class _Candidate:
+class _Candidate(NamedTuple):
     expr: str  # what to pass: `device_group`, `self.tp_group`
     why: Said  # where it comes from, for the message
     world: bool = False  # it is torch.distributed.group.WORLD: passing it changes nothing

@@ -5,8 +5,7 @@ from __future__ import annotations
 import ast
 import os
 import re
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from packaging.version import InvalidVersion, Version
 
@@ -99,8 +98,7 @@ def _command_at(lines: list[str], number: int) -> str:
     return "\n".join(lines[start - 1 : end])
 
 
-@dataclass(frozen=True)
-class _Change:
+class _Change(NamedTuple):
     ref: VersionRef
     new: str  # the version text to write
     message: Said

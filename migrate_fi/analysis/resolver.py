@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from migrate_fi.analysis import nodes
 from migrate_fi.analysis.scopes import Binding, DictWrite, Scope, ScopeBuilder
@@ -33,8 +33,7 @@ from migrate_fi.base.modules import in_flashinfer
 __all__ = ["Candidate", "NameResolver", "ProjectAliases", "Resolution"]
 
 
-@dataclass(frozen=True)
-class Candidate:
+class Candidate(NamedTuple):
     """One thing a name may be bound to."""
 
     qualname: str | None  # fully qualified name for imports and their aliases; None when opaque
@@ -46,8 +45,7 @@ class Candidate:
         return f"{self.what}{target} at line {self.line}"
 
 
-@dataclass(frozen=True)
-class Resolution:
+class Resolution(NamedTuple):
     candidates: tuple[Candidate, ...] = ()
 
     @property

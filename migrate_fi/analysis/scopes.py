@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from migrate_fi.base.modules import absolute_module
 
@@ -134,8 +134,7 @@ class Binding:
         return self.value if isinstance(self.value, _ALIASABLE) else None
 
 
-@dataclass(frozen=True)
-class DictWrite:
+class DictWrite(NamedTuple):
     """An in-place change of a name's value: ``d["k"] = v``, ``d.update(k=v)`` and
     ``d.setdefault("k", v)`` (key and value known), or anything else (``del d[k]``, ``d.pop(k)``,
     ``d.update(other)``, ``d[expr] = v``: key None)."""

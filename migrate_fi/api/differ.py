@@ -17,7 +17,7 @@ import ast
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from migrate_fi.api.paths import CACHE_ATTRIBUTES, ApiPath, is_public
 from migrate_fi.api.store import (
@@ -48,8 +48,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class Param:
+class Param(NamedTuple):
     name: str
     kind: str  # P positional-only, A positional-or-keyword, V *args, K keyword-only, W **kwargs
     default: str | None
@@ -66,8 +65,7 @@ class Param:
         return self.mapped if self.mapped is not None else self.default
 
 
-@dataclass(frozen=True)
-class CallSignature:
+class CallSignature(NamedTuple):
     """The parameters of a callable as a call site sees them (``self``/``cls`` already dropped),
     with the deprecation shim the release reads its ``*args`` through, if any."""
 
@@ -695,8 +693,7 @@ def safe_rename(evidence: str) -> bool:
     return evidence in ("declared", "same")
 
 
-@dataclass(frozen=True)
-class Rename:
+class Rename(NamedTuple):
     """A parameter that is called otherwise on the new release."""
 
     new: str
@@ -960,8 +957,7 @@ CHANGE_KINDS = (
 )
 
 
-@dataclass(frozen=True)
-class Change:
+class Change(NamedTuple):
     symbol: str
     kind: str
     detail: str
@@ -1105,8 +1101,7 @@ def changed_callables(
     return _pair(old_version, new_version).callables
 
 
-@dataclass(frozen=True)
-class DefaultChange:
+class DefaultChange(NamedTuple):
     """A parameter whose default is another value on the new release."""
 
     path: str  # a public path of the callable (on the old release)
@@ -1164,8 +1159,7 @@ def _default_changes(
     return tuple(found)
 
 
-@dataclass(frozen=True)
-class EnumChange:
+class EnumChange(NamedTuple):
     """An enum some of whose members are gone or numbered otherwise on the new release."""
 
     path: str  # its shortest public path on the old release (`flashinfer.ActivationType`)
@@ -1255,8 +1249,7 @@ def enum_parameters_of(old_version: str, new_version: str, key: str) -> tuple[En
     return _key_changes(old_version, new_version, key).enum_parameters
 
 
-@dataclass(frozen=True)
-class _KeyChanges:
+class _KeyChanges(NamedTuple):
     """What the pair's answers say of one callable (its key on the old release)."""
 
     callable: tuple[str, CallableDiff | None] | None  # its `changed_callables` entry, if one
@@ -1267,8 +1260,7 @@ class _KeyChanges:
 _UNCHANGED = _KeyChanges(None, (), ())
 
 
-@dataclass(frozen=True)
-class _PairChanges:
+class _PairChanges(NamedTuple):
     """What `changed_callables`, `changed_defaults` and `enum_parameters` answer for a pair of
     releases: one pass over the old release's callables (each read once on either side)."""
 

@@ -47,9 +47,8 @@ from __future__ import annotations
 
 import ast
 import os
-from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from migrate_fi.api.store import release_files
 from migrate_fi.base.gpus import GpusError, gpus_named
@@ -140,8 +139,7 @@ class NotesError(Exception):
     """A notes file that cannot be used; one line naming it and the key."""
 
 
-@dataclass(frozen=True)
-class Same:
+class Same(NamedTuple):
     release: str
     api: str
     parameter: str
@@ -152,8 +150,7 @@ class Same:
     why_zh: str = ""  # ``why`` in Chinese (the report's `--lang zh`); "": not given
 
 
-@dataclass(frozen=True)
-class Deprecated:
+class Deprecated(NamedTuple):
     release: str
     api: str
     parameter: str | None  # (None: a note of passing any argument by position)
@@ -169,8 +166,7 @@ class Deprecated:
     positional: bool = False
 
 
-@dataclass(frozen=True)
-class Behaviour:
+class Behaviour(NamedTuple):
     release: str
     api: str
     kind: str

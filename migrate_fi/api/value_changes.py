@@ -34,9 +34,8 @@ from __future__ import annotations
 
 import ast
 import os
-from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from migrate_fi.api.store import release_files
 from migrate_fi.base.versions import parse_version
@@ -61,15 +60,13 @@ class ValueDataError(Exception):
     """A value-change file that cannot be used; one line naming it."""
 
 
-@dataclass(frozen=True)
-class ValueMap:
+class ValueMap(NamedTuple):
     old: object  # the literal value a call passes on the old release
     old_member: str | None  # the same value as a FlashInfer enum member (a public path)
     new: str  # the Python expression that means the same on the new release
 
 
-@dataclass(frozen=True)
-class ValueChange:
+class ValueChange(NamedTuple):
     release: str  # the release that made the change
     apis: tuple[str, ...]
     keyword: str

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 
 class FixAvailability(str, enum.Enum):
@@ -36,8 +36,7 @@ class Status(str, enum.Enum):
     FAILED = "failed"  # could not be processed: the file is left untouched
 
 
-@dataclass(frozen=True, order=True)
-class Replacement:
+class Replacement(NamedTuple):
     """One change a fix makes, in the file as it was read: the text from (line, col) up to,
     not including, (end_line, end_col) becomes ``text``. Lines and columns are 1-based, columns
     in characters (code points); an insertion has an empty region."""
@@ -49,8 +48,7 @@ class Replacement:
     text: str
 
 
-@dataclass(frozen=True, order=True)
-class Diagnostic:
+class Diagnostic(NamedTuple):
     """One site found by a rule. A site with a fix (its ``safety``) can be rewritten; ``applies`` says
     whether this run's `apply` writes it (a `review` fix needs ``--unsafe-fixes``). A site with
     no fix needs a person, and ``message`` says why."""
@@ -98,8 +96,7 @@ class Diagnostic:
         } | ({"cell": self.cell, "cell_line": self.cell_line} if self.cell is not None else {})
 
 
-@dataclass(frozen=True)
-class FileError:
+class FileError(NamedTuple):
     """Why a file could not be processed (one line, names the file)."""
 
     path: str
@@ -108,8 +105,7 @@ class FileError:
     col: int | None = None
 
 
-@dataclass(frozen=True)
-class Lookups:
+class Lookups(NamedTuple):
     """What the analysis of one file looked up among the project's re-exports: a new re-export
     that matches none of ``qualnames`` cannot change its result (`migrate_fi.run.reexports`).
     ``skipped``: the ids of the rules that read the file and did not run (the prefilter left

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = [
     "AddImport",
@@ -191,8 +191,7 @@ def _composed(transforms: Sequence[Transform]) -> Transform:
     return transform
 
 
-@dataclass(frozen=True, order=True)
-class AddImport:
+class AddImport(NamedTuple):
     """``import module`` (``name`` None) or ``from module import name`` (``as asname``)."""
 
     module: str

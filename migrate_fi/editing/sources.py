@@ -18,10 +18,9 @@ import signal
 import stat
 import tokenize
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from functools import partial
 from itertools import accumulate
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from migrate_fi.base import patterns
 from migrate_fi.base.files import temporary_beside
@@ -87,8 +86,7 @@ class SourceError(Exception):
     """A file that cannot be read, decoded or written; the message is one line."""
 
 
-@dataclass(frozen=True)
-class DecodedSource:
+class DecodedSource(NamedTuple):
     text: str
     encoding: str  # codec name as Python's tokenizer reports it ("utf-8-sig" when there is a BOM)
 
@@ -140,8 +138,7 @@ def write_atomically(path: str, new: bytes, expected_old: bytes) -> None:
         prepare_write(path, new, expected_old).commit()
 
 
-@dataclass(frozen=True)
-class PreparedWrite:
+class PreparedWrite(NamedTuple):
     """A file's new content, written and flushed to disk beside it (`prepare_write`), waiting
     to replace it (`commit`) or to be removed (`discard`)."""
 

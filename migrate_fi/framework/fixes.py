@@ -7,7 +7,6 @@ the same bytes."""
 from __future__ import annotations
 
 import ast
-import dataclasses
 from collections.abc import Callable, Sequence
 
 from migrate_fi.analysis.suppression import Suppressions
@@ -43,9 +42,9 @@ def settle(
             continue
         fix = by_diagnostic.get(id(d))
         if fix is not None and details is not None:
-            d = dataclasses.replace(d, replacements=details(fix))
+            d = d._replace(replacements=details(fix))
         if fix is not None and (d.safety is FixSafety.SAFE or unsafe):
-            d = dataclasses.replace(d, applies=True)
+            d = d._replace(applies=True)
             applied.append(Fix(d, fix.edits, fix.imports))
         kept.append(d)
     return kept, applied

@@ -107,8 +107,7 @@ class VersionGates:
                 if self._place(d) != start:
                     continue
                 said = _note(start, self.options.from_version)
-                moved = dataclasses.replace(
-                    d,
+                moved = d._replace(
                     message=d.message + said.en,
                     message_zh=d.message_zh + said.zh if d.message_zh else "",
                 )

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from migrate_fi.base.files import read_regular
 from migrate_fi.base.toml import tomllib
@@ -55,8 +56,7 @@ class ProjectVersionError(Exception):
     pass
 
 
-@dataclass(frozen=True)
-class Pin:
+class Pin(NamedTuple):
     path: str
     line: int
     operator: str

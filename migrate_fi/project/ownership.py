@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from migrate_fi.base import patterns
 from migrate_fi.project.pins import canonical_name
@@ -60,8 +60,7 @@ _EXACT = patterns.compile(
 )
 
 
-@dataclass(frozen=True)
-class Place:
+class Place(NamedTuple):
     """Where a line of a TOML file is: its table (dotted, ``project.optional-dependencies``),
     and the key of the array or value it belongs to (None between keys)."""
 
@@ -70,8 +69,7 @@ class Place:
     array_of_tables: bool = False  # (the table is one entry of ``[[...]]``)
 
 
-@dataclass(frozen=True)
-class Owner:
+class Owner(NamedTuple):
     """Why a pin is not the project's own requirement of FlashInfer."""
 
     kind: str  # "override", "mirror" or "engine"

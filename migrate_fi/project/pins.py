@@ -31,14 +31,12 @@ from __future__ import annotations
 
 import ast
 import bisect
-import dataclasses
 import enum
 import fnmatch
 import os
 import re
 import tokenize
 from collections.abc import Collection, Iterator
-from dataclasses import dataclass
 from functools import cache
 from typing import NamedTuple
 
@@ -202,8 +200,7 @@ class Kind(str, enum.Enum):
     NOTICE = "notice"  # a third-party notice's version (`## flashinfer-python (0.6.4)`)
 
 
-@dataclass(frozen=True)
-class VersionRef:
+class VersionRef(NamedTuple):
     """One version written in a file."""
 
     path: str
@@ -569,7 +566,7 @@ def _locked(path: str, text: str, names: Collection[str]) -> list[VersionRef]:
                 )
             )
     for ref in found:
-        out.append(dataclasses.replace(ref, kind=Kind.LOCKED, operator="=="))
+        out.append(ref._replace(kind=Kind.LOCKED, operator="=="))
     return out
 
 
@@ -837,7 +834,7 @@ def _scan_python(
                     if gates is None:
                         gates = _gate_calls(tree)
                     if id(node) in gates:
-                        ref = dataclasses.replace(ref, gate=True)
+                        ref = ref._replace(gate=True)
                     out.append(ref)
                     taken.add((ref.line, ref.col))
     if calls:  # `version("flashinfer-python") == "0.6.8"`: the installed release asserted

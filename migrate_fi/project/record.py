@@ -26,7 +26,7 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from migrate_fi import __version__
 from migrate_fi.base.depends import blake2b, watch
@@ -67,8 +67,7 @@ class State(str, enum.Enum):
     DONE = "done"  # nothing was left over the recorded range
 
 
-@dataclass(frozen=True)
-class LeftSite:
+class LeftSite(NamedTuple):
     """A site an apply left for a person, as it was reported, with the text of its lines."""
 
     path: str  # relative to the project root, "/" separated
@@ -108,8 +107,7 @@ class LeftSite:
         )
 
 
-@dataclass(frozen=True)
-class Pending:
+class Pending(NamedTuple):
     """A file an apply could not migrate (unreadable, unparseable, not writable, edited while
     it ran): the migration stays open until an apply migrates it."""
 
@@ -181,8 +179,7 @@ def _record_path(root: str) -> str:
     return os.path.join(root, RECORD)
 
 
-@dataclass(frozen=True)
-class Applied:
+class Applied(NamedTuple):
     """What one apply did, for its record: paths as the run named them."""
 
     written: dict[str, bytes]  # file -> the bytes written into it

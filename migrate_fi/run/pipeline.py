@@ -14,7 +14,6 @@ that file's error, never raised.
 from __future__ import annotations
 
 import ast
-import dataclasses
 import enum
 import gc
 import os
@@ -608,8 +607,7 @@ def _notebook(
                 "message_zh": d.message_zh + _NOTEBOOK_KEPT.zh if d.message_zh else "",
             }
         out.diagnostics.append(
-            dataclasses.replace(
-                d,
+            d._replace(
                 line=file_line,
                 col=d.col + notebook.shift(cell, line),
                 end_line=file_end,

@@ -12,9 +12,8 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from packaging.version import Version
 
@@ -142,8 +141,7 @@ def _check_selectors(selectors: Iterable[str]) -> None:
             )
 
 
-@dataclass(frozen=True)
-class Selection:
+class Selection(NamedTuple):
     """The rules that run for a version range and a selection, and what each is given."""
 
     rules: tuple[type[Rule], ...]
