@@ -63,7 +63,8 @@ def _canonical(value: object) -> object:
             tuple((f.name, _canonical(getattr(value, f.name))) for f in dataclasses.fields(value)),
         )
     if isinstance(value, tuple) and hasattr(value, "_fields"):  # (a NamedTuple's: the same)
-        return (type(value).__name__, tuple(zip(value._fields, map(_canonical, value))))
+        fields = zip(value._fields, map(_canonical, value), strict=True)
+        return (type(value).__name__, tuple(fields))
     if isinstance(value, (set, frozenset)):
         return ("set", tuple(sorted((_canonical(v) for v in value), key=repr)))
     if isinstance(value, dict):
