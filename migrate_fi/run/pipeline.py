@@ -127,6 +127,11 @@ class RuleTests:
         self._groups = [(_wanted_files(*key), members) for key, members in groups.items()]
         self._kinds = list(groups)  # (each group's suffixes and file patterns, in that order)
         self._gates = [_gate(c) for c, _ in self.pairs]
+        # the words one of which every file some rule must see contains (None: a rule has no
+        # gate): most files hold none, and are ruled out before their rules are looked up
+        self.gate_all: frozenset[bytes] | None = (
+            None if None in self._gates else frozenset().union(*self._gates)  # type: ignore[arg-type]
+        )
         # which rules read a path -> the union of their gates (None: one of them has none)
         self._union: dict[tuple[int, ...], frozenset[bytes] | None] = {}
 
@@ -261,11 +266,18 @@ def matching(
     ``without``, under those words."""
     # (a rule that does not read this kind of file never pays for its text tests: FI007 reads
     # dependency files only, and its requirement names, torch among them, are in every model file)
+    words = tests.gate_all
+    if words is not None:
+        lowered = data.lower()
+        if not any(w in lowered for w in words):
+            if without is not None:
+                without.setdefault(words, []).append(path)
+            return ()
     readers = tests.readers(path)
     if not readers:
         return ()
     words = tests.gate(readers)
-    if words is not None:
+    if words is not None and words != tests.gate_all:
         lowered = data.lower()
         if not any(w in lowered for w in words):
             if without is not None:
