@@ -202,6 +202,32 @@ def test_the_gate_leaves_the_answer_as_every_rule_would_give_it(path: str) -> No
     assert matching(tests, b"import torch\nfp4_quantize(x)\n", "m.py", OPTIONS) == ()
 
 
+def test_a_file_is_ruled_out_by_every_rule_s_gate_before_its_own() -> None:
+    """A file that holds no word of any rule's gate is ruled out before the rules that read it
+    are looked up, and kept under the words of every gate (it holds none of them); one that
+    holds a word of another rule's gate only is ruled out by its own rules' gate, under theirs."""
+    fi001 = next(c for c in all_rules() if c.code == "FI001")
+
+    class Other(fi001):  # type: ignore[misc,valid-type]
+        code = "FI990"
+        id = "other_gate"
+        triggers = (("torchlike", "compile"),)
+        suffixes = (".txt",)
+        reaches_by_import = False
+
+    tests = rule_tests([fi001, Other], OPTIONS)
+    assert tests.gate_all == {b"flashinfer", b"torchlike"}
+    without: dict[frozenset[bytes], list[str]] = {}
+    for path, text, found in [
+        ("a.py", b"import os\n", ()),
+        ("b.py", b"torchlike.compile(f)\n", ()),
+        ("c.txt", b"torchlike.compile(f)\n", ("other_gate",)),
+        ("d.txt", b"nothing here\n", ()),
+    ]:
+        assert matching(tests, text, path, OPTIONS, without=without) == found, path
+    assert without == {tests.gate_all: ["a.py", "d.txt"], frozenset({b"flashinfer"}): ["b.py"]}
+
+
 @pytest.mark.parametrize(
     "text",
     [

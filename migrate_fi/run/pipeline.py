@@ -263,9 +263,8 @@ def matching(
     """The ids of the rules that must see the file: its prefilter, then its finer test, and
     for a rule that `reaches_by_import`, outside FlashInfer's tree (``own_tree``), an import
     that may reach FlashInfer. A file whose text holds no word of its rules' gate is added to
-    ``without``, under those words."""
-    # (a rule that does not read this kind of file never pays for its text tests: FI007 reads
-    # dependency files only, and its requirement names, torch among them, are in every model file)
+    ``without``, under those words (those of every rule's gate, where it holds none of them)."""
+    lowered = None
     words = tests.gate_all
     if words is not None:
         lowered = data.lower()
@@ -273,12 +272,15 @@ def matching(
             if without is not None:
                 without.setdefault(words, []).append(path)
             return ()
+    # (a rule that does not read this kind of file never pays for its text tests: FI007 reads
+    # dependency files only, and its requirement names, torch among them, are in every model file)
     readers = tests.readers(path)
     if not readers:
         return ()
     words = tests.gate(readers)
     if words is not None and words != tests.gate_all:
-        lowered = data.lower()
+        if lowered is None:
+            lowered = data.lower()
         if not any(w in lowered for w in words):
             if without is not None:
                 without.setdefault(words, []).append(path)
