@@ -268,9 +268,7 @@ def matching(
     words = tests.gate_all
     if words is not None:
         lowered = data.lower()
-        if not any(w in lowered for w in words):
-            if without is not None:
-                without.setdefault(words, []).append(path)
+        if _holds_none(words, lowered, path, without):
             return ()
     # (a rule that does not read this kind of file never pays for its text tests: FI007 reads
     # dependency files only, and its requirement names, torch among them, are in every model file)
@@ -278,13 +276,12 @@ def matching(
     if not readers:
         return ()
     words = tests.gate(readers)
-    if words is not None and words != tests.gate_all:
-        if lowered is None:
-            lowered = data.lower()
-        if not any(w in lowered for w in words):
-            if without is not None:
-                without.setdefault(words, []).append(path)
-            return ()
+    if (
+        words is not None
+        and words != tests.gate_all
+        and _holds_none(words, data.lower() if lowered is None else lowered, path, without)
+    ):
+        return ()
     pairs = tests.pairs
     imports: bool | None = own_tree or None  # (asked once, of the first rule that needs it)
     star: bool | None = None  # (does it star-import FlashInfer: `_star_exporter`)
@@ -305,6 +302,18 @@ def matching(
             if star:
                 out.append(c.id)
     return tuple(out)
+
+
+def _holds_none(
+    words: frozenset[bytes], lowered: bytes, path: str, without: Without | None
+) -> bool:
+    """Whether the lower-cased text of the file at ``path`` holds none of ``words`` (it is
+    then added to ``without``, under them)."""
+    if any(w in lowered for w in words):
+        return False
+    if without is not None:
+        without.setdefault(words, []).append(path)
+    return True
 
 
 _STAR_IMPORT = patterns.compile(rb"(?m)^\s*from\s+flashinfer[\w.]*\s+import\s+\*")
