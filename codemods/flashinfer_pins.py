@@ -169,9 +169,14 @@ def _dedented(lines: list[str], node: ast.If, kept: list[ast.stmt]) -> str | Non
     return "".join(out).rstrip("\r\n")
 
 
+def _release(text: str) -> str:
+    """A version as written, its local tag (`+cu130`) aside."""
+    return text.split("+", 1)[0]
+
+
 def _public(text: str) -> Version | None:
     try:
-        return Version(text.split("+", 1)[0])
+        return Version(_release(text))
     except InvalidVersion:
         return None
 
@@ -278,9 +283,10 @@ class FlashinferPins(Rule):
         removed_lines: set[int] = set()
         changes: list[_Change] = []
         # flashinfer-python's pins here that disagree with the run's origin: they are left, and
-        # their companions at the same version with them (kept in step)
+        # their companions at the same release with them (kept in step; a local tag aside:
+        # `flashinfer-jit-cache==0.6.11.post3+cu130` goes with `flashinfer-python==0.6.11.post3`)
         self._left = {
-            ref.version
+            _release(ref.version)
             for ref in refs
             if ref.package == MAIN
             and ref.kind is not Kind.EXAMPLE
@@ -790,7 +796,7 @@ class FlashinferPins(Rule):
             # (`MIN_FLASHINFER_VERSION = "0.7.2"`, read as a floor: below the target, it still
             # admits it; vLLM 0.34's, compared with `>=`, needs nothing on 0.7.4)
             return None, []
-        if ref.version in self._left or stray:
+        if self._is_left(ref) or stray:
             # (never a safe fix: which release the code there is written for decides; a
             # companion at the same version goes with it)
             said = say(
@@ -824,10 +830,11 @@ class FlashinferPins(Rule):
                 ref,
                 new,
                 say(
-                    "{said}; moved to the target {target} only as a review fix",
-                    "{said}；仅作为需审阅的修复改为目标版本 {target}",
+                    "{said}; moved to the target {target} only as a review fix{note}",
+                    "{said}；仅作为需审阅的修复改为目标版本 {target}{note}",
                     said=said,
                     target=target,
+                    note=note,
                 ),
                 FixSafety.REVIEW,
             ), []
@@ -850,7 +857,7 @@ class FlashinferPins(Rule):
         return (
             ref.kind is Kind.REQUIREMENT
             and not ref.in_comment
-            and (ref.version in self._left or self._stray(ref))
+            and (self._is_left(ref) or self._stray(ref))
         )
 
     def _data(self, ctx: FileContext, ref: VersionRef) -> None:
@@ -874,6 +881,10 @@ class FlashinferPins(Rule):
             ),
         )
 
+    def _is_left(self, ref: VersionRef) -> bool:
+        """Whether ``ref`` names the release of a flashinfer-python pin here that is left."""
+        return _release(ref.version) in self._left
+
     def _stray(self, ref: VersionRef) -> bool:
         """A companion (cubin, jit-cache) pin at a release neither the run's origin nor a
         flashinfer-python pin here names or admits: another release's pin (test data, another
@@ -882,7 +893,7 @@ class FlashinferPins(Rule):
         return (
             ref.package != MAIN
             and version is not None
-            and ref.version not in self._left
+            and not self._is_left(ref)
             and not self._in_step(ref.version)
             and not any(_admits(op, v, version) for op, v in self._main_specs)
         )

@@ -117,6 +117,9 @@ LOCK_FILES = {
 
 _OP = r"(?:===|==|>=|<=|~=|!=|<|>)"
 _VER = r"[0-9][0-9A-Za-z.*+!_-]*"
+# what a variable or a key holds as a version: a release number, with a dot (`"flashinfer-python":
+# 18347767` in a lock's metadata is a size, `FLASHINFER_VER=2` no release)
+_RELEASE = r"[0-9]+\.[0-9A-Za-z.*+!_-]*"
 # a requirement: name, optional extras, one or more clauses
 # (a version specifier in parentheses is PEP 508 too, as Poetry writes it: "name (==0.6.9)")
 _REQUIREMENT = patterns.compile(
@@ -151,19 +154,21 @@ _CLAUSE = patterns.compile(rf"(?P<op>{_OP})\s*(?P<ver>{_VER})")
 # ARG/ENV/export FLASHINFER..._VERSION=0.6.12, FLASHINFER_REQUIRED: "0.6.12"
 _VARIABLE = patterns.compile(
     r"(?P<var>\bFLASHINFER[A-Z0-9_]*?(?:VERSION|REQUIRED|VER)\b)\s*(?:\?=|:=|=|:|\s)\s*[\"']?(?P<ver>"
-    + _VER
+    + _RELEASE
     + r")"
 )
 # a shell default: FLASHINFER_VERSION=${FLASHINFER_VERSION:-0.6.8} (also `-`, `:=`, `=`)
 _SHELL_DEFAULT = patterns.compile(
-    r"\$\{(?P<var>FLASHINFER[A-Z0-9_]*?(?:VERSION|REQUIRED|VER)):?[-=][\"']?(?P<ver>" + _VER + r")"
+    r"\$\{(?P<var>FLASHINFER[A-Z0-9_]*?(?:VERSION|REQUIRED|VER)):?[-=][\"']?(?P<ver>"
+    + _RELEASE
+    + r")"
 )
 # JSON / YAML keys: "flashinfer-python": "0.6.12", flashinfer_version: ==0.6.12
 _KEY = patterns.compile(
     r"[\"']?(?P<key>flashinfer[A-Za-z0-9_-]*)[\"']?\s*:\s*[\"']?(?P<op>"
     + _OP
     + r")?\s*(?P<ver>"
-    + _VER
+    + _RELEASE
     + r")"
 )
 # Poetry: flashinfer-python = "^0.6.12" / { version = "0.6.12", ... }
@@ -394,7 +399,11 @@ def scan(
         elif base == "Pipfile" and stripped.startswith("["):  # name = "==0.6.8", as Poetry's
             poetry = stripped in ("[packages]", "[dev-packages]")
         comment_at = _comment_start(line, hash_comments)
-        found = list(_requirements(path, number, line, names, comment_at))
+        found = [
+            ref
+            for ref in _requirements(path, number, line, names, comment_at)
+            if not (ref.in_comment and _attributed(line[comment_at:], ref.col - comment_at))
+        ]
         if poetry and not found:
             m = _POETRY.match(line)
             if m and FAMILY.get(canonical_name(m.group("name"))):
@@ -666,7 +675,7 @@ def _examples_in_text(
             if 1 <= i <= len(lines)
         )
         for m in pattern.finditer(line, at):
-            if (number, m.start()) in taken:
+            if (number, m.start()) in taken or _attributed(line[at:], m.start() - at):
                 continue
             example = beside or _is_example(line, m.start(), m.end())
             if example or _mentions(line[at:]):  # prose: "# FlashInfer 0.6.8 for the MoE kernels"
@@ -867,9 +876,15 @@ def _scan_python(
                     whole = not in_comment and _is_requirement_string(token.string)
                 if whole:  # the string is a requirement: `install_requires=["flashinfer..."]`
                     out.append(ref)
-                elif ref.operator == "==" and ref.version == old:
+                elif (
+                    ref.operator == "=="
+                    and ref.version == old
+                    and not _attributed(piece, ref.col - offset)
+                ):
                     # prose and messages: only an exact pin of the old version is an example;
-                    # "requires FlashInfer >= 0.6.18" states when a feature came, and stays
+                    # "requires FlashInfer >= 0.6.18" states when a feature came, and what
+                    # another release pins ("vllm 0.21.0 pins flashinfer==0.6.8") is a fact:
+                    # both stay
                     out.append(_as_comment(ref))
                 else:
                     continue
@@ -1050,6 +1065,28 @@ def _is_example(piece: str, start: int, end: int) -> bool:
     if before and after and before in _QUOTES and after in _QUOTES:
         return True
     return bool(_EXAMPLE_LEAD.search(piece[max(0, start - 20) : start]))
+
+
+# another package named with its version (`vllm 0.21.0`, `sglang==0.5.11`), then a verb saying
+# what it pins or needs: a FlashInfer pin after them in the same sentence is a fact about that
+# release, and stays (`CUDA 12.8: flashinfer-python==0.6.8` is an install step, and moves)
+_OTHER_RELEASE = patterns.compile(
+    r"(?<![\w.-])(?!flashinfer)[A-Za-z][\w.-]*"
+    r"(?:\s*(?:===|==|>=|~=)\s*|\s+v?)\d+(?:\.\d+)+\b.*?\b"
+    r"(?:pin|pins|pinned|pinning|require|requires|required|need|needs|needed|depend|depends"
+    r"|ship|ships|shipped|bundle|bundles|bundled|install|installs|installed)\b",
+    re.IGNORECASE,
+)
+_SENTENCE_END = patterns.compile(r"[.;!?](?=\s)")
+
+
+def _attributed(piece: str, start: int) -> bool:
+    """Whether the version at ``start`` of a comment or docstring line follows, in its sentence,
+    another package's release and what it pins: ``vllm 0.21.0 hard-pins flashinfer-cubin==0.6.8``
+    says what vLLM pins, and moving it would make the sentence false."""
+    before = piece[:start]
+    ends = [m.end() for m in _SENTENCE_END.finditer(before)]
+    return _OTHER_RELEASE.search(before, ends[-1] if ends else 0) is not None
 
 
 def _is_requirement_string(token: str) -> bool:
