@@ -952,8 +952,8 @@ class FlashinferPins(Rule):
     def _direct_reference(
         self, ref: VersionRef, version: Version
     ) -> tuple[_Change | None, list[Said]]:
-        """``name @ URL`` of a wheel: the URL's version moved (review: nobody asked the server
-        whether the new URL exists)."""
+        """``name @ URL`` of a wheel, or of a release tag of FlashInfer's repository: the URL's
+        version moved (review: nobody asked the server whether the new URL exists)."""
         if version >= self.target:
             return None, []
         url = ref.context.split("@", 1)[1].strip()
@@ -968,21 +968,25 @@ class FlashinferPins(Rule):
                 "；它的 `#{hash}` 属于旧的 wheel，已去掉",
                 hash=fragment.split("=", 1)[0],
             )
-        return _Change(
-            ref,
-            new,
-            say(
+        facts = {"package": ref.package, "version": ref.version, "target": self.target}
+        if url.startswith("git+"):  # (a build of a release tag of FlashInfer's sources)
+            message = say(
+                "{package} is built from the git tag of {version}: the URL now names the tag of"
+                " {target}; check that it builds there (or pin {package}=={target})",
+                "{package} 从 {version} 的 git 标签构建：URL 现在指向 {target} 的标签；请确认它在"
+                "那里能构建（或改为约束 `{package}=={target}`）",
+                **facts,
+            )
+        else:
+            message = say(
                 "{package} is installed from a direct URL of a {version} wheel: the URL now names"
                 " {target}; check that it exists (or pin {package}=={target}){said}",
                 "{package} 通过直接 URL 安装 {version} 的 wheel：URL 现在指向 {target}；请确认它"
                 "存在（或改为约束 `{package}=={target}`）{said}",
-                package=ref.package,
-                version=ref.version,
-                target=self.target,
                 said=said,
-            ),
-            FixSafety.REVIEW,
-        ), []
+                **facts,
+            )
+        return _Change(ref, new, message, FixSafety.REVIEW), []
 
     def _apply(self, ctx: FileContext, changes: list[_Change]) -> None:
         """One fix per requirement (its clauses move together: a lower bound never moves past

@@ -61,6 +61,18 @@ def test_a_direct_url_names_the_version_the_project_is_on(project: Path) -> None
     assert "FlashInfer now: 0.6.10 (the pins below)" in plan.stdout
 
 
+def test_a_build_of_a_release_tag_names_the_version_the_project_is_on(project: Path) -> None:
+    # (text-generation-inference builds FlashInfer so, in an included `Makefile-flashinfer`)
+    (project / "Makefile-flashinfer").write_text(
+        "install-flashinfer:\n\tpip install"
+        " git+https://github.com/flashinfer-ai/flashinfer.git@v0.6.10#egg=flashinfer-python\n"
+    )
+    plan = invoke("plan", "--to", "0.6.11", ".")
+    assert plan.exit_code == 0, plan.output
+    assert "FlashInfer now: 0.6.10 (the pins below)" in plan.stdout
+    assert "Makefile-flashinfer:2 flashinfer-python @0.6.10" in plan.stdout
+
+
 def test_poetry_parentheses_name_the_version(project: Path) -> None:
     (project / "pyproject.toml").write_text(
         '[project]\nname = "p"\ndependencies = ["flashinfer-python (==0.6.9)"]\n'

@@ -102,6 +102,8 @@ PIN_FILE_PATTERNS = (
     "*.hcl",
     "*.env",
     "Makefile",
+    "Makefile.*",  # (makefiles a Makefile includes: `Makefile.common`, `Makefile-flashinfer`)
+    "Makefile-*",
     "makefile",
     "GNUmakefile",
     "*.mk",
@@ -135,6 +137,15 @@ _DIRECT = patterns.compile(
     r"(?<![\w.-])(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?P<extras>\[[^\]]*\])?\s*@\s*"
     r"(?P<url>[a-z+]+://[^\s\"';,]+)"
 )
+# a build of FlashInfer's sources at a release tag, installed by pip: the URL of a git
+# repository whose path names flashinfer, `@v0.6.8.post1` (`#egg=` or `#subdirectory=` may name
+# the package); a commit or a branch names no release
+_VCS_TAG = patterns.compile(
+    r"git\+[a-z]+://[^\s\"';,@]*flashinfer[^\s\"';,@]*@v?(?P<ver>\d+(?:\.\d+)+"
+    r"(?:(?:a|b|rc)\d+)?(?:\.post\d+)?(?:\.dev\d+)?)(?![\w.])(?:#[^\s\"';,]*)?",
+    re.IGNORECASE,
+)
+_URL_PACKAGE = patterns.compile(r"[#&](?:egg|subdirectory)=(?P<name>[A-Za-z0-9._-]+)")
 _WHEEL_VERSION = patterns.compile(
     r"/(?P<dist>[A-Za-z0-9_.]+?)-(?P<ver>\d+(?:\.\d+)+[\w.+]*?)-[^/]*\.whl(?=$|[?#])"
 )
@@ -282,28 +293,61 @@ def _direct_references(
     path: str, number: int, line: str, names: Collection[str], comment_at: int, offset: int = 0
 ) -> Iterator[VersionRef]:
     """``flashinfer-python @ https://.../flashinfer_python-0.6.10-py3-none-any.whl``: the span is
-    the URL, the version the wheel's; operator ``@``."""
+    the URL, the version the wheel's; operator ``@``. Also a build of a release tag of
+    FlashInfer's repository (`_VCS_TAG`), named (``flashinfer-python @ git+https://...@v0.6.8``)
+    or not (``pip install git+https://github.com/flashinfer-ai/flashinfer.git@v0.6.8``): the
+    version the tag's; its context is written ``name @ URL`` either way."""
+    named: set[int] = set()  # (where the URL of a `name @ URL` starts)
     for m in _DIRECT.finditer(line):
         package = canonical_name(m.group("name"))
         package = FAMILY.get(package, package)
         if package not in names:
             continue
+        named.add(m.start("url"))
         wheel = _WHEEL_VERSION.search(m.group("url"))
-        if wheel is None or FAMILY.get(canonical_name(wheel.group("dist"))) != package:
-            continue
+        if wheel is not None and FAMILY.get(canonical_name(wheel.group("dist"))) == package:
+            version, url = wheel.group("ver"), m.group("url")
+        else:
+            tag = _VCS_TAG.match(m.group("url"))
+            if tag is None:
+                continue
+            version, url = tag.group("ver"), tag.group(0)
         rest = line[m.end() :].lstrip()
         yield VersionRef(
             path,
             number,
             offset + m.start("url"),
-            offset + m.end("url"),
-            wheel.group("ver"),
+            offset + m.start("url") + len(url),
+            version,
             package,
             Kind.REQUIREMENT,
             "@",
-            m.group(0),
+            f"{m.group('name')} @ {url}",
             in_comment=m.start() >= comment_at,
             marker=rest.startswith(";"),
+        )
+    for tag in _VCS_TAG.finditer(line):
+        if tag.start() in named:
+            continue
+        found = _URL_PACKAGE.search(tag.group(0))
+        if found is not None:
+            package = FAMILY.get(canonical_name(found.group("name")), "")
+        else:  # (FlashInfer's repository itself, or a fork of it, builds flashinfer-python)
+            repository = tag.group(0).split("@", 1)[0].rstrip("/").rsplit("/", 1)[-1]
+            package = MAIN if repository.lower().removesuffix(".git") == "flashinfer" else ""
+        if package not in names:
+            continue
+        yield VersionRef(
+            path,
+            number,
+            offset + tag.start(),
+            offset + tag.end(),
+            tag.group("ver"),
+            package,
+            Kind.REQUIREMENT,
+            "@",
+            f"{package} @ {tag.group(0)}",
+            in_comment=tag.start() >= comment_at,
         )
 
 
