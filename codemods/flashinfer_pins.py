@@ -38,7 +38,9 @@ from migrate_fi.project.pins import (
     MAIN,
     PIN_FILE_PATTERNS,
     Kind,
+    LockDependents,
     VersionRef,
+    lock_dependents,
     may_hold_versions,
     scan,
 )
@@ -278,6 +280,7 @@ class FlashinferPins(Rule):
         self.origin = ctx.options.from_version
         self.pinned = ctx.options.pinned
         self.cubin_published = self._published(CUBIN)
+        self._text = ctx.text  # (a lock file's: who requires FlashInfer there, `_locked`)
         refs = scan(ctx.path, ctx.text, str(self.origin), tree=ctx.tree)
         base = os.path.basename(ctx.path)
         removed_lines: set[int] = set()
@@ -678,19 +681,7 @@ class FlashinferPins(Rule):
         if ref.kind is Kind.LOCKED:
             if version >= target:
                 return None, []
-            tool = LOCK_FILES.get(os.path.basename(ref.path), "its tool")
-            return None, [
-                say(
-                    "this lock file holds {name} {version}: regenerate it (`{tool}`) once the pins"
-                    " say {target}; a lock file is never edited by hand",
-                    "这个锁文件记录的是 {name} {version}：等版本约束改为 {target} 后重新生成它"
-                    "（`{tool}`）；锁文件不应手动编辑",
-                    name=name,
-                    version=ref.version,
-                    tool=tool,
-                    target=target,
-                )
-            ]
+            return None, [self._locked(ref, version)]
         if ref.operator == "@":
             return self._direct_reference(ref, version)
         from packaging.specifiers import InvalidSpecifier, SpecifierSet  # (costs start-up)
@@ -948,6 +939,50 @@ class FlashinferPins(Rule):
         migration in progress pinned)."""
         found = _public(version)
         return found is not None and found in (self.origin, self.pinned)
+
+    def _locked(self, ref: VersionRef, version: Version) -> Said:
+        """What to do with a lock file that holds an older FlashInfer: regenerate it once the
+        pins say the target; where other packages locked there require it, those move first
+        (a project that depends on it only through vLLM or SGLang moves them, not a pin)."""
+        tool = LOCK_FILES.get(os.path.basename(ref.path), "its tool")
+        facts = {"name": ref.package, "version": ref.version, "tool": tool, "target": self.target}
+        dependents = (
+            LockDependents((), None)  # (Pipfile.lock: JSON, and it lists no dependents)
+            if os.path.basename(ref.path) == "Pipfile.lock"
+            else lock_dependents(self._text, ref.package)
+        )
+        others = ", ".join(dependents.packages[:3]) + (
+            " ..." if len(dependents.packages) > 3 else ""
+        )
+        if dependents.packages and dependents.project is False:
+            return say(
+                "this lock file holds {name} {version}, required here by {others} and not by the"
+                " project itself: it moves when what requires it moves to a release that accepts"
+                " {target}; then regenerate the lock (`{tool}`); a lock file is never edited by"
+                " hand",
+                "这个锁文件记录的是 {name} {version}，它由 {others} 依赖，而不是项目本身："
+                "等依赖它的包升级到接受 {target} 的版本后它才会变；届时重新生成锁文件（`{tool}`）；"
+                "锁文件不应手动编辑",
+                others=others,
+                **facts,
+            )
+        also = (
+            say(
+                " and what else requires it here ({others}) accepts it",
+                "、且这里依赖它的其他包（{others}）接受该版本",
+                others=others,
+            )
+            if dependents.packages
+            else say("", "")
+        )
+        return say(
+            "this lock file holds {name} {version}: regenerate it (`{tool}`) once the pins"
+            " say {target}{also}; a lock file is never edited by hand",
+            "这个锁文件记录的是 {name} {version}：等版本约束改为 {target}{also}后重新生成它"
+            "（`{tool}`）；锁文件不应手动编辑",
+            also=also,
+            **facts,
+        )
 
     def _direct_reference(
         self, ref: VersionRef, version: Version

@@ -73,6 +73,19 @@ def test_a_build_of_a_release_tag_names_the_version_the_project_is_on(project: P
     assert "Makefile-flashinfer:2 flashinfer-python @0.6.10" in plan.stdout
 
 
+def test_with_no_pin_the_error_says_what_the_lock_holds(project: Path) -> None:
+    # (an RL framework on vLLM: FlashInfer only through vLLM, locked by uv; the lock is a
+    # hint for --from, never taken as the version the code is written for)
+    (project / "pyproject.toml").write_text('[project]\nname = "t"\ndependencies = ["vllm"]\n')
+    (project / "uv.lock").write_text(
+        'version = 1\n\n[[package]]\nname = "flashinfer-python"\nversion = "0.6.14"\n'
+    )
+    r = invoke("plan", "--to", "0.7.4", ".")
+    assert r.exit_code == 2
+    assert "no flashinfer-python pin found" in r.stderr
+    assert "uv.lock holds flashinfer-python 0.6.14): pass --from VERSION" in r.stderr
+
+
 def test_poetry_parentheses_name_the_version(project: Path) -> None:
     (project / "pyproject.toml").write_text(
         '[project]\nname = "p"\ndependencies = ["flashinfer-python (==0.6.9)"]\n'

@@ -31,7 +31,7 @@ from migrate_fi.project.discovery import (
     wanted_files,
     with_includes,
 )
-from migrate_fi.project.pins import MAIN, PIN_FILE_PATTERNS, Kind, scan
+from migrate_fi.project.pins import LOCK_FILES, MAIN, PIN_FILE_PATTERNS, Kind, scan
 
 __all__ = [
     "Pin",
@@ -135,6 +135,9 @@ class PinSearch:
     problems: list[str] = field(default_factory=list)  # pin files that could not be read
     # pyproject.toml files with a [tool.migrate-fi] table (the run reads one: `find_config`)
     configs: list[str] = field(default_factory=list)
+    # where no pin names a release: what the lock files at the project's roots hold (the
+    # version installed, often through vLLM or SGLang: a hint for --from, never taken as it)
+    locked: list[Pin] = field(default_factory=list)
 
 
 def search_pins(paths: Iterable[str]) -> PinSearch:
@@ -182,6 +185,30 @@ def search_pins(paths: Iterable[str]) -> PinSearch:
                 out.unnamed.append(pin)
             else:
                 out.pins.append(pin)
+    if not out.pins:
+        out.locked = _locked_at_roots(paths)
+    return out
+
+
+def _locked_at_roots(paths: Iterable[str]) -> list[Pin]:
+    """flashinfer-python's versions in the lock files at the roots of the projects of
+    ``paths`` (`uv.lock`, `poetry.lock`...)."""
+    out: list[Pin] = []
+    for root in dict.fromkeys(project_root(p) for p in paths):
+        for name in LOCK_FILES:
+            path = os.path.join(root, name)
+            try:
+                data = read_regular(path)
+            except OSError:
+                continue
+            if b"flashinfer" not in data:
+                continue
+            text = data.decode("utf-8", errors="replace")
+            out += [
+                Pin(path, ref.line, "==", ref.version, ref.package, ref.kind.value)
+                for ref in scan(path, text)
+                if ref.kind is Kind.LOCKED and ref.package == MAIN
+            ]
     return out
 
 
@@ -234,6 +261,10 @@ def no_version_error(found: PinSearch) -> ProjectVersionError:
         )
     if found.problems:
         why += "; " + "; ".join(found.problems)
+    if found.locked:
+        why += "; " + "; ".join(
+            f"{_shown(p.path)} holds {p.package} {p.version}" for p in found.locked[:3]
+        )
     return ProjectVersionError(
         f"cannot tell which FlashInfer version the code uses now ({why}): pass --from VERSION"
     )

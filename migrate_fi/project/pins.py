@@ -37,7 +37,7 @@ import os
 import re
 import tokenize
 from collections.abc import Collection, Iterator
-from functools import cache
+from functools import cache, lru_cache
 from typing import NamedTuple
 
 from migrate_fi.analysis import nodes
@@ -57,8 +57,10 @@ __all__ = [
     "MAIN",
     "PIN_FILE_PATTERNS",
     "Kind",
+    "LockDependents",
     "VersionRef",
     "canonical_name",
+    "lock_dependents",
     "may_hold_versions",
     "scan",
 ]
@@ -621,6 +623,67 @@ def _locked(path: str, text: str, names: Collection[str]) -> list[VersionRef]:
     for ref in found:
         out.append(ref._replace(kind=Kind.LOCKED, operator="=="))
     return out
+
+
+class LockDependents(NamedTuple):
+    """Who requires a package in a lock file: the other packages locked there (``name
+    version``), and whether the project itself does (None: the lock does not say, as Poetry's
+    and PDM's leave the project out)."""
+
+    packages: tuple[str, ...]
+    project: bool | None
+
+
+def lock_dependents(text: str, package: str) -> LockDependents:
+    """`LockDependents` of ``package`` (a canonical name) in the TOML lock file ``text``
+    (uv.lock: `dependencies` of `{ name = ... }`, the project the package whose source is
+    `editable` or `virtual`; pdm.lock: requirement strings; poetry.lock: a
+    `[package.dependencies]` table). A lock that does not parse says nothing."""
+    locked = _lock_entries(text)
+    packages: list[str] = []
+    project: bool | None = None
+    for entry in locked if isinstance(locked, list) else ():
+        if not isinstance(entry, dict):
+            continue
+        source = entry.get("source")
+        own = isinstance(source, dict) and ("editable" in source or "virtual" in source)
+        if own and project is None:
+            project = False
+        if package not in _dependency_names(entry.get("dependencies")):
+            continue
+        if own:
+            project = True
+        else:
+            packages.append(f"{entry.get('name', '?')} {entry.get('version', '?')}")
+    return LockDependents(tuple(dict.fromkeys(packages)), project)  # (uv: one per fork)
+
+
+@lru_cache(maxsize=2)
+def _lock_entries(text: str) -> object:
+    """The `[[package]]` entries of a TOML lock file (read once for its FlashInfer packages);
+    empty where it does not parse."""
+    from migrate_fi.base.toml import tomllib
+
+    toml = tomllib()
+    try:
+        return toml.loads(text).get("package", [])
+    except toml.TOMLDecodeError:
+        return []
+
+
+def _dependency_names(dependencies: object) -> set[str]:
+    """The canonical names a lock entry's `dependencies` lists, in any of the three layouts."""
+    if isinstance(dependencies, dict):  # (poetry: name -> constraint)
+        return {canonical_name(str(name)) for name in dependencies}
+    names = set()
+    for item in dependencies if isinstance(dependencies, list) else ():
+        if isinstance(item, dict) and "name" in item:  # (uv)
+            names.add(canonical_name(str(item["name"])))
+        elif isinstance(item, str):  # (pdm: a requirement)
+            found = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", item)
+            if found:
+                names.add(canonical_name(found.group(1)))
+    return names
 
 
 def _json_version_ref(
