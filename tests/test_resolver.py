@@ -167,6 +167,58 @@ def test_attributes_of_an_instance_of_a_class_of_the_module() -> None:
     assert not any(q and q.startswith("flashinfer.") for f in found[3:] for q in f), found
 
 
+def test_a_union_of_classes_of_the_module_keeps_those_that_have_the_attribute() -> None:
+    """SGLang's MLA backend holds ``Union[PrefillMetadata, DecodeMetadata]`` in
+    ``self.forward_metadata`` and runs ``self.forward_metadata.decode_wrapper.run(...)``: a field
+    of the second only, so the wrapper is FlashInfer's, as a type checker reads it (the first,
+    a dataclass with no base, cannot have the attribute). A class that may get attributes
+    another way keeps the call unknown: a base, a ``__getattr__``, a decorator other than
+    ``dataclass``, the attribute assigned on some object of the file, ``setattr``. A method's
+    ``self.decode_wrapper = ...`` sets it on its own class's instances only."""
+    template = """
+    from dataclasses import dataclass
+    from typing import Union
+    from flashinfer import BatchMLAPagedAttentionWrapper
+
+    @dataclass
+    class DecodeMetadata:
+        decode_wrapper: BatchMLAPagedAttentionWrapper
+
+    {prefill}
+    class PrefillMetadata{base}:
+        prefill_wrapper: BatchMLAPagedAttentionWrapper
+        {body}
+
+    class Backend:
+        def __init__(self, ws):
+            self.decode_wrapper = BatchMLAPagedAttentionWrapper(ws)
+            self.forward_metadata: Union[PrefillMetadata, DecodeMetadata] = None
+
+        def forward_decode(self, q_nope, q_rope, ckv, kpe):
+            decode_wrapper = self.forward_metadata.decode_wrapper
+            {extra}
+            return decode_wrapper.run(q_nope, q_rope, ckv, kpe)
+    """
+    run = {"flashinfer.BatchMLAPagedAttentionWrapper().run"}
+
+    def runs(prefill: str = "@dataclass", base: str = "", body: str = "", extra: str = ""):
+        src = template.format(prefill=prefill, base=base, body=body, extra=extra)
+        return method_calls(resolver_for(src, module="proj.mla"), "run")[0]
+
+    assert runs() == run
+    assert runs(prefill="") == run  # (a plain class: the same)
+    assert runs(prefill="@dataclass(frozen=True)") == run
+    unknown = [
+        runs(base="(Base)"),
+        runs(body="def __getattr__(self, name): ..."),
+        runs(prefill="@attr.s"),
+        runs(extra="self.forward_metadata.decode_wrapper = None"),
+        runs(extra="setattr(self.forward_metadata, 'decode_wrapper', None)"),
+    ]
+    for found in unknown:
+        assert found != run and run <= found, found
+
+
 def test_what_a_method_of_the_project_is_annotated_to_return() -> None:
     """A method (or property) of a class of the project annotated with a FlashInfer class
     gives an instance of it, where the instance of the class is known: constructed, a

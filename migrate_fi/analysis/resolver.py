@@ -164,6 +164,9 @@ class NameResolver:
         self._returns: dict[int, list[Candidate] | None] = {}  # (`_returned`, by function)
         # (`_narrowed`: the isinstance tests of each name, with the scope each is evaluated in)
         self._tested: dict[str, dict[int, Scope]] | None = None
+        # (`_lacks`: the attribute names this file assigns on any object; None: it may set any)
+        self._stored: frozenset[str] | None = None
+        self._stored_read = False
 
     def release(self) -> None:
         """Done with this file: its tree and scopes are freed at once (`ScopeBuilder.release`).
@@ -706,7 +709,62 @@ class NameResolver:
         held = self._class_body_value(cls, attr, True, seen)
         if held is None and attr in cls.bindings:
             held = self._declared(cls, attr, seen)
+        if held is None and self._lacks(cls, attr):
+            return []  # (no instance of it has the attribute: not what the expression holds)
         return held
+
+    def _lacks(self, cls: Scope, attr: str) -> bool:
+        """Whether an instance of the class ``cls`` of this module cannot have ``attr``, as a
+        type checker reads a union (`Union[PrefillMetadata, DecodeMetadata]` and
+        `.decode_wrapper`, a field of the second only): the class has no base and no decorator
+        but `dataclass`, its body binds no such name and no `__getattr__`, no method of it
+        sets it on `self`, and this file never assigns that attribute on another object (a
+        method's `self.name = ...` sets it on its own class's instances; nor uses `setattr`,
+        `__dict__` or `vars`)."""
+        node = cls.node
+        if not isinstance(node, ast.ClassDef) or node.bases or node.keywords:
+            return False
+        if attr in cls.bindings or any(
+            name in cls.bindings for name in ("__getattr__", "__getattribute__", "__slots__")
+        ):
+            return False
+        for decorator in node.decorator_list:
+            target = decorator.func if isinstance(decorator, ast.Call) else decorator
+            names = self.resolve(target, self.module_scope).qualnames
+            if names != {"dataclasses.dataclass"}:
+                return False
+        stored = self._stored_attributes()
+        return stored is not None and attr not in stored
+
+    def _on_own_instance(self, target: ast.Attribute) -> bool:
+        """``self.name = ...`` in a method: set on an instance of the method's own class (which
+        `Scope.attributes` holds), no other."""
+        scope = self.scope_at(target)
+        return (
+            isinstance(target.value, ast.Name)
+            and scope.owner_class is not None
+            and target.value.id == scope.self_name
+        )
+
+    def _stored_attributes(self) -> frozenset[str] | None:
+        """The attribute names this file assigns or deletes on an object other than a method's
+        own instance (`x.name = ...`); None where it may set any (`setattr`, `vars`,
+        `__dict__`)."""
+        if not self._stored_read:
+            self._stored_read = True
+            loads = self.scopes.loads
+            dynamic = "setattr" in loads or "vars" in loads
+            if not dynamic:
+                found = set()
+                for a in nodes.of_type(self.tree, ast.Attribute):
+                    if a.attr == "__dict__":
+                        break
+                    if isinstance(a.ctx, ast.Load) or self._on_own_instance(a):
+                        continue
+                    found.add(a.attr)
+                else:
+                    self._stored = frozenset(found)
+        return self._stored
 
     def _class_body_value(
         self, cls: Scope, attr: str, through_instance: bool, seen: frozenset[tuple[int, str]]
