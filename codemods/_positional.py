@@ -904,29 +904,49 @@ _KINDS = {
 def _rename_message(
     site: Site, renames: dict[str, str], known: Mapping[str, str] | None = None
 ) -> Said:
-    """``known``: the evidence of renames the data does not make (`Renames.evidence`)."""
+    """``known``: the evidence of renames the data does not make (`Renames.evidence`). One
+    reason for all the renames follows them; different reasons follow each its own rename
+    (`max_seq_len_q= to max_q_len= (...its default changed...), o_data_type= to out_dtype=
+    (...)`)."""
     known = known or {}
-    evidence = sorted(
-        {
-            (
-                known.get(old) or site.diff.rename_evidence.get(old, "likely"),
-                _renamed_in(site, old, new),
-            )
-            for old, new in renames.items()
-        }
-    )
+    why = {
+        old: (
+            known.get(old) or site.diff.rename_evidence.get(old, "likely"),
+            _renamed_in(site, old, new),
+        )
+        for old, new in renames.items()
+    }
+    if len(set(why.values())) == 1:
+        return say(
+            "rename {names} ({why})",
+            "把 {names} 改名（{why}）",
+            names=join(
+                (
+                    say("{old}= to {new}=", "`{old}=` 改为 `{new}=`", old=old, new=new)
+                    for old, new in renames.items()
+                ),
+                ", ",
+                "，",
+            ),
+            why=_why(*next(iter(why.values()))),
+        )
     return say(
-        "rename {names} ({whys})",
-        "把 {names} 改名（{whys}）",
+        "rename {names}",
+        "把 {names} 改名",
         names=join(
             (
-                say("{old}= to {new}=", "`{old}=` 改为 `{new}=`", old=old, new=new)
+                say(
+                    "{old}= to {new}= ({why})",
+                    "`{old}=` 改为 `{new}=`（{why}）",
+                    old=old,
+                    new=new,
+                    why=_why(*why[old]),
+                )
                 for old, new in renames.items()
             ),
             ", ",
             "，",
         ),
-        whys=join(sorted(_why(e, v) for e, v in evidence)),
     )
 
 
