@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from migrate_fi.analysis.calls import CallArgs, CalleeCall, Via
 from migrate_fi.analysis.versiontests import Releases
 from migrate_fi.api.paths import CACHE_ATTRIBUTES, ApiPath, is_flashinfer
+from migrate_fi.base import patterns
 from migrate_fi.base.messages import Said, join, say
 from migrate_fi.base.results import FixSafety
 from migrate_fi.editing.edits import (
@@ -378,6 +379,8 @@ def _missing_imports(
                 continue
             if new_api.canonical(path) is None and new_api.surely_missing(path):
                 hint = moved_hint(old_api, new_api, path)
+                if not hint.en:
+                    hint = _successor(path, old_api, new_v)
                 if guarded is None:
                     guarded = import_guards(resolver.tree, resolver.imports)
                 handler = guarded.get(id(node))
@@ -407,6 +410,55 @@ def _missing_imports(
                     )
                 )
     return out
+
+
+# where a release note says to go instead: "use flashinfer.moe_ep.NVLinkTwoSidedAlltoAll"
+_USE = patterns.compile(r"\buse (flashinfer(?:\.\w+)+)")
+
+
+def _successor(path: str, old_api: Api, new_v: str) -> Said:
+    """For a ``path`` the new release no longer has, that nothing of the same name replaced:
+    what a release up to ``new_v`` said to use instead where it deprecated it, or a class or
+    function of it (0.7.2 deprecated `MnnvlMoe` for `flashinfer.moe_ep.NVLinkTwoSidedAlltoAll`
+    before 0.7.4 removed its module); ``""`` where no note says."""
+    from migrate_fi.api.notes import Behaviour, Deprecated, load_notes
+    from migrate_fi.base.versions import parse_version
+
+    target = parse_version(new_v)
+    key = old_api.key(path)
+    # what to use -> the release that said it (the first) and what of ``path`` it deprecated
+    # (None: ``path`` itself; else the name in it: `MnnvlMoe` of a module imported whole)
+    said: dict[str, tuple[str, str | None]] = {}
+    for note in load_notes():
+        if not isinstance(note, (Behaviour, Deprecated)) or parse_version(note.release) > target:
+            continue
+        parts = note.api.split(".")
+        prefixes = [".".join(parts[:i]) for i in range(len(parts), 1, -1)]
+        matched = next(
+            (p for p in prefixes if p == path or (key is not None and old_api.key(p) == key)),
+            None,
+        )
+        if matched is None:
+            continue
+        member = None
+        if matched == path and note.api != path and path in old_api.modules:
+            member = note.api[len(path) + 1 :].split(".")[0]
+        text = note.what if isinstance(note, Behaviour) else note.why
+        uses = _USE.findall(text)
+        if isinstance(note, Deprecated) and note.moved_to:
+            uses.insert(0, note.moved_to)
+        for use in uses:
+            said.setdefault(use.rstrip("."), (note.release, member))
+    if not said:
+        return say("", "")
+    release, member = min(said.values(), key=lambda v: parse_version(v[0]))
+    return say(
+        " (FlashInfer {release} deprecated {what} for {uses}, another API)",
+        "（FlashInfer {release} 已弃用{what}，改用 {uses}，这是另一套 API）",
+        release=release,
+        what=Said(member, f"其中的 `{member}`") if member else Said("it", "它"),
+        uses=Said(" or ".join(said), "或".join(f"`{u}`" for u in said)),
+    )
 
 
 class _Moved(NamedTuple):
