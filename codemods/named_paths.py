@@ -197,7 +197,9 @@ def _check(ctx: FileContext, old_api: Api, new_api: Api, old_v: str, new_v: str)
     parents = nodes.parents(tree)
     skipped = _docstrings_and_annotations(tree)
     patched = patched_in_range(old_v, new_v)
-    seen: set[tuple[int, str]] = set()  # (statement, path): once per statement
+    # once per statement and path; and once per statement and gone module, the other names of
+    # it told in the same finding (vLLM's probe list of `(module, name)` pairs: one module gone)
+    found: dict[tuple[int, str], tuple[_Named, str, bool, ast.AST, list[str]]] = {}
     for named in _named(resolver, parents, skipped, listed):
         gone = _gone_prefix(named.path.split("."), old_api, new_api)
         if gone is None:
@@ -205,17 +207,29 @@ def _check(ctx: FileContext, old_api: Api, new_api: Api, old_v: str, new_v: str)
         if named.call is not None and _is_setter(named.call) and named.path in patched:
             continue  # (FI013's: a patch of a name the range changed)
         statement = statement_of(named.node, parents)
-        if (id(statement), named.path) in seen:
+        module = gone in old_api.modules
+        key = (id(statement), gone if module and gone != named.path else named.path)
+        if key in found:
+            first, others = found[key][0], found[key][4]
+            if named.path != first.path and named.path not in others:
+                others.append(named.path)
             continue
-        seen.add((id(statement), named.path))
+        found[key] = (named, gone, module, statement, [])
+    for named, gone, module, statement, others in found.values():
         handler = (
             None  # (nothing raised: it answers that the name is missing)
             if _answers(named)
             else handled_at(statement, parents, IMPORT_ERRORS | _LOOKUP_ERRORS)
         )
-        module = gone in old_api.modules
         function = _function_of(resolver, named.node)
-        ctx.report(named.node, _message(named, gone, module, handler, function, new_v))
+        message = _message(named, gone, module, handler, function, new_v)
+        if others:
+            message += say(
+                " (so does {others}, named beside it)",
+                "（同一处提到的 {others} 也是如此）",
+                others=Said(", ".join(others), "、".join(f"`{o}`" for o in others)),
+            )
+        ctx.report(named.node, message)
 
 
 def _named(
