@@ -681,7 +681,7 @@ class FlashinferPins(Rule):
         if ref.kind is Kind.LOCKED:
             if version >= target:
                 return None, []
-            return None, [self._locked(ref, version)]
+            return None, [self._locked(ref)]
         if ref.operator == "@":
             return self._direct_reference(ref, version)
         from packaging.specifiers import InvalidSpecifier, SpecifierSet  # (costs start-up)
@@ -940,7 +940,7 @@ class FlashinferPins(Rule):
         found = _public(version)
         return found is not None and found in (self.origin, self.pinned)
 
-    def _locked(self, ref: VersionRef, version: Version) -> Said:
+    def _locked(self, ref: VersionRef) -> Said:
         """What to do with a lock file that holds an older FlashInfer: regenerate it once the
         pins say the target; where other packages locked there require it, those move first
         (a project that depends on it only through vLLM or SGLang moves them, not a pin)."""

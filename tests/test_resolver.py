@@ -172,8 +172,9 @@ def test_a_union_of_classes_of_the_module_keeps_those_that_have_the_attribute() 
     ``self.forward_metadata`` and runs ``self.forward_metadata.decode_wrapper.run(...)``: a field
     of the second only, so the wrapper is FlashInfer's, as a type checker reads it (the first,
     a dataclass with no base, cannot have the attribute). A class that may get attributes
-    another way keeps the call unknown: a base, a ``__getattr__``, a decorator other than
-    ``dataclass``, the attribute assigned on some object of the file, ``setattr``. A method's
+    another way keeps the call unknown: a base, a subclass in the file, a ``__getattr__``, a
+    decorator other than ``dataclass``, the attribute assigned on some object of the file,
+    ``setattr``. A method's
     ``self.decode_wrapper = ...`` sets it on its own class's instances only."""
     template = """
     from dataclasses import dataclass
@@ -201,9 +202,11 @@ def test_a_union_of_classes_of_the_module_keeps_those_that_have_the_attribute() 
     """
     run = {"flashinfer.BatchMLAPagedAttentionWrapper().run"}
 
-    def runs(prefill: str = "@dataclass", base: str = "", body: str = "", extra: str = ""):
-        src = template.format(prefill=prefill, base=base, body=body, extra=extra)
-        return method_calls(resolver_for(src, module="proj.mla"), "run")[0]
+    def runs(
+        prefill: str = "@dataclass", base: str = "", body: str = "", extra: str = "", tail: str = ""
+    ) -> set[str | None]:
+        src = textwrap.dedent(template.format(prefill=prefill, base=base, body=body, extra=extra))
+        return method_calls(resolver_for(src + "\n" + tail + "\n", module="proj.mla"), "run")[0]
 
     assert runs() == run
     assert runs(prefill="") == run  # (a plain class: the same)
@@ -212,6 +215,7 @@ def test_a_union_of_classes_of_the_module_keeps_those_that_have_the_attribute() 
         runs(base="(Base)"),
         runs(body="def __getattr__(self, name): ..."),
         runs(prefill="@attr.s"),
+        runs(tail="class Chunked(PrefillMetadata):\n    decode_wrapper = None"),
         runs(extra="self.forward_metadata.decode_wrapper = None"),
         runs(extra="setattr(self.forward_metadata, 'decode_wrapper', None)"),
     ]

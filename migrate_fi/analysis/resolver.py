@@ -164,7 +164,8 @@ class NameResolver:
         self._returns: dict[int, list[Candidate] | None] = {}  # (`_returned`, by function)
         # (`_narrowed`: the isinstance tests of each name, with the scope each is evaluated in)
         self._tested: dict[str, dict[int, Scope]] | None = None
-        # (`_lacks`: the attribute names this file assigns on any object; None: it may set any)
+        # (`_lacks`: the attribute names this file assigns on objects other than a method's own
+        # instance; None: it may set any)
         self._stored: frozenset[str] | None = None
         self._stored_read = False
 
@@ -716,8 +717,9 @@ class NameResolver:
     def _lacks(self, cls: Scope, attr: str) -> bool:
         """Whether an instance of the class ``cls`` of this module cannot have ``attr``, as a
         type checker reads a union (`Union[PrefillMetadata, DecodeMetadata]` and
-        `.decode_wrapper`, a field of the second only): the class has no base and no decorator
-        but `dataclass`, its body binds no such name and no `__getattr__`, no method of it
+        `.decode_wrapper`, a field of the second only): the class has no base, no subclass in
+        this file and no decorator but `dataclass`, its body binds no such name and no
+        `__getattr__`, no method of it
         sets it on `self`, and this file never assigns that attribute on another object (a
         method's `self.name = ...` sets it on its own class's instances; nor uses `setattr`,
         `__dict__` or `vars`)."""
@@ -733,6 +735,12 @@ class NameResolver:
             names = self.resolve(target, self.module_scope).qualnames
             if names != {"dataclasses.dataclass"}:
                 return False
+        if any(  # (a subclass of it in this file may have the attribute)
+            isinstance(base, ast.Name) and base.id == node.name
+            for other in nodes.of_type(self.tree, ast.ClassDef)
+            for base in other.bases
+        ):
+            return False
         stored = self._stored_attributes()
         return stored is not None and attr not in stored
 
