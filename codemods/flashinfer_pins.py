@@ -105,6 +105,9 @@ class _Change(NamedTuple):
     new: str  # the version text to write
     message: Said
     safety: FixSafety = FixSafety.SAFE
+    # never made, only said (its message says why: a version that disagrees with the run's
+    # origin); a change still, so that what else the list pins is read for it
+    said_only: bool = False
 
 
 def _admits(operator: str, pinned: str, version: Version) -> bool:
@@ -209,9 +212,11 @@ class FlashinferPins(Rule):
       minor release as its bound (a review fix); a local tag (`+cu128`) is kept (review: the
       index you install from must have it);
     - a version already newer than the target is never downgraded, and is reported;
-    - a flashinfer-python pin that disagrees with the version the run migrates from (and its
-      companions at the same version) is never moved as a safe fix: it gets a review fix that
-      says so (which release the code there is written for decides);
+    - a FlashInfer version that disagrees with the one the run migrates from (and its
+      companions at the same version) is reported and never moved, not even as a review fix:
+      which release the code there is written for decides, and on real trees such a version
+      was another setup's pin, a record of what a test measured, or what a serving engine
+      locked beside it requires;
     - a pin that is not the project's own requirement is left (`migrate_fi.project.ownership`):
       resolver overrides and constraints (`[tool.uv] override-dependencies`), metadata mirrors of
       another package (`[[tool.uv.dependency-metadata]]`), and an extra or dependency group
@@ -354,6 +359,8 @@ class FlashinferPins(Rule):
                 and (change is None or change.safety is not FixSafety.SAFE)
             ):
                 held.append(ref)
+            if change is not None and change.said_only:
+                reports, change = [*reports, change.message], None
             if change is not None:
                 changes.append(change)
             for message in reports:
@@ -609,7 +616,7 @@ class FlashinferPins(Rule):
                 url=url,
                 target=self.target,
             )
-            change = _Change(change.ref, change.new, change.message + told, FixSafety.REVIEW)
+            change = change._replace(message=change.message + told, safety=FixSafety.REVIEW)
         for engine, extras, version in engines_in(text, FAMILY, marker):
             admits, told = self._engine(f"{engine}{extras}=={version}", ref.package)
             if admits is False:
@@ -628,7 +635,7 @@ class FlashinferPins(Rule):
                     ),
                 ]
             if admits is None:
-                change = _Change(change.ref, change.new, change.message + told, change.safety)
+                change = change._replace(message=change.message + told)
         return change, reports
 
     # ------------------------------------------------------------------ data
@@ -788,8 +795,10 @@ class FlashinferPins(Rule):
             # admits it; vLLM 0.34's, compared with `>=`, needs nothing on 0.7.4)
             return None, []
         if self._is_left(ref) or stray:
-            # (never a safe fix: which release the code there is written for decides; a
-            # companion at the same version goes with it)
+            # (never moved: which release the code there is written for decides, and on real
+            # trees such a version was another setup's pin, a record of what was measured, or
+            # what an engine locked beside it requires; a companion at the same version stays
+            # with it)
             said = say(
                 "FlashInfer versions disagree: this {kind} says {version}, the run migrates from"
                 " {origin}: check which one the code was written for ({where})",
@@ -821,13 +830,15 @@ class FlashinferPins(Rule):
                 ref,
                 new,
                 say(
-                    "{said}; moved to the target {target} only as a review fix{note}",
-                    "{said}；仅作为需审阅的修复改为目标版本 {target}{note}",
+                    "{said}; not moved to {target}: move it by hand where the code there is"
+                    " written for {origin}",
+                    "{said}；未改为 {target}：若那里的代码是为 {origin} 写的，请手动修改",
                     said=said,
                     target=target,
-                    note=note,
+                    origin=origin,
                 ),
                 FixSafety.REVIEW,
+                said_only=True,
             ), []
         change = _Change(
             ref,

@@ -375,11 +375,13 @@ def test_conflicting_pins_need_from(tree: Path) -> None:
     r = invoke("check", "--from", "0.6.8.post1", "--to", "0.6.14", "--select", "FI006", ".")
     assert r.exit_code == 1
     assert (
-        "requirements.txt:1:20: FI006 [review fix] FlashInfer versions disagree: this pin ==0.6.11"
-        in r.stdout
+        "requirements.txt:1:20: FI006 FlashInfer versions disagree: this pin ==0.6.11" in r.stdout
     )
-    # and never moves it as a safe fix
-    r = invoke("apply", "--from", "0.6.8.post1", "--to", "0.6.14", "--select", "FI006", ".")
+    # and never moves it, not even as a review fix
+    r = invoke(
+        "apply", "--unsafe-fixes", "--from", "0.6.8.post1", "--to", "0.6.14", "--select", "FI006",
+        ".",
+    )  # fmt: skip
     assert (tree / "requirements.txt").read_text() == "flashinfer-python==0.6.11\n"
     assert "0.6.14" in (tree / "pyproject.toml").read_text()
 

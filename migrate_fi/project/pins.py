@@ -510,6 +510,8 @@ def scan(
     if base.endswith(".json") and "flashinfer" in text.lower():
         taken = {(r.line, r.col) for r in out}
         out += [r for r in _json_versions(path, text) if (r.line, r.col) not in taken]
+        if _LOCK_DIGEST.search(text):  # (made from a lock: what it holds is the lock's)
+            return [r._replace(kind=Kind.LOCKED, operator="==") for r in out if not r.in_comment]
     if old_version:
         out += _examples_in_text(
             path, lines, old_version, {(r.line, r.col) for r in out}, hash_comments
@@ -592,6 +594,11 @@ def _hcl_versions(path: str, text: str) -> Iterator[VersionRef]:
             "",
             f"{m.group('var')} = {m.group('ver')}",
         )
+
+
+# a JSON document that records the digest of a lock file (`"lock_sha256": "4585..."`): made
+# from the lock by a script, which regenerates it with the lock; never edited by hand
+_LOCK_DIGEST = patterns.compile(r'"[\w.-]*lock[\w.-]*(?:sha\d*|hash|digest)[\w.-]*"\s*:', re.I)
 
 
 def _locked(path: str, text: str, names: Collection[str]) -> list[VersionRef]:
