@@ -192,6 +192,7 @@ def _message(
         ),
         fails=fails,
         elsewhere=_elsewhere(new_api, module, name, new_v)
+        + _wider_name(new_api, module, name)
         + _public_way(new_api, module, name, text),
         also=also,
     )
@@ -284,6 +285,33 @@ def _elsewhere(new_api: Api, module: str, name: str, new_v: str) -> Said:
         count=len(holders),
         new_v=new_v,
         name=name,
+    )
+
+
+def _wider_name(new_api: Api, module: str, name: str) -> Said:
+    """A private name the same module binds in the target whose words hold all of this one's,
+    in order (`gemm_base._get_cache_buf` -> `_get_stream_cache_buf`: 0.7.4 gave the same
+    workspace buffer a per-stream cache): a likely successor, said as one to compare. Up to
+    two; none where the module is gone."""
+    words = [w for w in name.split("_") if w]
+    if not words:
+        return Said("", "")
+    entry = new_api.modules.get(module)
+    found = []
+    for other in sorted(entry.get("names", ()) if entry else ()):
+        if other == name or not other.startswith("_"):
+            continue
+        rest = iter(w for w in other.split("_") if w)
+        if len(other) > len(name) and all(w in rest for w in words):
+            found.append(other)
+    if not found or len(found) > 2:
+        return Said("", "")
+    return say(
+        "; {module} now binds {names}, a name that holds all the words of this one: compare"
+        " before switching",
+        "；{module} 现在绑定了 {names}，其名称包含这个名称的全部词：切换前请比较两者",
+        module=module,
+        names=Said(" and ".join(found), "、".join(f"`{n}`" for n in found)),
     )
 
 
