@@ -13,11 +13,13 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from migrate_fi.analysis.calls import CallArgs, CalleeCall, Via
 from migrate_fi.analysis.versiontests import Releases
 from migrate_fi.api.paths import CACHE_ATTRIBUTES, ApiPath, is_flashinfer
+from migrate_fi.api.store import on_forget
 from migrate_fi.base import patterns
 from migrate_fi.base.messages import Said, join, say
 from migrate_fi.base.results import FixSafety
@@ -421,34 +423,19 @@ def _successor(path: str, old_api: Api, new_v: str) -> Said:
     what a release up to ``new_v`` said to use instead where it deprecated it, or a class or
     function of it (0.7.2 deprecated `MnnvlMoe` for `flashinfer.moe_ep.NVLinkTwoSidedAlltoAll`
     before 0.7.4 removed its module); ``""`` where no note says."""
-    from migrate_fi.api.notes import Behaviour, Deprecated, load_notes
     from migrate_fi.base.versions import parse_version
 
-    target = parse_version(new_v)
+    by_path, by_key = _successors(old_api.version, new_v)
     key = old_api.key(path)
     # what to use -> the release that said it (the first) and what of ``path`` it deprecated
     # (None: ``path`` itself; else the name in it: `MnnvlMoe` of a module imported whole)
     said: dict[str, tuple[str, str | None]] = {}
-    for note in load_notes():
-        if not isinstance(note, (Behaviour, Deprecated)) or parse_version(note.release) > target:
-            continue
-        parts = note.api.split(".")
-        prefixes = [".".join(parts[:i]) for i in range(len(parts), 1, -1)]
-        matched = next(
-            (p for p in prefixes if p == path or (key is not None and old_api.key(p) == key)),
-            None,
-        )
-        if matched is None:
-            continue
+    for api, uses, release in (*by_path.get(path, ()), *(by_key.get(key, ()) if key else ())):
         member = None
-        if matched == path and note.api != path and path in old_api.modules:
-            member = note.api[len(path) + 1 :].split(".")[0]
-        text = note.what if isinstance(note, Behaviour) else note.why
-        uses = _USE.findall(text)
-        if isinstance(note, Deprecated) and note.moved_to:
-            uses.insert(0, note.moved_to)
+        if api != path and api.startswith(f"{path}.") and path in old_api.modules:
+            member = api[len(path) + 1 :].split(".")[0]
         for use in uses:
-            said.setdefault(use.rstrip("."), (note.release, member))
+            said.setdefault(use, (release, member))
     if not said:
         return say("", "")
     release, member = min(said.values(), key=lambda v: parse_version(v[0]))
@@ -459,6 +446,48 @@ def _successor(path: str, old_api: Api, new_v: str) -> Said:
         what=Said(member, f"其中的 `{member}`") if member else Said("it", "它"),
         uses=Said(" or ".join(said), "或".join(f"`{u}`" for u in said)),
     )
+
+
+# a note of a deprecation that names what to use: (its api, what to use, its release)
+_Successor = tuple[str, tuple[str, ...], str]
+
+
+@lru_cache(maxsize=4)
+def _successors(
+    old_v: str, new_v: str
+) -> tuple[dict[str, list[_Successor]], dict[str, list[_Successor]]]:
+    """The deprecations of the releases up to ``new_v`` that name what to use instead, once
+    per run (a tree with many removed imports asked each of them again: 150 ms over
+    FlashInfer 0.6.18's own tree), by each leading part of the api they concern and by the
+    definition that part is in ``old_v`` (`flashinfer.comm.MoeAlltoAll` is also
+    `flashinfer.comm.trtllm_moe_alltoall.MoeAlltoAll`)."""
+    from migrate_fi.api.differ import api_for
+    from migrate_fi.api.notes import Behaviour, Deprecated, load_notes
+    from migrate_fi.base.versions import parse_version
+
+    old_api, target = api_for(old_v), parse_version(new_v)
+    by_path: dict[str, list[_Successor]] = {}
+    by_key: dict[str, list[_Successor]] = {}
+    for note in load_notes():
+        if not isinstance(note, (Behaviour, Deprecated)) or parse_version(note.release) > target:
+            continue
+        uses = _USE.findall(note.what if isinstance(note, Behaviour) else note.why)
+        if isinstance(note, Deprecated) and note.moved_to:
+            uses.insert(0, note.moved_to)
+        if not uses:
+            continue
+        entry = (note.api, tuple(u.rstrip(".") for u in uses), note.release)
+        parts = note.api.split(".")
+        for i in range(len(parts), 1, -1):
+            prefix = ".".join(parts[:i])
+            by_path.setdefault(prefix, []).append(entry)
+            key = old_api.key(prefix)
+            if key is not None:
+                by_key.setdefault(key, []).append(entry)
+    return by_path, by_key
+
+
+on_forget(_successors.cache_clear)  # (a data folder that changes drops what was read of it)
 
 
 class _Moved(NamedTuple):

@@ -164,10 +164,10 @@ class NameResolver:
         self._returns: dict[int, list[Candidate] | None] = {}  # (`_returned`, by function)
         # (`_narrowed`: the isinstance tests of each name, with the scope each is evaluated in)
         self._tested: dict[str, dict[int, Scope]] | None = None
-        # (`_lacks`: the attribute names this file assigns on objects other than a method's own
-        # instance; None: it may set any)
-        self._stored: frozenset[str] | None = None
-        self._stored_read = False
+        # (`_stores`: the attributes this file assigns, by name; None: it may set any)
+        self._stored: dict[str, list[ast.Attribute]] | None = None
+        self._stores_read = False
+        self._closed_classes: dict[int, bool] = {}  # (`_closed`, by id of the class's scope)
 
     def release(self) -> None:
         """Done with this file: its tree and scopes are freed at once (`ScopeBuilder.release`).
@@ -723,26 +723,36 @@ class NameResolver:
         sets it on `self`, and this file never assigns that attribute on another object (a
         method's `self.name = ...` sets it on its own class's instances; nor uses `setattr`,
         `__dict__` or `vars`)."""
+        if attr in cls.bindings or not self._closed(cls):
+            return False
+        return not self._set_elsewhere(attr)
+
+    def _closed(self, cls: Scope) -> bool:
+        """Whether the attributes of an instance of ``cls`` are those its body and methods give
+        it (`_lacks`), worked out once per class."""
+        found = self._closed_classes.get(id(cls))
+        if found is not None:
+            return found
         node = cls.node
-        if not isinstance(node, ast.ClassDef) or node.bases or node.keywords:
-            return False
-        if attr in cls.bindings or any(
-            name in cls.bindings for name in ("__getattr__", "__getattribute__", "__slots__")
-        ):
-            return False
-        for decorator in node.decorator_list:
-            target = decorator.func if isinstance(decorator, ast.Call) else decorator
-            names = self.resolve(target, self.module_scope).qualnames
-            if names != {"dataclasses.dataclass"}:
-                return False
-        if any(  # (a subclass of it in this file may have the attribute)
-            isinstance(base, ast.Name) and base.id == node.name
-            for other in nodes.of_type(self.tree, ast.ClassDef)
-            for base in other.bases
-        ):
-            return False
-        stored = self._stored_attributes()
-        return stored is not None and attr not in stored
+        found = (
+            isinstance(node, ast.ClassDef)
+            and not node.bases
+            and not node.keywords
+            and not any(n in cls.bindings for n in ("__getattr__", "__getattribute__", "__slots__"))
+            and all(
+                self.resolve(d.func if isinstance(d, ast.Call) else d, self.module_scope).qualnames
+                == {"dataclasses.dataclass"}
+                for d in node.decorator_list
+            )
+            and not any(  # (a subclass of it in this file may have the attribute)
+                isinstance(base, ast.Name) and base.id == node.name
+                for other in self.scopes.opened.values()
+                if isinstance(other.node, ast.ClassDef)
+                for base in other.node.bases
+            )
+        )
+        self._closed_classes[id(cls)] = found
+        return found
 
     def _on_own_instance(self, target: ast.Attribute) -> bool:
         """``self.name = ...`` in a method: set on an instance of the method's own class (which
@@ -754,24 +764,29 @@ class NameResolver:
             and target.value.id == scope.self_name
         )
 
-    def _stored_attributes(self) -> frozenset[str] | None:
-        """The attribute names this file assigns or deletes on an object other than a method's
-        own instance (`x.name = ...`); None where it may set any (`setattr`, `vars`,
-        `__dict__`)."""
-        if not self._stored_read:
-            self._stored_read = True
+    def _set_elsewhere(self, attr: str) -> bool:
+        """Whether this file may set ``attr`` on an object other than a method's own instance
+        (`x.name = ...`, or `del`): also wherever it uses `setattr`, `vars` or `__dict__`."""
+        stores = self._stores()
+        if stores is None:
+            return True
+        return not all(self._on_own_instance(a) for a in stores.get(attr, ()))
+
+    def _stores(self) -> dict[str, list[ast.Attribute]] | None:
+        """The attributes this file assigns or deletes, by name, found once (the scope of each
+        is looked up only for the name asked); None where it may set any."""
+        if not self._stores_read:
+            self._stores_read = True
             loads = self.scopes.loads
-            dynamic = "setattr" in loads or "vars" in loads
-            if not dynamic:
-                found = set()
+            if "setattr" not in loads and "vars" not in loads:
+                found: dict[str, list[ast.Attribute]] = {}
                 for a in nodes.of_type(self.tree, ast.Attribute):
                     if a.attr == "__dict__":
                         break
-                    if isinstance(a.ctx, ast.Load) or self._on_own_instance(a):
-                        continue
-                    found.add(a.attr)
+                    if not isinstance(a.ctx, ast.Load):
+                        found.setdefault(a.attr, []).append(a)
                 else:
-                    self._stored = frozenset(found)
+                    self._stored = found
         return self._stored
 
     def _class_body_value(
